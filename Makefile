@@ -1,0 +1,52 @@
+# jobboard.bot_detector: developer and CI entry points. See README.md.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+COLLECTION_ROOT := $(CURDIR)/.build/ansible_collections/jobboard/bot_detector
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(BIN):$(PATH)
+
+.PHONY: help venv setup run test unit equivalence integration pythons sanity lint build clean
+
+help:
+	@echo "make run     run the detector on an embedded sample log, in a scratch dir"
+	@echo "make test    every test (installs what it needs)"
+	@echo "make build   build the collection tarball"
+
+$(BIN)/.installed: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(BIN)/.installed
+
+# The checkout, linked where Ansible and ansible-test look for jobboard.bot_detector.
+setup: venv
+	mkdir -p $(dir $(COLLECTION_ROOT))
+	ln -sfn $(CURDIR) $(COLLECTION_ROOT)
+
+run:
+	tests/sample/run-sample.sh $(CURDIR)/scratch
+
+test: setup
+	tests/run-all.sh
+
+unit: setup
+	$(BIN)/pytest tests/unit -q
+
+equivalence: setup
+	$(BIN)/pytest tests/equivalence -q
+
+integration: setup
+	$(BIN)/pytest tests/integration -q
+
+build: setup
+	$(BIN)/ansible-galaxy collection build --force --output-path $(CURDIR)
+
+clean:
+	rm -rf .build scratch jobboard-bot_detector-*.tar.gz tests/output

@@ -1,0 +1,632 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Detection core of jobboard.bot_detector, and the host command.
+
+One file, Python standard library only (3.8+), no Ansible import: the module
+imports it, the role copies it to each host, and ``python3 bot_detector.py LOG``
+is the command that replaces ``bot-detector.sh`` (see the spec,
+bot-detector-spec.md). The stages of the spec's rule 5 are the functions
+``hour_windows`` (5.2), ``count_windows`` (5.3.1-5.3.7), ``top_records``
+(5.3.8-5.3.9), ``decide`` (5.4-5.7) and ``BlocklistWriter`` (5.8); ``run``
+strings them together. Everything on the log side works on bytes, as
+``LC_ALL=C grep -a`` does, so no input can make it raise a decoding error.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import errno
+import fcntl
+import ipaddress
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import time
+
+__metaclass__ = type
+
+VERSION = '1.0.0'
+
+DEFAULT_BLOCKLIST = '/etc/ipblocklist.txt'
+DEFAULT_EXCLUSIONS = '/etc/ipexcludedlist.txt'
+DEFAULT_ACTIVITY_LOG = '/var/log/bot-detector.log'
+DEFAULT_THRESHOLD = 1000
+DEFAULT_TOP = 20
+DEFAULT_SEARCH_ENGINE = 'Google'
+DEFAULT_JOB_PREFIXES = (
+    'GET /job/', 'GET /jobs/', 'GET /stelle/', 'GET /stellen/', 'GET /stellenangebot/',
+    'GET /de/stelle/', 'GET /de/stellen/', 'GET /de/stellenangebot/',
+)
+
+# Exit statuses of the command. 1 is the spec's; the others are ours.
+EXIT_OK = 0
+EXIT_SPEC_ERROR = 1     # no argument, log missing or not readable (spec section 7)
+EXIT_BAD_OPTION = 2     # a bad option or option value; nothing was read or written
+EXIT_RUN_FAILED = 3     # the run failed part-way: host address query, lock, read or append
+
+# English names whatever the locale: the hour stamp and `date`'s default format
+# under the C locale are what the access log and the reference script use.
+MONTHS = ('Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec')
+WEEKDAYS = ('Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun')
+
+USAGE_LINES = (
+    'Path to log file missing.',
+    'Usage: bot-detector.sh <logfile>',
+    '    bot-detector.sh /var/log/nginx/access.log',
+)
+
+READ_CHUNK = 4 * 1024 * 1024
+
+_IPV4 = re.compile(r'(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}'
+                   r'(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z')
+_FIRST_FIELD = re.compile(br'[^ \t]+')   # awk's default field splitting: runs of blanks
+_BOT = re.compile(br'bot', re.IGNORECASE)  # bytes pattern: ASCII case folding, as grep -i under LC_ALL=C
+
+
+class BotDetectorError(Exception):
+    """A failure that ends the run; ``exit_status`` is the command's exit code."""
+
+    def __init__(self, message, exit_status=EXIT_RUN_FAILED):
+        super(BotDetectorError, self).__init__(message)
+        self.message = message
+        self.exit_status = exit_status
+
+
+class Window:
+    """One hourly window: its name, console heading and hour stamp (bytes)."""
+
+    def __init__(self, name, heading, stamp):
+        self.name = name
+        self.heading = heading
+        self.stamp = stamp
+
+
+class Settings:
+    """Everything a run needs; the defaults are the spec's."""
+
+    def __init__(self, logs, blocklist=DEFAULT_BLOCKLIST, exclusions=DEFAULT_EXCLUSIONS,
+                 activity_log=DEFAULT_ACTIVITY_LOG, threshold=DEFAULT_THRESHOLD, top=DEFAULT_TOP,
+                 job_prefixes=DEFAULT_JOB_PREFIXES, search_engine=DEFAULT_SEARCH_ENGINE,
+                 server_ips=None, now=None, check_mode=False):
+        self.logs = list(logs)
+        self.blocklist = blocklist
+        self.exclusions = exclusions
+        self.activity_log = activity_log
+        self.threshold = threshold
+        self.top = top
+        self.job_prefixes = list(job_prefixes)
+        self.search_engine = search_engine
+        self.server_ips = None if server_ips is None else list(server_ips)
+        self.now = now
+        self.check_mode = check_mode
+        self.validate()
+
+    def validate(self):
+        """Reject option values the spec cannot mean, before anything is read or written."""
+        if not self.logs:
+            raise BotDetectorError('no access log given', EXIT_BAD_OPTION)
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, int) or self.threshold < 1:
+            raise BotDetectorError('threshold must be a whole number of at least 1, got %r' % (self.threshold,), EXIT_BAD_OPTION)
+        if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 1:
+            raise BotDetectorError('top must be a whole number of at least 1, got %r' % (self.top,), EXIT_BAD_OPTION)
+        if not self.job_prefixes or not all(self.job_prefixes):
+            raise BotDetectorError('job prefixes must be a non-empty list of non-empty strings', EXIT_BAD_OPTION)
+        if not self.search_engine:
+            # grep -v '' would drop every line: an empty marker can only be a mistake.
+            raise BotDetectorError('the search-engine marker must not be empty', EXIT_BAD_OPTION)
+        for name in ('blocklist', 'exclusions', 'activity_log'):
+            if not getattr(self, name):
+                raise BotDetectorError('%s must be a path' % name, EXIT_BAD_OPTION)
+        if self.server_ips is not None and not all(self.server_ips):
+            raise BotDetectorError('a server address must not be empty', EXIT_BAD_OPTION)
+
+
+# ---------------------------------------------------------------- small helpers
+
+def to_bytes(value):
+    if isinstance(value, bytes):
+        return value
+    return value.encode('utf-8', 'surrogateescape')
+
+
+def to_text(value):
+    """Bytes from the log as text; surrogateescape keeps every byte, so printing is byte-exact."""
+    if isinstance(value, bytes):
+        return value.decode('utf-8', 'surrogateescape')
+    return value
+
+
+def printable(value):
+    """``value`` (str, list or dict) with undecodable bytes shown as escapes, for JSON."""
+    if isinstance(value, dict):
+        return dict((k, printable(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [printable(v) for v in value]
+    if isinstance(value, str):
+        return value.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')
+    return value
+
+
+def parse_now(text):
+    """'YYYY-MM-DD HH:MM:SS' in local time -> seconds since the epoch."""
+    try:
+        return time.mktime(time.strptime(text, '%Y-%m-%d %H:%M:%S'))
+    except (ValueError, OverflowError):
+        raise BotDetectorError("now must be 'YYYY-MM-DD HH:MM:SS', got %r" % (text,), EXIT_BAD_OPTION)
+
+
+def hour_stamp(epoch):
+    """``date -d @epoch +%d/%b/%Y:%H`` with English month names, in local time."""
+    t = time.localtime(epoch)
+    return '%02d/%s/%04d:%02d' % (t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour)
+
+
+def date_default_format(epoch=None):
+    """What ``date`` prints under the C locale, e.g. 'Sat Nov 21 04:13:43 UTC 2026'."""
+    t = time.localtime(time.time() if epoch is None else epoch)
+    return '%s %s %2d %02d:%02d:%02d %s %d' % (
+        WEEKDAYS[t.tm_wday], MONTHS[t.tm_mon - 1], t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
+        t.tm_zone or time.strftime('%Z', t), t.tm_year)
+
+
+def is_client_address(field):
+    """True for a syntactically valid IPv4 or IPv6 address (not 0.0.0.0 or ::).
+
+    Our own IPv4 pattern rather than ipaddress, whose acceptance of leading
+    zeros changed between Python releases.
+    """
+    try:
+        text = field.decode('ascii')
+    except UnicodeDecodeError:
+        return False
+    if _IPV4.match(text):
+        return text != '0.0.0.0'
+    if ':' not in text or '%' in text:
+        return False
+    try:
+        return not ipaddress.IPv6Address(text).is_unspecified
+    except ValueError:
+        return False
+
+
+def server_addresses():
+    """Each address ``hostname -i`` prints (spec: server_ip)."""
+    try:
+        proc = subprocess.run(['hostname', '-i'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BotDetectorError('cannot determine the server address: hostname -i: %s (give it with --server-ip)' % exc)
+    if proc.returncode != 0:
+        detail = printable(to_text(proc.stderr)).strip() or 'exit status %d' % proc.returncode
+        raise BotDetectorError('cannot determine the server address: hostname -i: %s (give it with --server-ip)' % detail)
+    return proc.stdout.split()
+
+
+def read_list(path):
+    """A list file's content for the substring search; unreadable or missing counts as empty (rule 5.6)."""
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read()
+    except (OSError, IOError):
+        return b''
+
+
+# ---------------------------------------------------------------- rule 5.2: windows
+
+def hour_windows(now):
+    """The previous hour, then the current hour. '1 hour ago' is 3600 s earlier, as in GNU date."""
+    return [
+        Window('previous', 'Checking the previous hour...', hour_stamp(now - 3600).encode('ascii')),
+        Window('current', 'Checking the current hour...', hour_stamp(now).encode('ascii')),
+    ]
+
+
+# ---------------------------------------------------------------- rule 5.3.1-5.3.7: count
+
+class LineFilter:
+    """Rules 5.3.2 to 5.3.5 on one whole line (the stamp, 5.3.1, is matched by the scanner)."""
+
+    def __init__(self, job_prefixes, search_engine):
+        self._prefixes = re.compile(b'|'.join(re.escape(to_bytes(p)) for p in job_prefixes))
+        self._search_engine = to_bytes(search_engine)
+
+    def keep(self, line):
+        return (self._prefixes.search(line) is not None
+                and _BOT.search(line) is None
+                and self._search_engine not in line
+                and b'/files/' not in line)
+
+
+def first_field(line):
+    """awk '{print $1}': the first run of characters other than space and tab."""
+    match = _FIRST_FIELD.search(line)
+    return match.group(0) if match else b''
+
+
+def count_chunk(buf, windows, line_filter, counts):
+    """Count the lines of ``buf`` (whole lines only) into ``counts``, one dict per window.
+
+    The stamp is found with bytes.find, so only lines that hold it are looked at;
+    a line that holds both stamps counts in both windows, as with two greps.
+    """
+    keep = line_filter.keep
+    for window, counter in zip(windows, counts):
+        stamp = window.stamp
+        pos = buf.find(stamp)
+        while pos != -1:
+            start = buf.rfind(b'\n', 0, pos) + 1
+            end = buf.find(b'\n', pos)
+            if end == -1:
+                end = len(buf)
+            line = buf[start:end]
+            if keep(line):
+                address = first_field(line)
+                counter[address] = counter.get(address, 0) + 1
+            pos = buf.find(stamp, end)
+
+
+def open_log(path):
+    """Open an access log for reading, refusing what is not a regular file.
+
+    O_NONBLOCK so that opening a FIFO cannot hang; fstat on the open descriptor
+    so the check and the read are of the same file.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        raise BotDetectorError('File not found or not readable: %s' % path, EXIT_SPEC_ERROR)
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        # A directory, FIFO or device (a link to /dev/zero) would hang or mislead.
+        raise BotDetectorError('Not a regular file: %s' % path, EXIT_SPEC_ERROR)
+    return os.fdopen(fd, 'rb')
+
+
+def count_windows(logs, windows, line_filter):
+    """Read each log once, in chunks, and count requests per address for every window."""
+    counts = [dict() for _ in windows]
+    for path in logs:
+        handle = open_log(path)
+        with handle:
+            carry = b''
+            while True:
+                try:
+                    chunk = handle.read(READ_CHUNK)
+                except (OSError, IOError) as exc:
+                    raise BotDetectorError('cannot read %s: %s' % (path, exc.strerror or exc))
+                if not chunk:
+                    break
+                cut = chunk.rfind(b'\n')
+                if cut == -1:
+                    carry += chunk
+                    continue
+                count_chunk(carry + chunk[:cut], windows, line_filter, counts)
+                carry = chunk[cut + 1:]
+            if carry:
+                count_chunk(carry, windows, line_filter, counts)
+    return counts
+
+
+# ---------------------------------------------------------------- rule 5.3.7-5.3.9: top records
+
+def top_records(counter, server_ips, top):
+    """Order as ``sort | uniq -c | sort -nr`` under LC_ALL=C (equal counts: address in
+    descending byte order), drop records holding a server address, keep the first ``top``."""
+    ordered = sorted(counter.items(), key=lambda item: (item[1], item[0]), reverse=True)
+    records = []
+    for address, count in ordered:
+        record = b'%d %s' % (count, address)
+        if any(ip in record for ip in server_ips):
+            continue
+        records.append((count, address))
+        if len(records) == top:
+            break
+    return records
+
+
+# ---------------------------------------------------------------- rule 5.4-5.7: decide
+
+BELOW_THRESHOLD = 'below_threshold'
+ALREADY_BLOCKED = 'already_blocked'
+ALLOW_LISTED = 'allow_listed'
+INVALID = 'invalid'
+BLOCK = 'block'
+
+
+def decide(count, address, threshold, blocklist_content, exclusions_content):
+    """What to do with one counted record. List matching is the spec's substring search."""
+    if count < threshold:
+        return BELOW_THRESHOLD
+    if address in blocklist_content:
+        return ALREADY_BLOCKED
+    if address in exclusions_content:
+        return ALLOW_LISTED
+    if not is_client_address(address):
+        # Safety addition: the reference would append it; we never append a non-address.
+        return INVALID
+    return BLOCK
+
+
+# ---------------------------------------------------------------- rule 5.8: apply
+
+class BlocklistWriter:
+    """Appends to the blocklist and the activity log, under an exclusive lock.
+
+    The lock is flock(2) on the blocklist's directory, so every run that appends
+    to the same blocklist serialises on it whatever its other options, and it
+    needs no extra file (the blocklist itself may not exist yet). Each append is
+    one write(2) of a whole line, fsync'ed before the activity log line is
+    written, so the activity log never claims an addition the blocklist lacks.
+    """
+
+    def __init__(self, blocklist, activity_log):
+        self.blocklist = blocklist
+        self.activity_log = activity_log
+        self._lock_fd = None
+
+    def lock(self):
+        directory = os.path.dirname(os.path.abspath(self.blocklist))
+        try:
+            self._lock_fd = os.open(directory, os.O_RDONLY)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            self.unlock()
+            raise BotDetectorError('cannot lock %s for %s: %s' % (directory, self.blocklist, exc.strerror))
+
+    def unlock(self):
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self):
+        self.lock()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.unlock()
+
+    @staticmethod
+    def append_line(path, line, fsync):
+        """Append ``line`` (bytes ending in a newline) as one write; undo a partial write."""
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise BotDetectorError('cannot append to %s: %s' % (path, exc.strerror))
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b'\n':
+                line = b'\n' + line   # never glue our entry to an unterminated last line
+            try:
+                written = os.write(fd, line)
+                if written != len(line):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                if fsync:
+                    os.fsync(fd)
+            except OSError as exc:
+                try:
+                    # Only ever removes the bytes this write added.
+                    if os.fstat(fd).st_size > size:
+                        os.ftruncate(fd, size)
+                except OSError:
+                    pass
+                raise BotDetectorError('cannot append to %s: %s' % (path, exc.strerror))
+        finally:
+            os.close(fd)
+
+    def block(self, address, count):
+        self.append_line(self.blocklist, address + b'\n', fsync=True)
+        entry = '%s | IP addess %s added to the block list, RPH=%d\n' % (date_default_format(), to_text(address), count)
+        self.append_line(self.activity_log, to_bytes(entry), fsync=True)
+
+
+# ---------------------------------------------------------------- the run
+
+class Result:
+    """What a run found and did; ``as_dict`` is what the module and --json return."""
+
+    def __init__(self, check_mode):
+        self.check_mode = check_mode
+        self.blocked = []
+        self.already_blocked = []
+        self.allow_listed = []
+        self.skipped_invalid = []
+        self.windows = []
+        self.messages = []
+        self.appended = []     # addresses (bytes) appended, or to append in check mode
+        self.blocklist_lines = 0   # lines in the blocklist when the run read it
+        self.duration = 0
+
+    @property
+    def changed(self):
+        return bool(self.appended)
+
+    def blocklist_diff(self, path):
+        """A unified diff of the lines the run appends (or would append) to the blocklist."""
+        added = ''.join('+%s\n' % to_text(a) for a in self.appended)
+        return printable('--- %s\n+++ %s\n@@ -%d,0 +%d,%d @@\n%s' % (
+            path, path, self.blocklist_lines, self.blocklist_lines + 1, len(self.appended), added))
+
+    def as_dict(self):
+        return printable({
+            'changed': self.changed,
+            'check_mode': self.check_mode,
+            'blocked': self.blocked,
+            'already_blocked': self.already_blocked,
+            'allow_listed': self.allow_listed,
+            'skipped_invalid': self.skipped_invalid,
+            'windows': self.windows,
+            'messages': self.messages,
+            'execution_time': self.duration,
+        })
+
+
+def run(settings, emit=None):
+    """Run the detection (spec rules 3 to 6). ``emit(line)`` gets each console line as it happens.
+
+    Raises BotDetectorError; nothing is half-written when it does.
+    """
+    result = Result(settings.check_mode)
+
+    def say(line):
+        result.messages.append(line)
+        if emit is not None:
+            emit(line)
+
+    for path in settings.logs:       # rule 2, before anything else happens
+        if not os.access(path, os.R_OK):
+            raise BotDetectorError('File not found or not readable: %s' % path, EXIT_SPEC_ERROR)
+        open_log(path).close()
+    start = int(time.time())
+    now = time.time() if settings.now is None else settings.now
+    server_ips = [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
+    windows = hour_windows(now)
+    counts = count_windows(settings.logs, windows, LineFilter(settings.job_prefixes, settings.search_engine))
+
+    writer = BlocklistWriter(settings.blocklist, settings.activity_log)
+    if not settings.check_mode:
+        writer.lock()
+    try:
+        # Read once under the lock; our own additions are added to the copy, so
+        # the current-hour pass sees what the previous-hour pass appended.
+        blocklist_content = read_list(settings.blocklist)
+        exclusions_content = read_list(settings.exclusions)
+        result.blocklist_lines = blocklist_content.count(b'\n') + int(bool(blocklist_content) and not blocklist_content.endswith(b'\n'))
+        for window, counter in zip(windows, counts):
+            say(window.heading)
+            records = top_records(counter, server_ips, settings.top)
+            result.windows.append({
+                'name': window.name,
+                'hour_stamp': to_text(window.stamp),
+                'records': [{'count': c, 'address': to_text(a)} for c, a in records],
+            })
+            for count, address in records:
+                verdict = decide(count, address, settings.threshold, blocklist_content, exclusions_content)
+                entry = {'address': to_text(address), 'count': count, 'window': window.name}
+                shown = to_text(address)
+                if verdict == ALREADY_BLOCKED:
+                    say('IP address %s is already blocked.' % shown)
+                    result.already_blocked.append(entry)
+                elif verdict == ALLOW_LISTED:
+                    say('IP address %s is allow-listed and will not be blocked.' % shown)
+                    result.allow_listed.append(entry)
+                elif verdict == INVALID:
+                    say('Skipping %s (%d requests): not an IP address.' % (shown, count))
+                    result.skipped_invalid.append(entry)
+                elif verdict == BLOCK:
+                    if settings.check_mode:
+                        say('Would block IP address: %s (%d requests)' % (shown, count))
+                    else:
+                        say('Blocking IP address: %s (%d requests)' % (shown, count))
+                        writer.block(address, count)
+                    result.blocked.append(entry)
+                    result.appended.append(address)
+                    blocklist_content += b'\n' + address + b'\n'
+    finally:
+        writer.unlock()
+    result.duration = int(time.time()) - start
+    say('Execution time: %d seconds' % result.duration)
+    return result
+
+
+# ---------------------------------------------------------------- the host command
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, exit 2: argparse's default adds the usage block.
+        sys.stderr.write('bot-detector: error: %s\n' % message)
+        sys.exit(EXIT_BAD_OPTION)
+
+
+def _positive_int(text):
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError('invalid whole number: %r' % text)
+    if value < 1:
+        raise argparse.ArgumentTypeError('must be at least 1, got %d' % value)
+    return value
+
+
+def build_parser():
+    parser = _Parser(
+        prog='bot-detector.sh',
+        description='Count requests to job-listing pages per client address in the previous and the current '
+                    'hour of an access log, and append each address with THRESHOLD or more requests to the '
+                    'blocklist (unless it is already listed or allow-listed). Without options it behaves '
+                    'exactly as the reference bot-detector.sh.',
+        epilog='Exit status: 0 done; 1 no log given, or the log is missing, unreadable or not a regular file; '
+               '2 bad option or value (nothing read or written); 3 the run failed (host address query, lock, '
+               'read or append; nothing half-written).')
+    parser.add_argument('log', nargs='?', help='the access log to read')
+    parser.add_argument('--blocklist', default=DEFAULT_BLOCKLIST, metavar='PATH',
+                        help='blocklist to read and append to (default: %(default)s)')
+    parser.add_argument('--exclusions', default=DEFAULT_EXCLUSIONS, metavar='PATH',
+                        help='allow-list of addresses never blocked (default: %(default)s)')
+    parser.add_argument('--activity-log', default=DEFAULT_ACTIVITY_LOG, metavar='PATH',
+                        help='activity log, one line per addition (default: %(default)s)')
+    parser.add_argument('--threshold', type=_positive_int, default=DEFAULT_THRESHOLD, metavar='N',
+                        help='requests in one hour that block an address (default: %(default)s)')
+    parser.add_argument('--top', type=_positive_int, default=DEFAULT_TOP, metavar='N',
+                        help='records examined per window (default: %(default)s)')
+    parser.add_argument('--server-ip', action='append', metavar='ADDR',
+                        help='this server\'s address, never blocked; repeat for several '
+                             '(default: each address `hostname -i` prints)')
+    parser.add_argument('--search-engine', default=DEFAULT_SEARCH_ENGINE, metavar='TEXT',
+                        help='case-sensitive marker of search-engine requests, never counted (default: %(default)s)')
+    parser.add_argument('--job-prefix', action='append', metavar='TEXT',
+                        help='request prefix of a job-listing page; repeat for several (default: the spec\'s eight)')
+    parser.add_argument('--now', metavar="'YYYY-MM-DD HH:MM:SS'",
+                        help='evaluate as if the run started at this local time (replays, tests)')
+    parser.add_argument('--check', action='store_true', help='report what would be blocked; change nothing')
+    parser.add_argument('--json', action='store_true',
+                        help='print one JSON document (what the Ansible module returns) instead of the text lines')
+    parser.add_argument('--version', action='version', version='%(prog)s ' + VERSION)
+    return parser
+
+
+def settings_from_args(args):
+    return Settings(
+        logs=[args.log], blocklist=args.blocklist, exclusions=args.exclusions, activity_log=args.activity_log,
+        threshold=args.threshold, top=args.top, job_prefixes=args.job_prefix or DEFAULT_JOB_PREFIXES,
+        search_engine=args.search_engine, server_ips=args.server_ip,
+        now=parse_now(args.now) if args.now is not None else None, check_mode=args.check)
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = sys.stdout.buffer
+
+    def emit(line):
+        # Bytes, so an address with bytes that are not UTF-8 prints as the log has it.
+        out.write(to_bytes(line) + b'\n')
+        out.flush()
+
+    if args.log is None:
+        for line in USAGE_LINES:   # spec section 7: three lines on standard output, exit 1
+            emit(line)
+        return EXIT_SPEC_ERROR
+
+    try:
+        settings = settings_from_args(args)
+        result = run(settings, emit=None if args.json else emit)
+    except BotDetectorError as exc:
+        if exc.exit_status == EXIT_SPEC_ERROR:
+            emit(exc.message)     # the spec's errors go to standard output
+        else:
+            sys.stderr.write('bot-detector: error: %s\n' % exc.message)
+        return exc.exit_status
+    if args.json:
+        emit(json.dumps(result.as_dict(), sort_keys=True))
+    return EXIT_OK
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,241 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: bot_detector
+short_description: Block clients that scrape job-listing pages, from the access log
+version_added: 1.0.0
+description:
+  - Counts requests to job-listing pages per client address in the previous and the current hour of the
+    access log, drops bots and a search engine, and appends each address with O(threshold) or more
+    requests to the blocklist, unless it is already listed or allow-listed. Each addition is logged to
+    the activity log.
+  - With its defaults it follows the reference C(bot-detector.sh) exactly, quirks included; see the
+    collection README for the quirks (for example, the case-insensitive C(bot) filter drops every
+    C(/stellenangebot/) request, and list matching is a substring search).
+  - Safety additions that change nothing for valid input are always on. Only a syntactically valid IPv4 or
+    IPv6 address is ever appended; any other first field of a log line is reported in RV(skipped_invalid).
+    A missing newline at the end of the blocklist is added before appending. Appends run under an
+    exclusive lock (flock on the blocklist's directory), each as one fsync'ed write, so overlapping runs
+    never append the same address twice and the activity log never claims an addition the blocklist lacks.
+  - The blocklist, the exclusion list and the activity log are only ever appended to, never rewritten.
+author:
+  - jobboard operations engineering
+attributes:
+  check_mode:
+    support: full
+    details: Reports what would be blocked and writes nothing.
+  diff_mode:
+    support: full
+    details: Shows the lines that are, or would be, appended to the blocklist.
+  platform:
+    platforms: posix
+options:
+  log:
+    description:
+      - The access log to read. Several logs (one per virtual host) may be given; their counts are summed
+        per address.
+      - Each must be a readable regular file.
+    type: list
+    elements: path
+    required: true
+  blocklist:
+    description: The blocklist to search and append to, one address per line.
+    type: path
+    default: /etc/ipblocklist.txt
+  exclusions:
+    description: The allow-list; an address found in it is never blocked. A missing file counts as empty.
+    type: path
+    default: /etc/ipexcludedlist.txt
+  activity_log:
+    description: The activity log; one line per addition.
+    type: path
+    default: /var/log/bot-detector.log
+  threshold:
+    description: Requests in one hourly window that block an address (this many or more).
+    type: int
+    default: 1000
+  top:
+    description: How many of the busiest addresses are examined per window, after the server address is dropped.
+    type: int
+    default: 20
+  job_prefixes:
+    description: Request prefixes of job-listing pages; a line is counted only if it holds one of them.
+    type: list
+    elements: str
+    default: ['GET /job/', 'GET /jobs/', 'GET /stelle/', 'GET /stellen/', 'GET /stellenangebot/',
+              'GET /de/stelle/', 'GET /de/stellen/', 'GET /de/stellenangebot/']
+  search_engine:
+    description: Case-sensitive marker of a search engine's requests, which are never counted.
+    type: str
+    default: Google
+  server_ip:
+    description:
+      - This server's own addresses. Counted records holding one of them as a substring are dropped.
+      - Defaults to each address C(hostname -i) prints on the host.
+    type: list
+    elements: str
+  now:
+    description:
+      - Evaluate as if the run started at this local time, C(YYYY-MM-DD HH:MM:SS). For replays and tests.
+      - Defaults to the current time.
+    type: str
+notes:
+  - Runs on the managed host and needs Python 3.8 or newer there, nothing else.
+  - The run holds an exclusive flock on the directory of O(blocklist) while it reads the lists and appends.
+'''
+
+EXAMPLES = r'''
+- name: Block scrapers found in the nginx access log
+  jobboard.bot_detector.bot_detector:
+    log: /var/log/nginx/access.log
+  register: detection
+
+- name: Show what was blocked
+  ansible.builtin.debug:
+    msg: "{{ detection.blocked | map(attribute='address') | list }}"
+
+- name: Report what would be blocked, with a lower threshold, without writing anything
+  jobboard.bot_detector.bot_detector:
+    log:
+      - /var/log/nginx/jobs.example.com.access.log
+      - /var/log/nginx/stellen.example.com.access.log
+    threshold: 500
+  check_mode: true
+  diff: true
+
+- name: Replay a saved log as of a given time, into scratch files
+  jobboard.bot_detector.bot_detector:
+    log: /srv/incident/access.log
+    now: '2026-11-21 04:10:00'
+    blocklist: /srv/incident/blocklist.txt
+    activity_log: /srv/incident/activity.log
+    server_ip: [10.0.0.5]
+'''
+
+RETURN = r'''
+blocked:
+  description: The addresses appended to the blocklist (in check mode, those that would be), in order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    address:
+      description: The client address.
+      type: str
+      sample: 203.0.113.7
+    count:
+      description: Its requests in the window.
+      type: int
+      sample: 1450
+    window:
+      description: The window it was found in, C(previous) or C(current) hour.
+      type: str
+      sample: previous
+already_blocked:
+  description: Addresses at or over the threshold that the blocklist already holds (substring search); same keys as RV(blocked).
+  returned: always
+  type: list
+  elements: dict
+allow_listed:
+  description: Addresses at or over the threshold found in the exclusion list; same keys as RV(blocked).
+  returned: always
+  type: list
+  elements: dict
+skipped_invalid:
+  description: First fields at or over the threshold that are not an IPv4 or IPv6 address, never appended; same keys as RV(blocked).
+  returned: always
+  type: list
+  elements: dict
+windows:
+  description: Per window, its name, its hour stamp and the records examined (the top O(top) after the server address drop).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: previous
+      hour_stamp: 21/Nov/2026:03
+      records: [{count: 1450, address: 203.0.113.7}, {count: 12, address: 198.51.100.4}]
+    - name: current
+      hour_stamp: 21/Nov/2026:04
+      records: []
+messages:
+  description: The console lines of the reference script, in order.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - Checking the previous hour...
+    - 'Blocking IP address: 203.0.113.7 (1450 requests)'
+    - Checking the current hour...
+    - IP address 203.0.113.7 is already blocked.
+    - 'Execution time: 0 seconds'
+execution_time:
+  description: The run's duration in whole seconds.
+  returned: always
+  type: int
+  sample: 0
+ansible_facts:
+  description: The same summary under C(bot_detector), for later tasks and fact caching.
+  returned: always
+  type: dict
+  contains:
+    bot_detector:
+      description: RV(blocked), RV(already_blocked), RV(allow_listed), RV(skipped_invalid) and RV(windows).
+      type: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
+    DEFAULT_ACTIVITY_LOG, DEFAULT_BLOCKLIST, DEFAULT_EXCLUSIONS, DEFAULT_JOB_PREFIXES,
+    DEFAULT_SEARCH_ENGINE, DEFAULT_THRESHOLD, DEFAULT_TOP,
+    BotDetectorError, Settings, parse_now, run,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            log=dict(type='list', elements='path', required=True),
+            blocklist=dict(type='path', default=DEFAULT_BLOCKLIST),
+            exclusions=dict(type='path', default=DEFAULT_EXCLUSIONS),
+            activity_log=dict(type='path', default=DEFAULT_ACTIVITY_LOG),
+            threshold=dict(type='int', default=DEFAULT_THRESHOLD),
+            top=dict(type='int', default=DEFAULT_TOP),
+            job_prefixes=dict(type='list', elements='str', default=list(DEFAULT_JOB_PREFIXES)),
+            search_engine=dict(type='str', default=DEFAULT_SEARCH_ENGINE),
+            server_ip=dict(type='list', elements='str'),
+            now=dict(type='str'),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        settings = Settings(
+            logs=p['log'], blocklist=p['blocklist'], exclusions=p['exclusions'], activity_log=p['activity_log'],
+            threshold=p['threshold'], top=p['top'], job_prefixes=p['job_prefixes'], search_engine=p['search_engine'],
+            server_ips=p['server_ip'], now=parse_now(p['now']) if p['now'] is not None else None,
+            check_mode=module.check_mode)
+        result = run(settings)
+    except BotDetectorError as exc:
+        module.fail_json(msg=exc.message)
+
+    output = result.as_dict()
+    output.pop('check_mode')
+    summary = dict((key, output[key]) for key in ('blocked', 'already_blocked', 'allow_listed', 'skipped_invalid', 'windows'))
+    output['ansible_facts'] = {'bot_detector': summary}
+    if module._diff and result.appended:
+        output['diff'] = {'prepared': result.blocklist_diff(settings.blocklist)}
+    module.exit_json(**output)
+
+
+if __name__ == '__main__':
+    main()
