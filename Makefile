@@ -7,10 +7,15 @@ PYTHON ?= python3
 VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
 COLLECTION_ROOT := $(CURDIR)/.build/ansible_collections/jobboard/bot_detector
+# ansible-test resolves symlinks in its working directory, so it gets a copy of the
+# files git tracks or would track (`make test-tree`).
+TEST_TREE := $(CURDIR)/.build/test/ansible_collections/jobboard/bot_detector
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
+# The pip version ansible-test bootstraps into its venvs (ansible_test/_internal/python_requirements.py).
+ANSIBLE_TEST_PIP := 24_2
 
-.PHONY: help venv setup run test unit equivalence integration pythons sanity lint build clean
+.PHONY: help venv setup test-tree run test unit equivalence integration pythons sanity lint build clean
 
 help:
 	@echo "make run     run the detector on an embedded sample log, in a scratch dir"
@@ -29,6 +34,14 @@ venv: $(BIN)/.installed
 setup: venv
 	mkdir -p $(dir $(COLLECTION_ROOT))
 	ln -sfn $(CURDIR) $(COLLECTION_ROOT)
+	mkdir -p $(HOME)/.ansible/test/cache
+	cp tests/tools/get_pip_offline.py $(HOME)/.ansible/test/cache/get_pip_$(ANSIBLE_TEST_PIP).py
+
+test-tree: setup
+	rm -rf $(TEST_TREE) && mkdir -p $(TEST_TREE)
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(TEST_TREE)
+	# Its own repository: otherwise ansible-test asks the checkout's git, which ignores .build.
+	cd $(TEST_TREE) && git init -q && git add -A
 
 run:
 	tests/sample/run-sample.sh $(CURDIR)/scratch

@@ -92,7 +92,7 @@ def garbage(rng, stamp_epoch):
     if kind == 0:
         return b'\n'
     if kind == 1:
-        return bytes(rng.randrange(256) for _ in range(rng.randint(1, 200))).replace(b'\n', b' ') + b'\n'
+        return bytes(rng.randrange(256) for dummy in range(rng.randint(1, 200))).replace(b'\n', b' ') + b'\n'
     if kind == 2:
         return b'\x00\x00 GET /job/1 [' + stamp + b']\x00\n'
     if kind == 3:
@@ -122,7 +122,7 @@ def equivalence_scenario(seed, now):
         start, length = window
         return start + rng.randrange(max(1, length))
 
-    heavy_counts = [999, 1000, 1001] + [rng.randint(950, 1600) for _ in range(rng.randint(0, 24))]
+    heavy_counts = [999, 1000, 1001] + [rng.randint(950, 1600) for dummy in range(rng.randint(0, 24))]
     tie = rng.randint(1000, 1300)
     heavy_counts += [tie] * rng.randint(0, 4)
     addresses = set()
@@ -139,6 +139,9 @@ def equivalence_scenario(seed, now):
         address = fresh(rng.random() < 0.25)
         window = rng.choice(windows) if rng.random() < 0.8 else None
         heavy.append((address, count, window))
+    # Always one heavy hitter already blocked and one allow-listed (assigned below).
+    listed_heavy = [(fresh(False), rng.randint(1000, 2000), None), (fresh(True), rng.randint(1000, 2000), None)]
+    heavy += listed_heavy
     # The server itself, and an address holding the server address as a substring.
     heavy.append((server, rng.randint(1000, 3000), windows[0]))
     heavy.append((server + str(rng.randint(0, 9)), rng.randint(1000, 3000), windows[1]))
@@ -146,35 +149,37 @@ def equivalence_scenario(seed, now):
     for address, count, window in heavy:
         targets = [window] if window else list(windows)
         for target in targets:
-            for _ in range(count):
+            for dummy in range(count):
                 sc.add(when(target), sc.counted(address, when(target)))
-            for _ in range(rng.randint(0, 300)):
+            for dummy in range(rng.randint(0, 300)):
                 sc.add(when(target), sc.noise(address, when(target)))
         # Same address, other hours and days: must not count.
-        for _ in range(rng.randint(0, 400)):
+        for dummy in range(rng.randint(0, 400)):
             other = now - rng.choice([2, 3, 24, 25, 48]) * 3600 - rng.randrange(3600)
             sc.add(other, sc.counted(address, other))
 
     # A mixed address: heavy in total, below the threshold once bots are dropped.
     mixed = fresh(False)
-    for _ in range(900):
+    for dummy in range(900):
         sc.add(when(windows[0]), sc.counted(mixed, when(windows[0])))
-    for _ in range(300):
+    for dummy in range(300):
         sc.add(when(windows[0]), line(mixed, when(windows[0]), path='/job/7', agent=rng.choice(BOTS)))
 
-    for _ in range(rng.randint(200, 2000)):
+    for dummy in range(rng.randint(200, 2000)):
         address = fresh(rng.random() < 0.3)
-        for _ in range(rng.randint(1, 30)):
+        for dummy in range(rng.randint(1, 30)):
             epoch = when(rng.choice(windows))
             sc.add(epoch, sc.counted(address, epoch) if rng.random() < 0.7 else sc.noise(address, epoch))
 
-    for _ in range(rng.randint(0, 60)):
+    for dummy in range(rng.randint(0, 60)):
         epoch = when(rng.choice(windows))
         sc.add(epoch, garbage(rng, epoch))
 
     # Lists: exact entries, and entries that hold a heavy address as a substring.
-    blocked, excluded = [], []
+    blocked, excluded = [listed_heavy[0][0]], [listed_heavy[1][0]]
     for address, count, window in heavy:
+        if (address, count, window) in listed_heavy:
+            continue
         roll = rng.random()
         if roll < 0.15:
             blocked.append(address)
@@ -184,7 +189,7 @@ def equivalence_scenario(seed, now):
             excluded.append(address)
         elif roll < 0.36 and '.' in address:
             excluded.append(address + '9')
-    blocked += [fresh(False) for _ in range(rng.randint(0, 50))]
+    blocked += [fresh(False) for dummy in range(rng.randint(0, 50))]
     rng.shuffle(blocked)
     sc.blocklist = ''.join(a + '\n' for a in blocked).encode()
     sc.exclusions = ''.join(a + '\n' for a in excluded).encode()
@@ -198,4 +203,13 @@ def render(entries, rng, order='jitter', jitter=0):
         rng.shuffle(entries)
     else:
         entries = sorted(entries, key=lambda e: e[0] + (rng.uniform(0, jitter) if jitter else 0))
-    return b''.join(data for _, data in entries)
+    return b''.join(data for dummy, data in entries)
+
+
+def planted_log(now, previous=None, current=None, extra=b''):
+    """A small log with exactly ``{address: requests}`` counted in each window (UTC stamps)."""
+    out = []
+    for hitters, epoch in ((previous or {}, now - 3600), (current or {}, now)):
+        for address, count in hitters.items():
+            out.extend(line(address, epoch, path='/job/%d' % i) for i in range(count))
+    return b''.join(out) + extra

@@ -291,7 +291,7 @@ def open_log(path):
 
 def count_windows(logs, windows, line_filter):
     """Read each log once, in chunks, and count requests per address for every window."""
-    counts = [dict() for _ in windows]
+    counts = [dict() for dummy in windows]
     for path in logs:
         handle = open_log(path)
         with handle:
@@ -541,7 +541,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         # One line, exit 2: argparse's default adds the usage block.
         sys.stderr.write('bot-detector: error: %s\n' % message)
-        sys.exit(EXIT_BAD_OPTION)
+        raise SystemExit(EXIT_BAD_OPTION)
 
 
 def _positive_int(text):
@@ -629,4 +629,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    raise SystemExit(main())

@@ -27,15 +27,19 @@ description:
     never append the same address twice and the activity log never claims an addition the blocklist lacks.
   - The blocklist, the exclusion list and the activity log are only ever appended to, never rewritten.
 author:
-  - jobboard operations engineering
+  - Bot Detector maintainers (@jobboard)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Reports what would be blocked and writes nothing.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Shows the lines that are, or would be, appended to the blocklist.
   platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
     platforms: posix
 options:
   log:

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # The reference bot-detector.sh, written from the processing rules of
 # bot-detector-spec.md as a GNU grep/awk/sort/uniq pipeline: the oracle the
 # equivalence tests compare the Python core against. It is not shipped.

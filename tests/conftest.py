@@ -1,0 +1,65 @@
+"""Shared helpers: where things are, and how to run the command and the reference."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / 'plugins' / 'module_utils' / 'bot_detector.py'
+REFERENCE = ROOT / 'tests' / 'reference' / 'bot-detector.sh'
+
+# `make setup` links the checkout as .build/ansible_collections/jobboard/bot_detector.
+sys.path.insert(0, str(ROOT / '.build'))
+sys.path.insert(0, str(ROOT / 'tests'))
+
+
+def run_core(args, tz='UTC', cwd=None):
+    """The host command, as a real process. Returns the CompletedProcess (bytes)."""
+    env = dict(os.environ, TZ=tz, LC_ALL='C.UTF-8')
+    return subprocess.run([sys.executable, str(CORE)] + [str(a) for a in args],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd, check=False)
+
+
+def run_reference(log, blocklist, exclusions, activity_log, server_ips, now, tz='UTC', extra_env=None):
+    """The reference pipeline with the same files; ``log`` None runs it with no argument."""
+    env = dict(os.environ, TZ=tz, BD_BLOCKLIST=str(blocklist), BD_EXCLUSIONS=str(exclusions),
+               BD_ACTIVITY_LOG=str(activity_log), BD_SERVER_IP=' '.join(server_ips), BD_NOW=now)
+    env.update(extra_env or {})
+    args = [str(REFERENCE)] + ([] if log is None else [str(log)])
+    return subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, check=False)
+
+
+def mask_duration(stdout):
+    """The one figure allowed to differ: 'Execution time: N seconds'."""
+    lines = stdout.split(b'\n')
+    return b'\n'.join(b'Execution time: N seconds' if l.startswith(b'Execution time: ') else l for l in lines)
+
+
+def mask_dates(activity):
+    """Activity log lines without their `date` prefix."""
+    return [l.split(b' | ', 1)[1] for l in activity.splitlines()]
+
+
+class Files:
+    """A scratch blocklist, exclusion list and activity log."""
+
+    def __init__(self, base):
+        base.mkdir(parents=True, exist_ok=True)
+        self.base = base
+        self.blocklist = base / 'ipblocklist.txt'
+        self.exclusions = base / 'ipexcludedlist.txt'
+        self.activity_log = base / 'bot-detector.log'
+
+    def options(self):
+        return ['--blocklist', self.blocklist, '--exclusions', self.exclusions, '--activity-log', self.activity_log]
+
+    def read(self, name):
+        path = getattr(self, name)
+        return path.read_bytes() if path.exists() else None
+
+
+@pytest.fixture
+def files(tmp_path):
+    return Files(tmp_path / 'files')

@@ -1,0 +1,165 @@
+"""Unit tests of the detection core, each stage against the real tool the spec names."""
+import os
+import random
+import subprocess
+import time
+
+import pytest
+
+from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
+
+ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe']
+
+
+@pytest.fixture
+def zone(request):
+    """Switch this process's local time zone, as TZ does for `date`."""
+    old = os.environ.get('TZ')
+
+    def switch(tz):
+        os.environ['TZ'] = tz
+        time.tzset()
+    yield switch
+    if old is None:
+        os.environ.pop('TZ', None)
+    else:
+        os.environ['TZ'] = old
+    time.tzset()
+
+
+def gnu_date(args, tz):
+    env = dict(os.environ, TZ=tz, LC_ALL='C')
+    return subprocess.run(['date'] + args, env=env, stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+
+
+@pytest.mark.parametrize('tz', ZONES)
+def test_windows_match_gnu_date(zone, tz):
+    zone(tz)
+    rng = random.Random(tz)
+    # Random instants, and the DST switches of 2026 in Europe and the US.
+    instants = [1767225600 + rng.randrange(365 * 86400) for dummy in range(12)]
+    instants += [1774747800, 1774751400, 1792888200, 1792891800, 1793518200, 1793521800]
+    for epoch in instants:
+        anchor = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(epoch))
+        previous, current = core.hour_windows(epoch)
+        assert previous.stamp.decode() == gnu_date(['-d', anchor + ' 1 hour ago', '+%d/%b/%Y:%H'], tz)
+        assert current.stamp.decode() == gnu_date(['-d', anchor, '+%d/%b/%Y:%H'], tz)
+        assert (previous.heading, current.heading) == ('Checking the previous hour...', 'Checking the current hour...')
+
+
+@pytest.mark.parametrize('tz', ZONES)
+def test_activity_date_is_date_default_format(zone, tz):
+    zone(tz)
+    for epoch in (1779000000, 1792888200, 1800000000, 1767225600):
+        assert core.date_default_format(epoch) == gnu_date(['-d', '@%d' % epoch], tz)
+
+
+def test_hour_stamp_ignores_locale(zone):
+    zone('UTC')
+    env = dict(os.environ, LC_ALL='de_DE.UTF-8', LANG='de_DE.UTF-8')
+    code = 'import sys; sys.path[:0] = %r; import bot_detector as c; print(c.hour_stamp(1792888200))' % [str(core.__file__).rsplit('/', 1)[0]]
+    out = subprocess.run(['python3', '-c', code], env=env, stdout=subprocess.PIPE, check=True).stdout
+    assert out == b'25/Oct/2026:00\n'
+
+
+def test_first_field_is_awks():
+    lines = [b'1.2.3.4 - - x', b'  \t 5.6.7.8\tfoo', b'a\x0bb c', b'x\ry z', b'\xff\xfe bad', b'', b'   ',
+             b'::1 GET', b'2001:db8::1,10.0.0.1 - -', b'\x00\x00 nul']
+    for line in lines:
+        awk = subprocess.run(['awk', '{print $1}'], input=line + b'\n', stdout=subprocess.PIPE,
+                             env=dict(os.environ, LC_ALL='C'), check=True).stdout
+        if b'\x00' in line:
+            continue   # mawk stops at NUL; such lines are garbage either way
+        assert core.first_field(line) + b'\n' == awk, line
+
+
+def test_top_records_order_is_sort_uniq_sort():
+    rng = random.Random(7)
+    addresses = ['10.0.%d.%d' % (rng.randrange(3), rng.randrange(40)) for dummy in range(4000)]
+    addresses += ['2001:db8::%x' % rng.randrange(30) for dummy in range(2000)] + ['-', 'a', 'ab', 'Z'] * 50
+    counts = {}
+    for a in addresses:
+        counts[a.encode()] = counts.get(a.encode(), 0) + 1
+    pipeline = subprocess.run('sort | uniq -c | sort -nr', shell=True, input='\n'.join(addresses).encode() + b'\n',
+                              stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL='C'), check=True).stdout
+    expected = [tuple(l.split()) for l in pipeline.splitlines()]
+    got = core.top_records(counts, [], top=len(counts))
+    assert [(b'%d' % c, a) for c, a in got] == expected
+    assert len(core.top_records(counts, [], top=20)) == 20
+
+
+def test_server_address_dropped_as_substring_of_record():
+    counts = {b'10.0.0.5': 5000, b'10.0.0.51': 4000, b'110.0.0.5': 3000, b'8.8.8.8': 2000, b'9.9.9.9': 1000}
+    kept = core.top_records(counts, [b'10.0.0.5'], top=20)
+    assert kept == [(2000, b'8.8.8.8'), (1000, b'9.9.9.9')]
+    # The record is '<count> <address>': a server address can match the count too.
+    assert core.top_records({b'7.7.7.7': 1234}, [b'123'], top=20) == []
+    # The drop comes before the top-N cut.
+    assert core.top_records(counts, [b'10.0.0.5'], top=1) == [(2000, b'8.8.8.8')]
+
+
+@pytest.mark.parametrize('field,valid', [
+    (b'1.2.3.4', True), (b'255.255.255.255', True), (b'2001:db8::1', True), (b'::ffff:1.2.3.4', True),
+    (b'fe80::1', True), (b'0.0.0.0', False), (b'::', False), (b'-', False), (b'host.example.com', False),
+    (b'1.2.3.4,5.6.7.8', False), (b'0.0.0.0/0', False), (b'1.2.3.04', False), (b'256.1.1.1', False),
+    (b'1.2.3', False), (b'fe80::1%eth0', False), (b'[2001:db8::1]', False), (b'1.2.3.4\n', False),
+    (b'\xff1.2.3.4', False), (b'', False), (b'2001:db8::1/64', False),
+])
+def test_is_client_address(field, valid):
+    assert core.is_client_address(field) is valid
+
+
+def test_decide_order_and_substring_quirk():
+    assert core.decide(999, b'1.2.3.4', 1000, b'', b'') == core.BELOW_THRESHOLD
+    assert core.decide(1000, b'1.2.3.4', 1000, b'', b'') == core.BLOCK
+    assert core.decide(1000, b'1.2.3.4', 1000, b'11.2.3.45\n', b'') == core.ALREADY_BLOCKED
+    assert core.decide(1000, b'1.2.3.4', 1000, b'1.2.3.4\n', b'1.2.3.4\n') == core.ALREADY_BLOCKED
+    assert core.decide(1000, b'1.2.3.4', 1000, b'', b'1.2.3.45\n') == core.ALLOW_LISTED
+    assert core.decide(5000, b'-', 1000, b'', b'') == core.INVALID
+    assert core.decide(5000, b'-', 1000, b'a-b\n', b'') == core.ALREADY_BLOCKED
+
+
+def test_line_filter_rules():
+    keep = core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google').keep
+    assert keep(b'1.1.1.1 "GET /job/1 HTTP/1.1" "curl"')
+    assert keep(b'1.1.1.1 "GET /de/stellen/1" x')
+    assert not keep(b'1.1.1.1 "GET /stellenangebot/1" x')          # the quirk: stellenangeBOT
+    assert not keep(b'1.1.1.1 "GET /job/1" "Mozilla (compatible; BoT)"')
+    assert not keep(b'1.1.1.1 "GET /job/1" "Google Web Preview"')
+    assert keep(b'1.1.1.1 "GET /job/1" "google"')                  # the marker is case-sensitive
+    assert not keep(b'1.1.1.1 "GET /job/files/a.pdf"')
+    assert not keep(b'1.1.1.1 "POST /job/1"')
+    assert not keep(b'1.1.1.1 "GET /Job/1"')
+    assert keep(b'\xff\x00 "GET /jobs/1" \xc3(')
+
+
+def test_count_windows_reads_across_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr(core, 'READ_CHUNK', 64)
+    windows = [core.Window('previous', '', b'21/Nov/2026:03'), core.Window('current', '', b'21/Nov/2026:04')]
+    lines = []
+    for i in range(300):
+        hour = (3, 4, 5)[i % 3]
+        lines.append(b'10.0.0.%d - - [21/Nov/2026:%02d:00:00 +0000] "GET /job/%d HTTP/1.1" 200 1 "-" "x"' % (i % 7, hour, i))
+    lines.append(b'x' * 1000 + b' 21/Nov/2026:03 GET /job/ long line')
+    lines.append(b'9.9.9.9 21/Nov/2026:03 and 21/Nov/2026:04 GET /jobs/ twice')  # counts in both windows
+    log = tmp_path / 'a.log'
+    log.write_bytes(b'\n'.join(lines))                                          # no final newline
+    counts = core.count_windows([str(log)], windows, core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
+    expected = [{}, {}]
+    for line in lines:
+        for i, w in enumerate(windows):
+            if w.stamp in line:
+                first = line.split(b' ')[0]
+                expected[i][first] = expected[i].get(first, 0) + 1
+    assert counts == expected
+    assert counts[0][b'9.9.9.9'] == 1 and counts[1][b'9.9.9.9'] == 1
+
+
+def test_settings_reject_bad_values():
+    for kwargs in ({'threshold': 0}, {'threshold': -5}, {'top': 0}, {'search_engine': ''},
+                   {'job_prefixes': []}, {'job_prefixes': ['']}, {'server_ips': ['']}, {'threshold': True}):
+        with pytest.raises(core.BotDetectorError) as err:
+            core.Settings(logs=['/x'], **kwargs)
+        assert err.value.exit_status == core.EXIT_BAD_OPTION
+    with pytest.raises(core.BotDetectorError):
+        core.parse_now('yesterday')
