@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 # The pip version ansible-test bootstraps into its venvs (ansible_test/_internal/python_requirements.py).
 ANSIBLE_TEST_PIP := 24_2
 
-.PHONY: help venv setup test-tree run test unit equivalence integration pythons sanity lint build clean
+.PHONY: help venv setup prereqs test-tree run test unit equivalence integration pythons sanity lint build clean
 
 help:
 	@echo "make run     run the detector on an embedded sample log, in a scratch dir"
@@ -43,10 +43,13 @@ test-tree: setup
 	# Its own repository: otherwise ansible-test asks the checkout's git, which ignores .build.
 	cd $(TEST_TREE) && git init -q && git add -A
 
+prereqs:
+	tests/tools/install-prereqs.sh
+
 run:
 	tests/sample/run-sample.sh $(CURDIR)/scratch
 
-test: setup
+test: setup prereqs
 	tests/run-all.sh
 
 unit: setup

@@ -13,6 +13,8 @@ REFERENCE = ROOT / 'tests' / 'reference' / 'bot-detector.sh'
 # `make setup` links the checkout as .build/ansible_collections/jobboard/bot_detector.
 sys.path.insert(0, str(ROOT / '.build'))
 sys.path.insert(0, str(ROOT / 'tests'))
+# ansible, ansible-doc and molecule are the ones installed beside this interpreter (.venv).
+os.environ['PATH'] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get('PATH', '')
 
 
 def run_core(args, tz='UTC', cwd=None):

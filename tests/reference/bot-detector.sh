@@ -67,7 +67,7 @@ for timeframe in "1 hour ago" "now"; do
         | head -n "$top")
     while read -r line; do
         [ -n "$line" ] || continue
-        parts=($line)
+        read -r -a parts <<< "$line"   # split on blanks, as the spec does
         count=${parts[0]}
         ip=${parts[1]}
         if [ "$count" -ge "$threshold" ]; then

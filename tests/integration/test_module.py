@@ -1,0 +1,131 @@
+"""The bot_detector module run by real ad-hoc `ansible` on localhost, against
+scratch files: results, check mode, diff, facts and errors."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import loggen
+from conftest import ROOT, run_core
+
+NOW = '2026-11-21 04:13:43'
+NOW_EPOCH = 1795234423
+
+
+def ansible(module_args, module='jobboard.bot_detector.bot_detector', flags=()):
+    """Run one ad-hoc task on localhost; returns (rc, result dict of the host)."""
+    env = dict(os.environ, TZ='UTC', ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'), ANSIBLE_LOAD_CALLBACK_PLUGINS='1',
+               ANSIBLE_STDOUT_CALLBACK='json', ANSIBLE_NOCOLOR='1')
+    args = json.dumps(module_args)
+    proc = subprocess.run(['ansible', 'localhost', '-m', module, '-a', args] + list(flags), cwd=str(ROOT), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    doc = json.loads(proc.stdout)
+    return proc.returncode, doc['plays'][0]['tasks'][0]['hosts']['localhost']
+
+
+@pytest.fixture
+def case(tmp_path):
+    log = tmp_path / 'access.log'
+    log.write_bytes(loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1450, '198.51.100.1': 2000, '10.0.0.5': 9000},
+                                       current={'2001:db8::7': 1000, '203.0.113.7': 30}))
+    (tmp_path / 'exclusions').write_bytes(b'198.51.100.1\n')
+    (tmp_path / 'blocklist').write_bytes(b'192.0.2.1\n')
+    args = {'log': str(log), 'blocklist': str(tmp_path / 'blocklist'), 'exclusions': str(tmp_path / 'exclusions'),
+            'activity_log': str(tmp_path / 'activity.log'), 'server_ip': '10.0.0.5', 'now': NOW}
+    return tmp_path, args
+
+
+def test_blocks_and_returns_results(case):
+    tmp_path, args = case
+    rc, res = ansible(args)
+    assert rc == 0, res
+    assert res['changed'] is True
+    assert res['blocked'] == [{'address': '203.0.113.7', 'count': 1450, 'window': 'previous'},
+                              {'address': '2001:db8::7', 'count': 1000, 'window': 'current'}]
+    assert res['allow_listed'] == [{'address': '198.51.100.1', 'count': 2000, 'window': 'previous'}]
+    assert res['already_blocked'] == [] and res['skipped_invalid'] == []
+    assert [w['hour_stamp'] for w in res['windows']] == ['21/Nov/2026:03', '21/Nov/2026:04']
+    assert res['windows'][0]['records'][0] == {'count': 2000, 'address': '198.51.100.1'}
+    assert (tmp_path / 'blocklist').read_bytes() == b'192.0.2.1\n203.0.113.7\n2001:db8::7\n'
+    assert (tmp_path / 'activity.log').read_bytes().count(b'IP addess') == 2
+    facts = res['ansible_facts']['bot_detector']
+    assert facts['blocked'] == res['blocked'] and facts['windows'] == res['windows']
+    # The console lines are the host command's, line for line (the duration aside).
+    for path in ('blocklist', 'activity.log'):
+        (tmp_path / path).write_bytes(b'192.0.2.1\n' if path == 'blocklist' else b'')
+    cmd = run_core(['--blocklist', args['blocklist'], '--exclusions', args['exclusions'], '--activity-log',
+                    args['activity_log'], '--server-ip', '10.0.0.5', '--now', NOW, args['log']])
+    assert res['messages'][:-1] == cmd.stdout.decode().splitlines()[:-1]
+
+    rc, again = ansible(args)
+    assert rc == 0 and again['changed'] is False
+    assert [e['address'] for e in again['already_blocked']] == ['203.0.113.7', '2001:db8::7']
+
+
+def test_check_mode_and_diff(case):
+    tmp_path, args = case
+    rc, res = ansible(args, flags=['--check', '--diff'])
+    assert rc == 0
+    assert res['changed'] is True
+    assert [e['address'] for e in res['blocked']] == ['203.0.113.7', '2001:db8::7']
+    assert res['diff']['prepared'].splitlines() == [
+        '--- %s' % args['blocklist'], '+++ %s' % args['blocklist'], '@@ -1,0 +2,2 @@', '+203.0.113.7', '+2001:db8::7']
+    assert (tmp_path / 'blocklist').read_bytes() == b'192.0.2.1\n'
+    assert not (tmp_path / 'activity.log').exists()
+
+
+def test_no_diff_without_diff_mode(case):
+    rc, res = ansible(case[1], flags=['--check'])
+    assert rc == 0 and 'diff' not in res
+
+
+def test_short_name_works_from_the_checkout(case):
+    tmp_path, args = case
+    rc, res = ansible(args, module='bot_detector', flags=['--check'])
+    assert rc == 0 and res['changed'] is True
+
+
+def test_several_logs_are_summed(case):
+    tmp_path, args = case
+    second = tmp_path / 'second.log'
+    second.write_bytes(loggen.planted_log(NOW_EPOCH, previous={'192.0.2.99': 600}))
+    first = tmp_path / 'first.log'
+    first.write_bytes(loggen.planted_log(NOW_EPOCH, previous={'192.0.2.99': 400}))
+    args = dict(args, log=[str(first), str(second)])
+    rc, res = ansible(args)
+    assert rc == 0
+    assert res['blocked'] == [{'address': '192.0.2.99', 'count': 1000, 'window': 'previous'}]
+
+
+@pytest.mark.parametrize('override,fragment', [
+    ({'log': '/nonexistent/access.log'}, 'File not found or not readable: /nonexistent/access.log'),
+    ({'threshold': -1}, 'threshold must be a whole number of at least 1'),
+    ({'top': 0}, 'top must be a whole number of at least 1'),
+    ({'now': 'soon'}, "now must be 'YYYY-MM-DD HH:MM:SS'"),
+    ({'bogus': 1}, 'Unsupported parameters'),
+])
+def test_bad_arguments_fail_before_anything_is_written(case, override, fragment):
+    tmp_path, args = case
+    rc, res = ansible(dict(args, **override))
+    assert rc != 0 and res['failed'] is True
+    assert fragment in res['msg']
+    assert (tmp_path / 'blocklist').read_bytes() == b'192.0.2.1\n'
+    assert not (tmp_path / 'activity.log').exists()
+
+
+def test_failed_append_names_the_path(case):
+    tmp_path, args = case
+    (tmp_path / 'dir').mkdir()
+    rc, res = ansible(dict(args, blocklist=str(tmp_path / 'dir')))
+    assert res['failed'] is True
+    assert res['msg'] == 'cannot append to %s: Is a directory' % (tmp_path / 'dir')
+    assert not (tmp_path / 'activity.log').exists()
+
+
+def test_ansible_doc_renders():
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'))
+    out = subprocess.run(['ansible-doc', 'jobboard.bot_detector.bot_detector'], cwd=str(ROOT), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout.decode()
+    for word in ('check_mode', 'diff_mode', 'threshold', 'job_prefixes', 'already_blocked', 'EXAMPLES'):
+        assert word in out

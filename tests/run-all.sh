@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# `make test`: every test, in the order that fails fastest. Run by CI through .ci/run.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export PATH="$root/.venv/bin:$PATH" ANSIBLE_CONFIG="$root/ansible.cfg"
+step() { printf '\n=== %s\n' "$*"; }
+
+step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible"
+pytest -n 2 -p no:cacheprovider tests/unit tests/equivalence tests/integration
+
+step "ansible-test sanity (no ignore file)"
+[ ! -e tests/sanity ] || { echo "tests/sanity must not exist: no ignore files" >&2; exit 1; }
+make --no-print-directory test-tree >/dev/null
+(cd .build/test/ansible_collections/jobboard/bot_detector && ansible-test sanity --venv --python 3.11 --color no 2>&1 \
+    | grep -v -E '^(WARNING: Location|Collecting|  Downloading|  Using cached|Requirement already|Installing collected|Successfully installed|  Attempting|    Found existing|    Uninstalling|    Successfully uninstalled| +━)')
+
+step "ansible-lint (production profile)"
+ansible-lint --nocolor
+
+step "collection build and install"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ansible-galaxy collection build --output-path "$tmp" >/dev/null
+ansible-galaxy collection install -p "$tmp/installed" "$tmp"/jobboard-bot_detector-*.tar.gz >/dev/null
+(cd "$tmp" && unset ANSIBLE_CONFIG && ANSIBLE_COLLECTIONS_PATH="$tmp/installed" \
+    ansible-doc jobboard.bot_detector.bot_detector >/dev/null && echo "installed tarball: ansible-doc renders")
