@@ -18,10 +18,21 @@ make --no-print-directory test-tree >/dev/null
 step "ansible-lint (production profile)"
 ansible-lint --nocolor
 
+step "molecule: the role on two podman hosts (create, converge, idempotence, check, verify, destroy)"
+export CONTAINERS_CONF="$root/molecule/containers.conf"
+molecule/build-image.sh
+molecule test --scenario-name default
+
 step "collection build and install"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ansible-galaxy collection build --output-path "$tmp" >/dev/null
-ansible-galaxy collection install -p "$tmp/installed" "$tmp"/jobboard-bot_detector-*.tar.gz >/dev/null
-(cd "$tmp" && unset ANSIBLE_CONFIG && ANSIBLE_COLLECTIONS_PATH="$tmp/installed" \
-    ansible-doc jobboard.bot_detector.bot_detector >/dev/null && echo "installed tarball: ansible-doc renders")
+# Outside the checkout and without its ansible.cfg, as a user would install it.
+(
+    cd "$tmp" && unset ANSIBLE_CONFIG
+    ansible-galaxy collection install --force -p "$tmp/installed" "$tmp"/jobboard-bot_detector-*.tar.gz >/dev/null
+    export ANSIBLE_COLLECTIONS_PATH="$tmp/installed"
+    ansible-doc jobboard.bot_detector.bot_detector | grep -q 'Block clients that scrape job-listing pages'
+    ansible-doc -t role jobboard.bot_detector.bot_detector | grep -q 'bot_detector_logs'
+    echo "installed tarball: ansible-doc renders the module and the role"
+)

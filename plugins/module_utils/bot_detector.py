@@ -426,6 +426,34 @@ class BlocklistWriter:
         self.append_line(self.activity_log, to_bytes(entry), fsync=True)
 
 
+def ensure_lines(path, entries, check_mode=False):
+    """Append each of ``entries`` that is not yet a line of ``path`` (exact match, blanks
+    around a line ignored), in order, under the same lock as the detector's appends.
+    The file is created (0644) when absent and otherwise only appended to. Returns the
+    entries appended (in check mode: that would be)."""
+    wanted = []
+    for entry in entries:
+        data = to_bytes(entry).strip()
+        if not data or b'\n' in data or b'\r' in data:
+            raise BotDetectorError('an entry must be one non-empty line, got %r' % (entry,), EXIT_BAD_OPTION)
+        if data not in wanted:
+            wanted.append(data)
+    writer = BlocklistWriter(path, None)
+    if not check_mode:
+        writer.lock()
+    try:
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise BotDetectorError('%s is not a regular file' % path)
+        present = set(line.strip() for line in read_list(path).split(b'\n'))
+        missing = [entry for entry in wanted if entry not in present]
+        if not check_mode:
+            for entry in missing:
+                writer.append_line(path, entry + b'\n', fsync=True)
+    finally:
+        writer.unlock()
+    return [to_text(entry) for entry in missing]
+
+
 # ---------------------------------------------------------------- the run
 
 class Result:

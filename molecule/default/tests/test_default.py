@@ -1,0 +1,75 @@
+"""Verify the role on each molecule host, through podman exec (testinfra's podman backend).
+Tests that act on the whole group are in test_group.py, which runs after this file."""
+import hashlib
+
+from helpers import CORE, PREPARED_BLOCKLIST, container_now, get, loggen, name_of, put
+
+testinfra_hosts = ['podman://web1', 'podman://web2']
+SCHEDULE = {'web1': '*/10', 'web2': '*/5'}
+LOGS = ['/var/log/nginx/access.log', '/var/log/nginx/stellen.access.log']
+
+
+def test_files_owners_and_modes(host):
+    core = host.file('/usr/local/lib/bot-detector/bot_detector.py')
+    assert (core.user, core.group, core.mode) == ('root', 'root', 0o644)
+    with open(CORE, 'rb') as f:
+        assert core.sha256sum == hashlib.sha256(f.read()).hexdigest()    # the collection's own file
+    command = host.file('/usr/local/sbin/bot-detector.sh')
+    assert (command.user, command.mode) == ('root', 0o755)
+    assert command.contains('Ansible managed')
+    assert host.file('/etc/logrotate.d/bot-detector').contains('/var/log/bot-detector.log')
+    exclusions = host.file('/etc/ipexcludedlist.txt')
+    assert exclusions.mode == 0o644
+    assert get(host, '/etc/ipexcludedlist.txt') == b'# office\n203.0.113.250\n198.51.100.23\n'
+
+
+def test_existing_blocklist_survived_the_converges(host):
+    # Converge, idempotence and check ran over a blocklist prepared with mode 0600 and no final newline.
+    assert get(host, '/etc/ipblocklist.txt') == PREPARED_BLOCKLIST
+    assert host.file('/etc/ipblocklist.txt').mode == 0o600
+
+
+def test_cron_entry_per_log(host):
+    cron = host.file('/etc/cron.d/bot-detector')
+    assert (cron.user, cron.mode) == ('root', 0o644)
+    entries = [l.split() for l in cron.content_string.splitlines() if l and not l.startswith('#') and '=' not in l]
+    assert len(entries) == len(LOGS)
+    for fields, log in zip(entries, LOGS):
+        assert fields[:5] == [SCHEDULE[name_of(host)], '*', '*', '*', '*']
+        assert fields[5] == 'root'
+        assert fields[6:9] == ['flock', '-n', fields[8]] and fields[8].startswith('/run/bot-detector-')
+        assert fields[9:11] == ['/usr/local/sbin/bot-detector.sh', log]
+        assert fields[11:] == ['>>', '/var/log/bot-detector-cron.log', '2>&1']
+
+
+def test_command_without_argument_prints_usage(host):
+    result = host.run('/usr/local/sbin/bot-detector.sh')
+    assert result.rc == 1
+    assert result.stdout.splitlines() == ['Path to log file missing.', 'Usage: bot-detector.sh <logfile>',
+                                          '    bot-detector.sh /var/log/nginx/access.log']
+
+
+def test_planted_log_blocks_expected_addresses(host):
+    now = container_now(host)
+    scraper = {'web1': '203.0.113.7', 'web2': '2001:db8:7::1'}[name_of(host)]
+    put(host, LOGS[0], loggen.planted_log(now, previous={scraper: 1200, '198.51.100.23': 1500, '203.0.113.99': 999},
+                                          current={'203.0.113.8': 1000, scraper: 40}))
+    first = host.run('/usr/local/sbin/bot-detector.sh %s' % LOGS[0])
+    assert first.rc == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert lines[:-1] == [
+        'Checking the previous hour...',
+        'IP address 198.51.100.23 is allow-listed and will not be blocked.',
+        'Blocking IP address: %s (1200 requests)' % scraper,
+        'Checking the current hour...',
+        'Blocking IP address: 203.0.113.8 (1000 requests)',
+    ]
+    assert lines[-1].startswith('Execution time: ')
+    assert get(host, '/etc/ipblocklist.txt') == PREPARED_BLOCKLIST + ('\n%s\n203.0.113.8\n' % scraper).encode()
+    activity = get(host, '/var/log/bot-detector.log').decode().splitlines()
+    assert [l.split(' | ', 1)[1] for l in activity] == [
+        'IP addess %s added to the block list, RPH=1200' % scraper, 'IP addess 203.0.113.8 added to the block list, RPH=1000']
+    second = host.run('/usr/local/sbin/bot-detector.sh %s' % LOGS[0])
+    assert 'IP address %s is already blocked.' % scraper in second.stdout
+    assert 'IP address 203.0.113.8 is already blocked.' in second.stdout
+    assert 'Blocking' not in second.stdout

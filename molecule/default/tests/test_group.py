@@ -1,0 +1,47 @@
+"""Tests on the whole group, after test_default.py: the ad-hoc module run, a wrongly
+typed variable, and state absent."""
+import json
+import os
+
+import testinfra
+
+from helpers import ROOT, ansible_run, container_now, get, loggen, put
+
+testinfra_hosts = ['podman://web1']
+HOSTS = dict((name, testinfra.get_host('podman://' + name)) for name in ('web1', 'web2'))
+
+
+def test_ad_hoc_module_run_returns_blocked_per_host():
+    plants = {'web1': '203.0.113.21', 'web2': '203.0.113.22'}
+    for name, address in plants.items():
+        put(HOSTS[name], '/var/log/nginx/adhoc.log', loggen.planted_log(container_now(HOSTS[name]), current={address: 1100}))
+    run = ansible_run(['ansible', 'web', '-m', 'jobboard.bot_detector.bot_detector', '-a',
+                       json.dumps({'log': '/var/log/nginx/adhoc.log', 'server_ip': ['10.0.0.5']})])
+    assert run.returncode == 0, run.stderr
+    hosts = json.loads(run.stdout)['plays'][0]['tasks'][0]['hosts']
+    for name, address in plants.items():
+        assert hosts[name]['changed'] is True
+        assert hosts[name]['blocked'] == [{'address': address, 'count': 1100, 'window': 'current'}]
+        assert get(HOSTS[name], '/etc/ipblocklist.txt').endswith(address.encode() + b'\n')
+
+
+def test_wrongly_typed_variable_fails_before_any_change(host):
+    before = get(host, '/etc/cron.d/bot-detector')
+    run = ansible_run(['ansible-playbook', os.path.join(ROOT, 'molecule', 'default', 'converge.yml'),
+                       '--limit', 'web1', '-e', '{"bot_detector_threshold": "many", "bot_detector_cron_minute": "*/1"}'])
+    assert run.returncode != 0
+    assert "bot_detector_threshold" in run.stdout.decode() and 'int' in run.stdout.decode()
+    assert get(host, '/etc/cron.d/bot-detector') == before
+
+
+def test_state_absent_keeps_operators_data():
+    host = HOSTS['web2']
+    data = dict((p, get(host, p)) for p in ('/etc/ipblocklist.txt', '/etc/ipexcludedlist.txt', '/var/log/bot-detector.log'))
+    run = ansible_run(['ansible-playbook', os.path.join(ROOT, 'molecule', 'default', 'converge.yml'),
+                       '--limit', 'web2', '-e', 'bot_detector_state=absent'])
+    assert run.returncode == 0, run.stdout
+    for gone in ('/etc/cron.d/bot-detector', '/usr/local/sbin/bot-detector.sh', '/usr/local/lib/bot-detector',
+                 '/etc/logrotate.d/bot-detector'):
+        assert not host.file(gone).exists, gone
+    for path, content in data.items():
+        assert get(host, path) == content
