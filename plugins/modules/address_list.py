@@ -16,7 +16,7 @@ description:
   - Ensures that each of O(entries) is a line of the list file O(path), such as the exclusion list or the
     blocklist, by appending the missing ones in order.
   - The file is created (mode 0644) when absent. An existing file is only ever appended to, under the same
-    exclusive lock the detector uses: lines added by hand are never removed, rewritten or reordered, and a
+    exclusive lock the detector uses. Lines added by hand are never removed, rewritten or reordered, and a
     missing final newline is added before the first appended entry.
   - An entry counts as present when a line equals it, blanks around the line ignored. This is exact matching,
     not the detector's substring search.

@@ -41,5 +41,3 @@ def ansible_run(args):
                ANSIBLE_LOAD_CALLBACK_PLUGINS='1', ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'))
     return subprocess.run(args + ['-i', os.environ['MOLECULE_INVENTORY_FILE']], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=env, cwd=ROOT, check=False)
-
-
