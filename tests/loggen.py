@@ -150,9 +150,11 @@ def equivalence_scenario(seed, now):
         targets = [window] if window else list(windows)
         for target in targets:
             for dummy in range(count):
-                sc.add(when(target), sc.counted(address, when(target)))
+                epoch = when(target)
+                sc.add(epoch, sc.counted(address, epoch))
             for dummy in range(rng.randint(0, 300)):
-                sc.add(when(target), sc.noise(address, when(target)))
+                epoch = when(target)
+                sc.add(epoch, sc.noise(address, epoch))
         # Same address, other hours and days: must not count.
         for dummy in range(rng.randint(0, 400)):
             other = now - rng.choice([2, 3, 24, 25, 48]) * 3600 - rng.randrange(3600)
@@ -161,9 +163,11 @@ def equivalence_scenario(seed, now):
     # A mixed address: heavy in total, below the threshold once bots are dropped.
     mixed = fresh(False)
     for dummy in range(900):
-        sc.add(when(windows[0]), sc.counted(mixed, when(windows[0])))
+        epoch = when(windows[0])
+        sc.add(epoch, sc.counted(mixed, epoch))
     for dummy in range(300):
-        sc.add(when(windows[0]), line(mixed, when(windows[0]), path='/job/7', agent=rng.choice(BOTS)))
+        epoch = when(windows[0])
+        sc.add(epoch, line(mixed, epoch, path='/job/7', agent=rng.choice(BOTS)))
 
     for dummy in range(rng.randint(200, 2000)):
         address = fresh(rng.random() < 0.3)

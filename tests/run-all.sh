@@ -32,7 +32,10 @@ ansible-galaxy collection build --output-path "$tmp" >/dev/null
     cd "$tmp" && unset ANSIBLE_CONFIG
     ansible-galaxy collection install --force -p "$tmp/installed" "$tmp"/jobboard-bot_detector-*.tar.gz >/dev/null
     export ANSIBLE_COLLECTIONS_PATH="$tmp/installed"
-    ansible-doc jobboard.bot_detector.bot_detector | grep -q 'Block clients that scrape job-listing pages'
-    ansible-doc -t role jobboard.bot_detector.bot_detector | grep -q 'bot_detector_logs'
+    # Captured first: grep -q closing the pipe early would fail the step under pipefail.
+    module_doc=$(ansible-doc jobboard.bot_detector.bot_detector)
+    role_doc=$(ansible-doc -t role jobboard.bot_detector.bot_detector)
+    grep -q 'Counts requests to job-listing pages' <<<"$module_doc"
+    grep -q 'bot_detector_logs' <<<"$role_doc"
     echo "installed tarball: ansible-doc renders the module and the role"
 )

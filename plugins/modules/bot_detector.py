@@ -86,6 +86,25 @@ options:
       - Defaults to each address C(hostname -i) prints on the host.
     type: list
     elements: str
+  rotated:
+    description:
+      - When a log starts after the previous-hour window began (logrotate ran within the last hour or so),
+        also read its most recent rotated file, C(LOG.1) or C(LOG.1.gz), so that a run just after rotation
+        still sees the previous hour.
+    type: bool
+    default: true
+  seek:
+    description:
+      - In a time-ordered plain log, find where the windows start by binary search on the line timestamps
+        and read only from there, instead of the whole file.
+      - Falls back to reading the whole file when the file is compressed, has no timestamps, or its
+        timestamps are out of order by more than O(seek_margin).
+    type: bool
+    default: true
+  seek_margin:
+    description: Seconds lines may be out of time order; the seek starts this much before the previous-hour window.
+    type: int
+    default: 600
   now:
     description:
       - Evaluate as if the run started at this local time, C(YYYY-MM-DD HH:MM:SS). For replays and tests.
@@ -181,6 +200,12 @@ messages:
     - Checking the current hour...
     - IP address 203.0.113.7 is already blocked.
     - 'Execution time: 0 seconds'
+scans:
+  description: How each file was read, C(seek) (from C(start)), C(full) or C(full-gzip), and how many bytes.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{path: /var/log/nginx/access.log, mode: seek, start: 704643072, bytes_read: 52428800}]
 execution_time:
   description: The run's duration in whole seconds.
   returned: always
@@ -200,7 +225,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
     DEFAULT_ACTIVITY_LOG, DEFAULT_BLOCKLIST, DEFAULT_EXCLUSIONS, DEFAULT_JOB_PREFIXES,
-    DEFAULT_SEARCH_ENGINE, DEFAULT_THRESHOLD, DEFAULT_TOP,
+    DEFAULT_SEARCH_ENGINE, DEFAULT_SEEK_MARGIN, DEFAULT_THRESHOLD, DEFAULT_TOP,
     BotDetectorError, Settings, parse_now, run,
 )
 
@@ -218,6 +243,9 @@ def main():
             search_engine=dict(type='str', default=DEFAULT_SEARCH_ENGINE),
             server_ip=dict(type='list', elements='str'),
             now=dict(type='str'),
+            rotated=dict(type='bool', default=True),
+            seek=dict(type='bool', default=True),
+            seek_margin=dict(type='int', default=DEFAULT_SEEK_MARGIN),
         ),
         supports_check_mode=True,
     )
@@ -227,7 +255,7 @@ def main():
             logs=p['log'], blocklist=p['blocklist'], exclusions=p['exclusions'], activity_log=p['activity_log'],
             threshold=p['threshold'], top=p['top'], job_prefixes=p['job_prefixes'], search_engine=p['search_engine'],
             server_ips=p['server_ip'], now=parse_now(p['now']) if p['now'] is not None else None,
-            check_mode=module.check_mode)
+            check_mode=module.check_mode, seek=p['seek'], seek_margin=p['seek_margin'], rotated=p['rotated'])
         result = run(settings)
     except BotDetectorError as exc:
         module.fail_json(msg=exc.message)

@@ -144,7 +144,8 @@ def test_count_windows_reads_across_chunks(tmp_path, monkeypatch):
     lines.append(b'9.9.9.9 21/Nov/2026:03 and 21/Nov/2026:04 GET /jobs/ twice')  # counts in both windows
     log = tmp_path / 'a.log'
     log.write_bytes(b'\n'.join(lines))                                          # no final newline
-    counts = core.count_windows([str(log)], windows, core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
+    counts, scans = core.count_windows([str(log)], windows, core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
+    assert [s.mode for s in scans] == ['full']
     expected = [{}, {}]
     for line in lines:
         for i, w in enumerate(windows):

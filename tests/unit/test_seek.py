@@ -1,0 +1,142 @@
+"""Seeking to the windows, rotated logs and several logs: the results must be the
+full scan's (and so the reference's) whenever lines are out of order by no more than
+the margin, and the seek must really skip the old part of the log."""
+import gzip
+import json
+import os
+import time
+
+from hypothesis import Phase, given, settings, strategies as st
+
+import loggen
+from conftest import Files, mask_duration, run_core, run_reference
+
+NOW = '2026-11-21 04:13:43'
+NOW_EPOCH = 1795234423
+SERVER = ['10.0.0.5']
+
+
+def with_utc(fn):
+    old = os.environ.get('TZ')
+    os.environ['TZ'] = 'UTC'
+    time.tzset()
+    try:
+        return fn()
+    finally:
+        if old is None:
+            del os.environ['TZ']
+        else:
+            os.environ['TZ'] = old
+        time.tzset()
+
+
+def old_traffic(rng, hours_back, count):
+    """Ordinary requests from ``hours_back`` hours before NOW up to three hours before."""
+    start = NOW_EPOCH - hours_back * 3600
+    return [(start + i * (hours_back - 3) * 3600 // count,
+             loggen.line(loggen.ipv4(rng), start + i * (hours_back - 3) * 3600 // count, path='/job/%d' % i))
+            for i in range(count)]
+
+
+def run_json(tmp_path, name, log, extra=()):
+    files = Files(tmp_path / name)
+    proc = run_core(files.options() + ['--server-ip', SERVER[0], '--now', NOW, '--json'] + list(extra) + [str(l) for l in (log if isinstance(log, list) else [log])])
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), files
+
+
+@settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no slow shrinking
+@given(seed=st.integers(0, 10 ** 6), jitter=st.integers(0, 600))
+def test_seek_equals_full_scan_equals_reference(tmp_path_factory, seed, jitter):
+    tmp_path = tmp_path_factory.mktemp('seek')
+
+    def build():
+        scenario = loggen.equivalence_scenario(seed, NOW_EPOCH)
+        scenario.entries += old_traffic(scenario.rng, 30, 40000)
+        return scenario, loggen.render(scenario.entries, scenario.rng, order='jitter', jitter=jitter)
+    scenario, data = with_utc(build)
+    log = tmp_path / 'access.log'
+    log.write_bytes(data)
+    results = {}
+    for name, extra in (('seek', []), ('full', ['--full-scan'])):
+        files = Files(tmp_path / name)
+        files.blocklist.write_bytes(scenario.blocklist)
+        files.exclusions.write_bytes(scenario.exclusions)
+        proc = run_core(files.options() + ['--server-ip', scenario.server_ips[0], '--now', NOW] + extra + [log])
+        assert proc.returncode == 0, proc.stderr
+        results[name] = (mask_duration(proc.stdout), files.read('blocklist'))
+    reference = Files(tmp_path / 'reference')
+    reference.blocklist.write_bytes(scenario.blocklist)
+    reference.exclusions.write_bytes(scenario.exclusions)
+    ref = run_reference(log, reference.blocklist, reference.exclusions, reference.activity_log, scenario.server_ips[:1], NOW)
+    assert results['seek'] == results['full'] == (mask_duration(ref.stdout), reference.read('blocklist'))
+    # ... and the seek did skip the old traffic.
+    doc, dummy = run_json(tmp_path, 'scan', log, ['--check'])
+    assert doc['scans'][0]['mode'] == 'seek'
+    assert doc['scans'][0]['bytes_read'] < len(data) * 0.8
+
+
+def test_out_of_order_log_falls_back_to_full_scan(tmp_path):
+    def build():
+        scenario = loggen.equivalence_scenario(5, NOW_EPOCH)
+        scenario.entries += old_traffic(scenario.rng, 30, 20000)
+        return loggen.render(scenario.entries, scenario.rng, order='shuffled')
+    log = tmp_path / 'access.log'
+    log.write_bytes(with_utc(build))
+    seek, dummy = run_json(tmp_path, 'a', log)
+    full, dummy = run_json(tmp_path, 'b', log, ['--full-scan'])
+    assert seek['scans'][0]['mode'] == 'full' and seek['scans'][0]['bytes_read'] == os.path.getsize(log)
+    assert seek['windows'] == full['windows'] and seek['messages'][:-1] == full['messages'][:-1]
+
+
+def test_disorder_beyond_the_margin_is_detected(tmp_path):
+    # A block of the previous hour written far after its time: a seek would miss it.
+    def build():
+        rng = loggen.random.Random(3)
+        entries = old_traffic(rng, 20, 20000)
+        late = b''.join(loggen.line('203.0.113.7', NOW_EPOCH - 3000, path='/job/%d' % i) for i in range(1200))
+        body = b''.join(data for dummy, data in sorted(entries))
+        middle = body.index(b'\n', len(body) // 2) + 1
+        return body[:middle] + late + body[middle:]
+    log = tmp_path / 'access.log'
+    log.write_bytes(with_utc(build))
+    doc, dummy = run_json(tmp_path, 'a', log)
+    assert doc['scans'][0]['mode'] == 'full'
+    assert doc['blocked'] == [{'address': '203.0.113.7', 'count': 1200, 'window': 'previous'}]
+
+
+def test_rotated_log_is_read_after_logrotate(tmp_path):
+    # logrotate ran at 04:00: the previous hour is in access.log.1, the current in access.log.
+    log = tmp_path / 'access.log'
+    log.write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, current={'198.51.100.1': 600})))
+    rotated = with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1100, '198.51.100.1': 500}))
+    for name in ('access.log.1', 'access.log.1.gz'):
+        for other in ('access.log.1', 'access.log.1.gz'):
+            if (tmp_path / other).exists():
+                (tmp_path / other).unlink()
+        (tmp_path / name).write_bytes(gzip.compress(rotated) if name.endswith('.gz') else rotated)
+        without, dummy = run_json(tmp_path, 'without-' + name, log)
+        assert without['blocked'] == [] and len(without['scans']) == 1
+        doc, files = run_json(tmp_path, 'with-' + name, log, ['--rotated'])
+        assert doc['blocked'] == [{'address': '203.0.113.7', 'count': 1100, 'window': 'previous'}]
+        assert [s['path'] for s in doc['scans']] == [str(log), str(tmp_path / name)]
+        assert doc['scans'][1]['mode'] == ('full-gzip' if name.endswith('.gz') else 'seek')
+
+
+def test_rotated_log_is_not_read_when_the_log_covers_the_windows(tmp_path):
+    log = tmp_path / 'access.log'
+    log.write_bytes(with_utc(lambda: b''.join(data for dummy, data in sorted(old_traffic(loggen.random.Random(1), 8, 100)))
+                             + loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1000})))
+    (tmp_path / 'access.log.1').write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.8': 5000})))
+    doc, dummy = run_json(tmp_path, 'a', log, ['--rotated'])
+    assert [s['path'] for s in doc['scans']] == [str(log)]
+    assert [b['address'] for b in doc['blocked']] == ['203.0.113.7']
+
+
+def test_several_logs_are_summed(tmp_path):
+    first, second = tmp_path / 'a.log', tmp_path / 'b.log'
+    first.write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 600})))
+    second.write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 400})))
+    doc, files = run_json(tmp_path, 'a', [first, second])
+    assert doc['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
+    assert files.read('blocklist') == b'203.0.113.7\n'
