@@ -15,11 +15,12 @@ export PATH := $(BIN):$(PATH)
 # The pip version ansible-test bootstraps into its venvs (ansible_test/_internal/python_requirements.py).
 ANSIBLE_TEST_PIP := 24_2
 
-.PHONY: help venv setup prereqs test-tree run test unit equivalence integration pythons sanity lint build clean
+.PHONY: help venv setup prereqs test-tree run bench test unit equivalence integration pythons sanity lint build clean
 
 help:
 	@echo "make run     run the detector on an embedded sample log, in a scratch dir"
 	@echo "make test    every test (installs what it needs)"
+	@echo "make bench   speed and memory against the reference pipeline (docs/benchmarks.md)"
 	@echo "make build   build the collection tarball"
 
 $(BIN)/.installed: requirements-dev.txt
@@ -60,6 +61,11 @@ equivalence: setup
 
 integration: setup
 	$(BIN)/pytest tests/integration -q
+
+# Not part of `make test`: minutes, and a few GB of generated logs in .cache/bench.
+bench:
+	@[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
+	$(PYTHON) tests/bench/run_bench.py
 
 build: setup
 	$(BIN)/ansible-galaxy collection build --force --output-path $(CURDIR)

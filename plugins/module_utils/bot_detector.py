@@ -65,7 +65,7 @@ USAGE_LINES = (
     '    bot-detector.sh /var/log/nginx/access.log',
 )
 
-READ_CHUNK = 4 * 1024 * 1024
+READ_CHUNK = 1 * 1024 * 1024
 # How far back of the previous-hour window a seek starts: lines may be out of time
 # order by up to this (Apache logs a request's start time when it ends).
 DEFAULT_SEEK_MARGIN = 600

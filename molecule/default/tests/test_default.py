@@ -38,8 +38,8 @@ def test_cron_entry_per_log(host):
         assert fields[:5] == [SCHEDULE[name_of(host)], '*', '*', '*', '*']
         assert fields[5] == 'root'
         assert fields[6:9] == ['flock', '-n', fields[8]] and fields[8].startswith('/run/bot-detector-')
-        assert fields[9:11] == ['/usr/local/sbin/bot-detector.sh', log]
-        assert fields[11:] == ['>>', '/var/log/bot-detector-cron.log', '2>&1']
+        assert fields[9:12] == ['/usr/local/sbin/bot-detector.sh', '--rotated', log]
+        assert fields[12:] == ['>>', '/var/log/bot-detector-cron.log', '2>&1']
 
 
 def test_command_without_argument_prints_usage(host):
