@@ -140,3 +140,25 @@ def test_several_logs_are_summed(tmp_path):
     doc, files = run_json(tmp_path, 'a', [first, second])
     assert doc['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
     assert files.read('blocklist') == b'203.0.113.7\n'
+
+
+def test_parallel_parts_count_what_one_process_counts(tmp_path, monkeypatch):
+    """Forked workers over line-aligned parts, with chunks far smaller than lines at times."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
+
+    def build():
+        scenario = loggen.equivalence_scenario(11, NOW_EPOCH)
+        return loggen.render(scenario.entries, scenario.rng, order='shuffled')
+    log = tmp_path / 'access.log'
+    log.write_bytes(with_utc(build))
+    windows = core.hour_windows(NOW_EPOCH)
+    line_filter = core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google')
+    single, dummy = core.count_windows([str(log)], windows, line_filter)
+    monkeypatch.setattr(core, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(core, 'MAX_WORKERS', 4)
+    monkeypatch.setattr(core.os, "cpu_count", lambda: 3)
+    for chunk in (4096, 100 * 1024):
+        monkeypatch.setattr(core, 'READ_CHUNK', chunk)
+        parallel, dummy = core.count_windows([str(log)], windows, line_filter)
+        assert parallel == single
+    assert sum(single[0].values()) > 1000 and sum(single[1].values()) > 1000
