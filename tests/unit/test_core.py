@@ -133,6 +133,18 @@ def test_line_filter_rules():
     assert keep(b'\xff\x00 "GET /jobs/1" \xc3(')
 
 
+def test_batch_filter_agrees_with_the_per_line_rules():
+    import loggen
+    rng = random.Random(5)
+    lines = [loggen.Scenario(i, 1795234423).noise('203.0.113.%d' % (i % 250), 1795234423).rstrip(b'\n') for i in range(400)]
+    lines += [loggen.line('198.51.100.%d' % i, 1795234423, path=p, agent=rng.choice(loggen.BOTS + loggen.BROWSERS)).rstrip(b'\n')
+              for i, p in enumerate(['/job/1', '/jobs/robot', '/stelle/9', '/files/x', '/de/stellen/3'] * 40)]
+    line_filter = core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google')
+    kept = line_filter.keep_all(lines)
+    assert kept == [l for l in lines if line_filter.keep(l)]
+    assert 0 < len(kept) < len(lines)
+
+
 def test_count_windows_reads_across_chunks(tmp_path, monkeypatch):
     monkeypatch.setattr(core, 'READ_CHUNK', 64)
     windows = [core.Window('previous', '', b'21/Nov/2026:03'), core.Window('current', '', b'21/Nov/2026:04')]

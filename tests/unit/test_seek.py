@@ -40,7 +40,8 @@ def old_traffic(rng, hours_back, count):
 
 def run_json(tmp_path, name, log, extra=()):
     files = Files(tmp_path / name)
-    proc = run_core(files.options() + ['--server-ip', SERVER[0], '--now', NOW, '--json'] + list(extra) + [str(l) for l in (log if isinstance(log, list) else [log])])
+    logs = [str(l) for l in (log if isinstance(log, list) else [log])]
+    proc = run_core(files.options() + ['--server-ip', SERVER[0], '--now', NOW, '--json'] + list(extra) + logs)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), files
 
