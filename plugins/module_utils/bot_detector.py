@@ -25,9 +25,11 @@ import json
 import os
 import pickle
 import re
+import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from collections import Counter
@@ -48,6 +50,19 @@ DEFAULT_JOB_PREFIXES = (
     'GET /job/', 'GET /jobs/', 'GET /stelle/', 'GET /stellen/', 'GET /stellenangebot/',
     'GET /de/stelle/', 'GET /de/stellen/', 'GET /de/stellenangebot/',
 )
+
+RULES = ('spec', 'precise')
+DEFAULT_DNS_TIMEOUT = 2.0
+# Precise mode: a request whose user agent matches a crawler here (case-insensitive) is
+# not counted only when its address verifies: reverse DNS gives a name under one of
+# the crawler's documented domains, and that name resolves forward to the address.
+DEFAULT_CRAWLERS = {
+    'google': {'user_agent': 'Googlebot|Google-InspectionTool|GoogleOther|Google', 'domains': ['googlebot.com', 'google.com', 'googleusercontent.com']},
+    'bing': {'user_agent': 'bingbot|BingPreview|msnbot', 'domains': ['search.msn.com']},
+    'apple': {'user_agent': 'Applebot', 'domains': ['applebot.apple.com']},
+    'yandex': {'user_agent': 'YandexBot|YandexImages', 'domains': ['yandex.ru', 'yandex.net', 'yandex.com']},
+    'baidu': {'user_agent': 'Baiduspider', 'domains': ['baidu.com', 'baidu.jp']},
+}
 
 # Exit statuses of the command. 1 is the spec's; the others are ours.
 EXIT_OK = 0
@@ -106,7 +121,8 @@ class Settings:
                  activity_log=DEFAULT_ACTIVITY_LOG, threshold=DEFAULT_THRESHOLD, top=DEFAULT_TOP,
                  job_prefixes=DEFAULT_JOB_PREFIXES, search_engine=DEFAULT_SEARCH_ENGINE,
                  server_ips=None, now=None, check_mode=False, seek=True, seek_margin=DEFAULT_SEEK_MARGIN,
-                 rotated=False):
+                 rotated=False, rules='spec', crawlers=None, ipv6_prefix=None, dns_timeout=DEFAULT_DNS_TIMEOUT,
+                 resolver=None):
         self.logs = list(logs)
         self.blocklist = blocklist
         self.exclusions = exclusions
@@ -121,6 +137,11 @@ class Settings:
         self.seek = seek
         self.seek_margin = seek_margin
         self.rotated = rotated
+        self.rules = rules
+        self.crawlers = DEFAULT_CRAWLERS if crawlers is None else crawlers
+        self.ipv6_prefix = ipv6_prefix
+        self.dns_timeout = dns_timeout
+        self.resolver = resolver      # reverse(address) -> names, forward(name) -> addresses; tests inject one
         self.validate()
 
     def validate(self):
@@ -141,6 +162,25 @@ class Settings:
                 raise BotDetectorError('%s must be a path' % name, EXIT_BAD_OPTION)
         if isinstance(self.seek_margin, bool) or not isinstance(self.seek_margin, int) or self.seek_margin < 0:
             raise BotDetectorError('seek margin must be a whole number of seconds, 0 or more, got %r' % (self.seek_margin,), EXIT_BAD_OPTION)
+        if self.rules not in RULES:
+            raise BotDetectorError('rules must be one of %s, got %r' % (', '.join(RULES), self.rules), EXIT_BAD_OPTION)
+        if self.ipv6_prefix is not None and (isinstance(self.ipv6_prefix, bool) or not isinstance(self.ipv6_prefix, int)
+                                             or not 1 <= self.ipv6_prefix <= 128):
+            raise BotDetectorError('ipv6 prefix must be a whole number from 1 to 128, got %r' % (self.ipv6_prefix,), EXIT_BAD_OPTION)
+        if self.ipv6_prefix is not None and self.rules != 'precise':
+            raise BotDetectorError('ipv6 prefix grouping needs the precise rules', EXIT_BAD_OPTION)
+        if not isinstance(self.dns_timeout, (int, float)) or isinstance(self.dns_timeout, bool) or self.dns_timeout <= 0:
+            raise BotDetectorError('dns timeout must be a number of seconds above 0, got %r' % (self.dns_timeout,), EXIT_BAD_OPTION)
+        if not isinstance(self.crawlers, dict):
+            raise BotDetectorError('crawlers must map each name to a user_agent pattern and a list of domains', EXIT_BAD_OPTION)
+        for name, crawler in self.crawlers.items():
+            try:
+                re.compile(crawler['user_agent'])
+                valid = bool(crawler['user_agent']) and all(isinstance(d, str) and d for d in crawler['domains'])
+            except (KeyError, TypeError, re.error):
+                valid = False
+            if not valid:
+                raise BotDetectorError('crawler %r needs a user_agent pattern and a list of domains' % (name,), EXIT_BAD_OPTION)
         if self.server_ips is not None and not all(self.server_ips):
             raise BotDetectorError('a server address must not be empty', EXIT_BAD_OPTION)
 
@@ -226,12 +266,25 @@ def server_addresses():
 
 
 def read_list(path):
-    """A list file's content for the substring search; unreadable or missing counts as empty (rule 5.6)."""
+    """A list file's content for the search. Missing, unreadable or not a regular file (a
+    directory, a FIFO that would block) counts as empty, as a failed grep does (rule 5.6)."""
     try:
-        with open(path, 'rb') as handle:
-            return handle.read()
-    except (OSError, IOError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
         return b''
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b''
+        chunks = []
+        while True:
+            chunk = os.read(fd, READ_CHUNK)
+            if not chunk:
+                return b''.join(chunks)
+            chunks.append(chunk)
+    except OSError:
+        return b''
+    finally:
+        os.close(fd)
 
 
 # ---------------------------------------------------------------- rule 5.2: windows
@@ -262,6 +315,10 @@ class LineFilter:
                 and _BOT.search(line) is None
                 and self._search_engine not in line
                 and b'/files/' not in line)
+
+    def count_into(self, lines, counter):
+        """Count the first field of each line the rules keep."""
+        count_first_fields(self.keep_all(lines), counter)
 
     def keep_all(self, lines):
         """The lines that ``keep`` keeps, in order, as a list."""
@@ -330,7 +387,7 @@ def count_chunk(buf, windows, line_filter, counts, limit=None):
                     lines.pop()     # the unfinished line after ``limit``
             selected = list(compress(lines, map(contains, lines, repeat(window.stamp))))
         if selected:
-            count_first_fields(line_filter.keep_all(selected), counter)
+            line_filter.count_into(selected, counter)
 
 
 def open_log(path):
@@ -656,6 +713,233 @@ def decide(count, address, threshold, blocklist_content, exclusions_content):
     return BLOCK
 
 
+# ---------------------------------------------------------------- the rule sets
+#
+# SpecRules are the reference script's (the default). PreciseRules (opt-in) fix their
+# holes: the bot and search-engine tests look at the user agent only and exempt a
+# crawler only when its address verifies; lists match exact addresses and networks.
+
+class SpecRules:
+    """The reference script's rules."""
+
+    name = 'spec'
+
+    def __init__(self, settings):
+        self.line_filter = LineFilter(settings.job_prefixes, settings.search_engine)
+        self.threshold = settings.threshold
+        self.verifications = []
+
+    def examined(self, counter, server_ips, top):
+        """The records of one window that decide() sees: [(count, key)]."""
+        return top_records(counter, server_ips, top)
+
+    def lists(self, blocklist_content, exclusions_content):
+        return SubstringLists(blocklist_content, exclusions_content, self.threshold)
+
+
+class SubstringLists:
+    """The spec's lists: substring searches in the files' content."""
+
+    def __init__(self, blocklist, exclusions, threshold):
+        self.blocklist, self.exclusions, self.threshold = blocklist, exclusions, threshold
+
+    def verdict(self, count, key):
+        return decide(count, key, self.threshold, self.blocklist, self.exclusions)
+
+    def add(self, key):
+        self.blocklist += b'\n' + key + b'\n'
+
+
+def user_agent(line):
+    """The last double-quoted field of a line: the user agent in the combined log format."""
+    end = line.rfind(b'"')
+    start = line.rfind(b'"', 0, end) if end > 0 else -1
+    return b'' if start == -1 else line[start + 1:end]
+
+
+def parse_address(field):
+    """An ipaddress object for a valid client address (see is_client_address), else None."""
+    if not is_client_address(field):
+        return None
+    return ipaddress.ip_address(field.decode('ascii'))
+
+
+def parse_network(text):
+    """An ip_network for an address or a CIDR network (bytes), else None."""
+    try:
+        return ipaddress.ip_network(text.strip().decode('ascii'), strict=False)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+class PreciseFilter:
+    """Job pages (the spec's prefixes, no /files/); a request whose user agent matches a
+    crawler is counted under (address, crawler) until the address is verified."""
+
+    def __init__(self, job_prefixes, crawlers):
+        self._prefixes = re.compile(b'|'.join(re.escape(to_bytes(p)) for p in job_prefixes))
+        self._names = {}
+        groups = []
+        for i, name in enumerate(sorted(crawlers)):
+            self._names['c%d' % i] = name
+            groups.append(b'(?P<c%d>%s)' % (i, to_bytes(crawlers[name]['user_agent'])))
+        self._crawler = re.compile(b'|'.join(groups), re.IGNORECASE) if groups else None
+
+    def count_into(self, lines, counter):
+        lines = list(compress(lines, map(self._prefixes.search, lines)))
+        lines = list(compress(lines, map(not_, map(contains, lines, repeat(b'/files/')))))
+        for line in lines:
+            field = first_field(line)
+            match = self._crawler.search(user_agent(line)) if self._crawler is not None else None
+            counter[field if match is None else (field, self._names[match.lastgroup])] += 1
+
+
+class SystemResolver:
+    """The host's resolver, each lookup bounded by ``timeout`` seconds."""
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+
+    def _call(self, function, *args):
+        box = {}
+
+        def target():
+            try:
+                box['value'] = function(*args)
+            except Exception as exc:  # pylint: disable=broad-except
+                box['error'] = exc
+        thread = threading.Thread(target=target)
+        thread.daemon = True          # a hung lookup must not keep the run alive
+        thread.start()
+        thread.join(self.timeout)
+        if thread.is_alive() or 'value' not in box:
+            raise OSError('lookup failed or timed out')
+        return box['value']
+
+    def reverse(self, address):
+        name, aliases, dummy = self._call(socket.gethostbyaddr, address)
+        return [name] + list(aliases)
+
+    def forward(self, name):
+        return [info[4][0] for info in self._call(socket.getaddrinfo, name, None)]
+
+
+class PreciseRules:
+    """The opt-in precise rules."""
+
+    name = 'precise'
+
+    def __init__(self, settings):
+        self.line_filter = PreciseFilter(settings.job_prefixes, settings.crawlers)
+        self.crawlers = settings.crawlers
+        self.threshold = settings.threshold
+        self.prefix = settings.ipv6_prefix
+        self.resolver = settings.resolver or SystemResolver(settings.dns_timeout)
+        self.verified = {}            # (field, crawler) -> bool: the per-run cache
+        self.verifications = []
+
+    def key(self, field):
+        """What is counted and blocked: the normalised address, its IPv6 network with
+        ``ipv6_prefix``, or the field itself when it is not an address."""
+        address = parse_address(field)
+        if address is None:
+            return field
+        if self.prefix and address.version == 6:
+            return str(ipaddress.ip_network('%s/%d' % (address, self.prefix), strict=False)).encode('ascii')
+        return str(address).encode('ascii')
+
+    def verify(self, field, crawler):
+        """Reverse DNS, a name under the crawler's domains, forward DNS back to the address."""
+        address = parse_address(field)
+        if address is None:
+            return False
+        domains = [d.lower().strip('.') for d in self.crawlers[crawler]['domains']]
+        try:
+            names = self.resolver.reverse(str(address))
+        except Exception:  # pylint: disable=broad-except
+            return False
+        for name in names:
+            name = name.lower().rstrip('.')
+            if not any(name == d or name.endswith('.' + d) for d in domains):
+                continue
+            try:
+                forward = self.resolver.forward(name)
+            except Exception:  # pylint: disable=broad-except
+                continue
+            if any(parse_address(to_bytes(a)) == address for a in forward):
+                return True
+        return False
+
+    def _is_server(self, key, servers):
+        network = parse_network(key)
+        return network is not None and any(s.version == network.version and s in network for s in servers)
+
+    def examined(self, counter, server_ips, top):
+        """Rank with unverified crawler claims counted; verify the claimers that reach the
+        examined records, drop what verifies, and rank again until the records are exact."""
+        plain, claims = Counter(), {}
+        for key, count in counter.items():
+            if isinstance(key, tuple):
+                claims.setdefault(key[0], Counter())[key[1]] += count
+            else:
+                plain[key] += count
+        servers = [a for a in (parse_address(ip) for ip in server_ips) if a is not None]
+        while True:
+            grouped, members = Counter(), {}
+            for field, count in plain.items():
+                grouped[self.key(field)] += count
+                members.setdefault(self.key(field), set()).add(field)
+            for field, per_crawler in claims.items():
+                unverified = sum(n for crawler, n in per_crawler.items() if not self.verified.get((field, crawler)))
+                grouped[self.key(field)] += unverified
+                members.setdefault(self.key(field), set()).add(field)
+            ordered = sorted(grouped.items(), key=itemgetter(1, 0), reverse=True)
+            records = [(count, key) for key, count in ordered if count and not self._is_server(key, servers)][:top]
+            pending = sorted(set((field, crawler) for dummy, key in records for field in members[key]
+                                 for crawler in claims.get(field, ()) if (field, crawler) not in self.verified))
+            if not pending:
+                return records
+            for field, crawler in pending:
+                self.verified[(field, crawler)] = self.verify(field, crawler)
+                self.verifications.append({'address': to_text(field), 'crawler': crawler,
+                                           'verified': self.verified[(field, crawler)]})
+
+    def lists(self, blocklist_content, exclusions_content):
+        return NetworkLists(blocklist_content, exclusions_content, self.threshold)
+
+
+class NetworkLists:
+    """Precise lists: each line an address or a CIDR network (others ignored)."""
+
+    def __init__(self, blocklist, exclusions, threshold):
+        self.blocked = self._networks(blocklist)
+        self.excluded = self._networks(exclusions)
+        self.threshold = threshold
+
+    @staticmethod
+    def _networks(content):
+        return [n for n in (parse_network(line) for line in content.split(b'\n') if line.strip()) if n is not None]
+
+    def verdict(self, count, key):
+        if count < self.threshold:
+            return BELOW_THRESHOLD
+        target = parse_network(key) if parse_address(key.split(b'/')[0]) is not None else None
+        if target is None:
+            return INVALID
+        if any(n.version == target.version and target.subnet_of(n) for n in self.blocked):
+            return ALREADY_BLOCKED
+        if any(n.version == target.version and target.overlaps(n) for n in self.excluded):
+            return ALLOW_LISTED
+        return BLOCK
+
+    def add(self, key):
+        self.blocked.append(parse_network(key))
+
+
+def rules_for(settings):
+    return PreciseRules(settings) if settings.rules == 'precise' else SpecRules(settings)
+
+
 # ---------------------------------------------------------------- rule 5.8: apply
 
 class BlocklistWriter:
@@ -697,12 +981,21 @@ class BlocklistWriter:
     @staticmethod
     def append_line(path, line, fsync):
         """Append ``line`` (bytes ending in a newline) as one write; undo a partial write."""
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+        if os.geteuid() == 0:
+            # As root, a link planted in place of a list must not redirect our writes.
+            flags |= os.O_NOFOLLOW
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(path, flags, 0o644)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise BotDetectorError('refusing to append to %s: it is a symbolic link (running as root)' % path)
             raise BotDetectorError('cannot append to %s: %s' % (path, exc.strerror))
         try:
-            size = os.fstat(fd).st_size
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise BotDetectorError('refusing to append to %s: not a regular file' % path)
+            size = info.st_size
             if size and os.pread(fd, 1, size - 1) != b'\n':
                 line = b'\n' + line   # never glue our entry to an unterminated last line
             try:
@@ -772,6 +1065,8 @@ class Result:
         self.appended = []     # addresses (bytes) appended, or to append in check mode
         self.blocklist_lines = 0   # lines in the blocklist when the run read it
         self.scans = []
+        self.rules = 'spec'
+        self.verifications = []
         self.duration = 0
 
     @property
@@ -796,6 +1091,8 @@ class Result:
             'messages': self.messages,
             'execution_time': self.duration,
             'scans': self.scans,
+            'rules': self.rules,
+            'verifications': self.verifications,
         })
 
 
@@ -819,7 +1116,8 @@ def run(settings, emit=None):
     now = time.time() if settings.now is None else settings.now
     server_ips = [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
     windows = hour_windows(now)
-    counts, scans = count_windows(settings.logs, windows, LineFilter(settings.job_prefixes, settings.search_engine),
+    rules = rules_for(settings)
+    counts, scans = count_windows(settings.logs, windows, rules.line_filter,
                                   now=now, seek=settings.seek, margin=settings.seek_margin, rotated=settings.rotated)
     result.scans = [scan.as_dict() for scan in scans]
 
@@ -830,18 +1128,18 @@ def run(settings, emit=None):
         # Read once under the lock; our own additions are added to the copy, so
         # the current-hour pass sees what the previous-hour pass appended.
         blocklist_content = read_list(settings.blocklist)
-        exclusions_content = read_list(settings.exclusions)
+        lists = rules.lists(blocklist_content, read_list(settings.exclusions))
         result.blocklist_lines = blocklist_content.count(b'\n') + int(bool(blocklist_content) and not blocklist_content.endswith(b'\n'))
         for window, counter in zip(windows, counts):
             say(window.heading)
-            records = top_records(counter, server_ips, settings.top)
+            records = rules.examined(counter, server_ips, settings.top)
             result.windows.append({
                 'name': window.name,
                 'hour_stamp': to_text(window.stamp),
                 'records': [{'count': c, 'address': to_text(a)} for c, a in records],
             })
             for count, address in records:
-                verdict = decide(count, address, settings.threshold, blocklist_content, exclusions_content)
+                verdict = lists.verdict(count, address)
                 entry = {'address': to_text(address), 'count': count, 'window': window.name}
                 shown = to_text(address)
                 if verdict == ALREADY_BLOCKED:
@@ -861,9 +1159,11 @@ def run(settings, emit=None):
                         writer.block(address, count)
                     result.blocked.append(entry)
                     result.appended.append(address)
-                    blocklist_content += b'\n' + address + b'\n'
+                    lists.add(address)
     finally:
         writer.unlock()
+    result.rules = rules.name
+    result.verifications = rules.verifications
     result.duration = int(time.time()) - start
     say('Execution time: %d seconds' % result.duration)
     return result
@@ -896,6 +1196,16 @@ def _seconds(text):
     if value < 0:
         raise argparse.ArgumentTypeError('must be 0 or more, got %d' % value)
     return value
+
+
+def _crawler_table(text):
+    try:
+        table = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError('not JSON: %s' % exc)
+    if not isinstance(table, dict):
+        raise argparse.ArgumentTypeError('must be a JSON object')
+    return table
 
 
 def build_parser():
@@ -937,6 +1247,18 @@ def build_parser():
     parser.add_argument('--seek-margin', type=_seconds, default=DEFAULT_SEEK_MARGIN, metavar='SECONDS',
                         help='how far lines may be out of time order; the seek starts this much before the '
                              'previous-hour window (default: %(default)s)')
+    parser.add_argument('--rules', choices=RULES, default='spec',
+                        help='spec: the reference script\'s rules, quirks included (default); precise: bot and '
+                             'search-engine tests on the user agent only, crawlers exempt only when their address '
+                             'verifies by reverse and forward DNS, lists matched by exact address or CIDR network')
+    parser.add_argument('--ipv6-prefix', type=_positive_int, metavar='N',
+                        help='precise rules: count and block IPv6 clients per /N network (64 is usual)')
+    parser.add_argument('--crawlers', type=_crawler_table, metavar='JSON',
+                        help='precise rules: the crawler table, {"name": {"user_agent": REGEX, "domains": [...]}} '
+                             '(default: Google, Bing, Apple, Yandex, Baidu)')
+    parser.add_argument('--dns-timeout', type=float, default=DEFAULT_DNS_TIMEOUT, metavar='SECONDS',
+                        help='precise rules: time limit of each DNS lookup; a failed or slow lookup does not verify '
+                             '(default: %(default)s)')
     parser.add_argument('--check', action='store_true', help='report what would be blocked; change nothing')
     parser.add_argument('--json', action='store_true',
                         help='print one JSON document (what the Ansible module returns) instead of the text lines')
@@ -950,7 +1272,8 @@ def settings_from_args(args):
         threshold=args.threshold, top=args.top, job_prefixes=args.job_prefix or DEFAULT_JOB_PREFIXES,
         search_engine=args.search_engine, server_ips=args.server_ip,
         now=parse_now(args.now) if args.now is not None else None, check_mode=args.check,
-        seek=not args.full_scan, seek_margin=args.seek_margin, rotated=args.rotated)
+        seek=not args.full_scan, seek_margin=args.seek_margin, rotated=args.rotated, rules=args.rules,
+        crawlers=args.crawlers, ipv6_prefix=args.ipv6_prefix, dns_timeout=args.dns_timeout)
 
 
 def main(argv=None):

@@ -105,6 +105,32 @@ options:
     description: Seconds lines may be out of time order; the seek starts this much before the previous-hour window.
     type: int
     default: 600
+  rules:
+    description:
+      - V(spec) follows the reference script exactly, quirks included.
+      - V(precise) fixes its holes. The bot and search-engine tests look at the user agent only, so
+        C(/stellenangebot/) pages count. A request whose user agent matches a crawler of O(crawlers) is exempt
+        only when its address verifies (reverse DNS to a name under the crawler's domains, and that name
+        forward to the address); any other self-declared bot is counted. Lists match exact addresses and CIDR
+        networks, IPv4 and IPv6, normalised. The server address is dropped by exact match. O(search_engine)
+        is not used (the crawler table covers search engines).
+    type: str
+    choices: [spec, precise]
+    default: spec
+  crawlers:
+    description:
+      - With O(rules=precise), the crawlers that are exempt when verified. Each key is a crawler's name, each
+        value a dict with C(user_agent), a regex matched case-insensitively against the user agent, and
+        C(domains), the list of domains its reverse DNS names end in.
+      - Defaults to Google, Bing, Apple, Yandex and Baidu with their documented domains.
+    type: dict
+  ipv6_prefix:
+    description: With O(rules=precise), count and block IPv6 clients per network of this prefix length (64 is usual).
+    type: int
+  dns_timeout:
+    description: With O(rules=precise), the time limit of each DNS lookup; a failed or slow lookup does not verify.
+    type: float
+    default: 2.0
   now:
     description:
       - Evaluate as if the run started at this local time, C(YYYY-MM-DD HH:MM:SS). For replays and tests.
@@ -206,6 +232,17 @@ scans:
   type: list
   elements: dict
   sample: [{path: /var/log/nginx/access.log, mode: seek, start: 704643072, bytes_read: 52428800}]
+rules:
+  description: The rules the run applied, C(spec) or C(precise).
+  returned: always
+  type: str
+  sample: spec
+verifications:
+  description: With O(rules=precise), each crawler claim checked, in order, and whether the address verified.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{address: 66.249.66.1, crawler: google, verified: true}]
 execution_time:
   description: The run's duration in whole seconds.
   returned: always
@@ -225,7 +262,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
     DEFAULT_ACTIVITY_LOG, DEFAULT_BLOCKLIST, DEFAULT_EXCLUSIONS, DEFAULT_JOB_PREFIXES,
-    DEFAULT_SEARCH_ENGINE, DEFAULT_SEEK_MARGIN, DEFAULT_THRESHOLD, DEFAULT_TOP,
+    DEFAULT_DNS_TIMEOUT, DEFAULT_SEARCH_ENGINE, DEFAULT_SEEK_MARGIN, DEFAULT_THRESHOLD, DEFAULT_TOP,
     BotDetectorError, Settings, parse_now, run,
 )
 
@@ -246,6 +283,10 @@ def main():
             rotated=dict(type='bool', default=True),
             seek=dict(type='bool', default=True),
             seek_margin=dict(type='int', default=DEFAULT_SEEK_MARGIN),
+            rules=dict(type='str', default='spec', choices=['spec', 'precise']),
+            crawlers=dict(type='dict'),
+            ipv6_prefix=dict(type='int'),
+            dns_timeout=dict(type='float', default=DEFAULT_DNS_TIMEOUT),
         ),
         supports_check_mode=True,
     )
@@ -255,7 +296,8 @@ def main():
             logs=p['log'], blocklist=p['blocklist'], exclusions=p['exclusions'], activity_log=p['activity_log'],
             threshold=p['threshold'], top=p['top'], job_prefixes=p['job_prefixes'], search_engine=p['search_engine'],
             server_ips=p['server_ip'], now=parse_now(p['now']) if p['now'] is not None else None,
-            check_mode=module.check_mode, seek=p['seek'], seek_margin=p['seek_margin'], rotated=p['rotated'])
+            check_mode=module.check_mode, seek=p['seek'], seek_margin=p['seek_margin'], rotated=p['rotated'],
+            rules=p['rules'], crawlers=p['crawlers'], ipv6_prefix=p['ipv6_prefix'], dns_timeout=p['dns_timeout'])
         result = run(settings)
     except BotDetectorError as exc:
         module.fail_json(msg=exc.message)

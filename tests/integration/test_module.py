@@ -104,6 +104,9 @@ def test_several_logs_are_summed(case):
     ({'top': 0}, 'top must be a whole number of at least 1'),
     ({'now': 'soon'}, "now must be 'YYYY-MM-DD HH:MM:SS'"),
     ({'bogus': 1}, 'Unsupported parameters'),
+    ({'rules': 'fuzzy'}, 'value of rules must be one of: spec, precise'),
+    ({'rules': 'precise', 'ipv6_prefix': 200}, 'ipv6 prefix must be a whole number from 1 to 128'),
+    ({'seek_margin': -1}, 'seek margin must be a whole number of seconds'),
 ])
 def test_bad_arguments_fail_before_anything_is_written(case, override, fragment):
     tmp_path, args = case
@@ -121,6 +124,15 @@ def test_failed_append_names_the_path(case):
     assert res['failed'] is True
     assert res['msg'] == 'cannot append to %s: Is a directory' % (tmp_path / 'dir')
     assert not (tmp_path / 'activity.log').exists()
+
+
+def test_precise_rules_through_the_module(case):
+    tmp_path, args = case
+    (tmp_path / 'blocklist').write_bytes(b'203.0.113.0/24\n')
+    rc, res = ansible(dict(args, rules='precise'))
+    assert rc == 0 and res['rules'] == 'precise'
+    assert [e['address'] for e in res['already_blocked']] == ['203.0.113.7']
+    assert [e['address'] for e in res['blocked']] == ['2001:db8::7']
 
 
 def test_ansible_doc_renders():

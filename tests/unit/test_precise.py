@@ -1,0 +1,164 @@
+"""The opt-in precise rules: user-agent-only bot tests, crawler verification by
+reverse and forward DNS (with an injected resolver: no network), exact and CIDR list
+matching, IPv6 /64 grouping."""
+import json
+import time
+
+import pytest
+
+import loggen
+from conftest import Files, run_core
+from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
+
+NOW = '2026-11-21 04:13:43'
+NOW_EPOCH = 1795234423
+GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
+
+
+class FakeResolver:
+    """reverse/forward from tables; counts calls; an address missing from the table fails."""
+
+    def __init__(self, reverse=None, forward=None):
+        self.reverse_table, self.forward_table = reverse or {}, forward or {}
+        self.calls = []
+
+    def reverse(self, address):
+        self.calls.append(('reverse', address))
+        if address not in self.reverse_table:
+            raise OSError('no PTR')
+        return self.reverse_table[address]
+
+    def forward(self, name):
+        self.calls.append(('forward', name))
+        return self.forward_table.get(name, [])
+
+
+def lines(address, count, epoch=NOW_EPOCH - 3600, agent=loggen.BROWSERS[0], path='/job/%d'):
+    return b''.join(loggen.line(address, epoch, path=path % i, agent=agent) for i in range(count))
+
+
+def run(tmp_path, log_bytes, blocklist=b'', exclusions=b'', **options):
+    files = Files(tmp_path / 'files')
+    files.blocklist.write_bytes(blocklist)
+    files.exclusions.write_bytes(exclusions)
+    log = tmp_path / 'access.log'
+    log.write_bytes(log_bytes)
+    settings = core.Settings(logs=[str(log)], blocklist=str(files.blocklist), exclusions=str(files.exclusions),
+                             activity_log=str(files.activity_log), server_ips=['10.0.0.5'], now=NOW_EPOCH,
+                             rules='precise', **options)
+    return core.run(settings).as_dict(), files
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch):
+    monkeypatch.setenv('TZ', 'UTC')
+    time.tzset()
+    yield
+    time.tzset()
+
+
+def test_stellenangebot_pages_count_in_precise_mode_only(tmp_path):
+    log = lines('203.0.113.7', 1000, path='/stellenangebot/%d')
+    doc, files = run(tmp_path, log, resolver=FakeResolver())
+    assert doc['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
+    spec = core.run(core.Settings(logs=[str(tmp_path / 'access.log')], blocklist=str(tmp_path / 'b'), exclusions=str(tmp_path / 'e'),
+                                  activity_log=str(tmp_path / 'a'), server_ips=['10.0.0.5'], now=NOW_EPOCH)).as_dict()
+    assert spec['blocked'] == [] and spec['windows'][0]['records'] == []
+
+
+def test_self_declared_bot_is_counted_verified_crawler_is_exempt(tmp_path):
+    resolver = FakeResolver(reverse={'66.249.66.1': ['crawl-66-249-66-1.googlebot.com']},
+                            forward={'crawl-66-249-66-1.googlebot.com': ['66.249.66.1']})
+    log = (lines('66.249.66.1', 3000, agent=GOOGLEBOT) + lines('203.0.113.9', 1500, agent=GOOGLEBOT)
+           + lines('203.0.113.10', 1200, agent='AcmeScraperBot/1.0') + lines('66.249.66.1', 40))
+    doc, files = run(tmp_path, log, resolver=resolver)
+    assert [(b['address'], b['count']) for b in doc['blocked']] == [('203.0.113.9', 1500), ('203.0.113.10', 1200)]
+    assert {'address': '66.249.66.1', 'crawler': 'google', 'verified': True} in doc['verifications']
+    assert {'address': '203.0.113.9', 'crawler': 'google', 'verified': False} in doc['verifications']
+    # The verified crawler's own browser requests still count.
+    assert {'count': 40, 'address': '66.249.66.1'} in doc['windows'][0]['records']
+    assert files.read('blocklist') == b'203.0.113.9\n203.0.113.10\n'
+
+
+@pytest.mark.parametrize('reverse,forward', [
+    (['crawl.googlebot.com.attacker.example'], {'crawl.googlebot.com.attacker.example': ['198.51.100.66']}),  # not under the domain
+    (['fakegooglebot.com'], {'fakegooglebot.com': ['198.51.100.66']}),                                        # suffix, not a subdomain
+    (['crawl-1.googlebot.com'], {'crawl-1.googlebot.com': ['66.249.66.2']}),                                  # forward mismatch
+    (['crawl-1.googlebot.com'], {}),                                                                          # forward fails
+])
+def test_spoofed_crawler_is_not_verified(tmp_path, reverse, forward):
+    resolver = FakeResolver(reverse={'198.51.100.66': reverse}, forward=forward)
+    doc, dummy = run(tmp_path, lines('198.51.100.66', 1100, agent=GOOGLEBOT), resolver=resolver)
+    assert doc['blocked'] == [{'address': '198.51.100.66', 'count': 1100, 'window': 'previous'}]
+    assert doc['verifications'] == [{'address': '198.51.100.66', 'crawler': 'google', 'verified': False}]
+
+
+def test_each_claim_is_verified_once_per_run(tmp_path):
+    resolver = FakeResolver(reverse={'66.249.66.1': ['crawl.googlebot.com']}, forward={'crawl.googlebot.com': ['66.249.66.1']})
+    log = lines('66.249.66.1', 2000, agent=GOOGLEBOT) + lines('66.249.66.1', 2000, epoch=NOW_EPOCH, agent=GOOGLEBOT)
+    doc, dummy = run(tmp_path, log, resolver=resolver)
+    assert doc['blocked'] == []
+    assert resolver.calls.count(('reverse', '66.249.66.1')) == 1
+
+
+def test_slow_lookup_times_out_and_does_not_verify():
+    resolver = core.SystemResolver(timeout=0.2)
+    started = time.time()
+    with pytest.raises(OSError):
+        resolver._call(time.sleep, 5)      # pylint: disable=protected-access
+    assert time.time() - started < 2
+
+
+def test_lists_match_exact_addresses_and_networks(tmp_path):
+    log = (lines('1.2.3.4', 1000) + lines('203.0.113.7', 1000) + lines('2001:db8::bad', 1000) + lines('198.51.100.20', 1000)
+           + lines('192.0.2.9', 1000))
+    blocklist = b'11.2.3.45\n203.0.113.0/24\n2001:db8:0::BAD\n# a comment\nnot an address\n'
+    exclusions = b'198.51.100.16/28\n'
+    doc, files = run(tmp_path, log, blocklist=blocklist, exclusions=exclusions, resolver=FakeResolver())
+    assert [b['address'] for b in doc['blocked']] == ['192.0.2.9', '1.2.3.4']    # no substring match: 11.2.3.45 is not 1.2.3.4
+    assert sorted(b['address'] for b in doc['already_blocked'] if b['window'] == 'previous') == ['2001:db8::bad', '203.0.113.7']
+    assert [b['address'] for b in doc['allow_listed']] == ['198.51.100.20']
+    assert files.read('blocklist') == blocklist + b'192.0.2.9\n1.2.3.4\n'
+
+
+def test_ipv6_clients_grouped_per_64(tmp_path):
+    log = lines('2001:db8:1:2::a', 600) + lines('2001:db8:1:2:ffff::1', 500) + lines('2001:db8:1:3::1', 900)
+    doc, files = run(tmp_path, log, ipv6_prefix=64, resolver=FakeResolver())
+    assert doc['blocked'] == [{'address': '2001:db8:1:2::/64', 'count': 1100, 'window': 'previous'}]
+    assert files.read('blocklist') == b'2001:db8:1:2::/64\n'
+    again, dummy = run(tmp_path / 'again', log, blocklist=files.read('blocklist'), ipv6_prefix=64, resolver=FakeResolver())
+    assert [b['address'] for b in again['already_blocked']] == ['2001:db8:1:2::/64']
+
+
+def test_server_address_dropped_by_exact_match(tmp_path):
+    doc, dummy = run(tmp_path, lines('10.0.0.5', 5000) + lines('10.0.0.51', 1000), resolver=FakeResolver())
+    assert doc['blocked'] == [{'address': '10.0.0.51', 'count': 1000, 'window': 'previous'}]
+
+
+def test_command_precise_with_the_hosts_resolver(tmp_path):
+    """The real resolver, answered from /etc/hosts: 127.0.0.1 is localhost and back."""
+    log = tmp_path / 'access.log'
+    log.write_bytes(lines('127.0.0.1', 1500, agent='LocalBot/1.0') + lines('127.0.0.2', 1200, agent='LocalBot/1.0'))
+    files = Files(tmp_path / 'f')
+    table = json.dumps({'local': {'user_agent': 'LocalBot', 'domains': ['localhost']}})
+    got = run_core(files.options() + ['--rules', 'precise', '--crawlers', table, '--server-ip', '10.0.0.5',
+                                      '--now', NOW, '--json', log])
+    assert got.returncode == 0, got.stderr
+    doc = json.loads(got.stdout)
+    assert doc['rules'] == 'precise'
+    assert {'address': '127.0.0.1', 'crawler': 'local', 'verified': True} in doc['verifications']
+    assert doc['blocked'] == [{'address': '127.0.0.2', 'count': 1200, 'window': 'previous'}]
+
+
+@pytest.mark.parametrize('args,fragment', [
+    (['--rules', 'fuzzy'], b'--rules'), (['--ipv6-prefix', '64'], b'needs the precise rules'),
+    (['--rules', 'precise', '--ipv6-prefix', '129'], b'ipv6 prefix'), (['--crawlers', '[1]'], b'--crawlers'),
+    (['--rules', 'precise', '--crawlers', '{"x": {"user_agent": "("}}'], b'crawler'),
+    (['--dns-timeout', '0'], b'dns timeout'),
+])
+def test_bad_precise_options(tmp_path, files, args, fragment):
+    log = tmp_path / 'access.log'
+    log.write_bytes(lines('203.0.113.7', 1000))
+    got = run_core(files.options() + ['--server-ip', '10.0.0.5'] + args + [log])
+    assert got.returncode == 2 and fragment in got.stderr, got.stderr
+    assert not any(files.base.iterdir())
