@@ -23,6 +23,9 @@ export CONTAINERS_CONF="$root/molecule/containers.conf"
 molecule/build-image.sh
 molecule test --scenario-name default
 
+step "molecule: fleet mode on three podman hosts (playbooks/fleet.yml)"
+molecule test --scenario-name fleet
+
 step "collection build and install"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

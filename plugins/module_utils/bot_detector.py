@@ -122,7 +122,7 @@ class Settings:
                  job_prefixes=DEFAULT_JOB_PREFIXES, search_engine=DEFAULT_SEARCH_ENGINE,
                  server_ips=None, now=None, check_mode=False, seek=True, seek_margin=DEFAULT_SEEK_MARGIN,
                  rotated=False, rules='spec', crawlers=None, ipv6_prefix=None, dns_timeout=DEFAULT_DNS_TIMEOUT,
-                 resolver=None):
+                 resolver=None, mode='detect', report_floor=None):
         self.logs = list(logs)
         self.blocklist = blocklist
         self.exclusions = exclusions
@@ -142,11 +142,13 @@ class Settings:
         self.ipv6_prefix = ipv6_prefix
         self.dns_timeout = dns_timeout
         self.resolver = resolver      # reverse(address) -> names, forward(name) -> addresses; tests inject one
+        self.mode = mode              # detect: the spec's run; report: count only, touch no list; apply: see apply_decisions
+        self.report_floor = report_floor
         self.validate()
 
     def validate(self):
         """Reject option values the spec cannot mean, before anything is read or written."""
-        if not self.logs:
+        if not self.logs and self.mode != 'apply':
             raise BotDetectorError('no access log given', EXIT_BAD_OPTION)
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, int) or self.threshold < 1:
             raise BotDetectorError('threshold must be a whole number of at least 1, got %r' % (self.threshold,), EXIT_BAD_OPTION)
@@ -162,6 +164,11 @@ class Settings:
                 raise BotDetectorError('%s must be a path' % name, EXIT_BAD_OPTION)
         if isinstance(self.seek_margin, bool) or not isinstance(self.seek_margin, int) or self.seek_margin < 0:
             raise BotDetectorError('seek margin must be a whole number of seconds, 0 or more, got %r' % (self.seek_margin,), EXIT_BAD_OPTION)
+        if self.mode not in ('detect', 'report', 'apply'):
+            raise BotDetectorError('mode must be detect, report or apply, got %r' % (self.mode,), EXIT_BAD_OPTION)
+        if self.report_floor is not None and (isinstance(self.report_floor, bool) or not isinstance(self.report_floor, int)
+                                              or self.report_floor < 1):
+            raise BotDetectorError('report floor must be a whole number of at least 1, got %r' % (self.report_floor,), EXIT_BAD_OPTION)
         if self.rules not in RULES:
             raise BotDetectorError('rules must be one of %s, got %r' % (', '.join(RULES), self.rules), EXIT_BAD_OPTION)
         if self.ipv6_prefix is not None and (isinstance(self.ipv6_prefix, bool) or not isinstance(self.ipv6_prefix, int)
@@ -1015,9 +1022,12 @@ class BlocklistWriter:
         finally:
             os.close(fd)
 
-    def block(self, address, count):
+    def block(self, address, count, note=None):
+        """Append ``address`` to the blocklist, then its activity line; ``note`` (fleet,
+        sync) marks a decision not taken by this host's own count: 'RPH=3000 (fleet)'."""
         self.append_line(self.blocklist, address + b'\n', fsync=True)
-        entry = '%s | IP addess %s added to the block list, RPH=%d\n' % (date_default_format(), to_text(address), count)
+        entry = '%s | IP addess %s added to the block list, RPH=%d%s\n' % (
+            date_default_format(), to_text(address), count, ' (%s)' % note if note else '')
         self.append_line(self.activity_log, to_bytes(entry), fsync=True)
 
 
@@ -1067,6 +1077,8 @@ class Result:
         self.scans = []
         self.rules = 'spec'
         self.verifications = []
+        self.counts = None           # with a report floor: {window: {address: count}}
+        self.local_blocks = None     # report mode: this host's own decisions, from its activity log
         self.duration = 0
 
     @property
@@ -1093,6 +1105,8 @@ class Result:
             'scans': self.scans,
             'rules': self.rules,
             'verifications': self.verifications,
+            'counts': self.counts,
+            'local_blocks': self.local_blocks,
         })
 
 
@@ -1120,6 +1134,14 @@ def run(settings, emit=None):
     counts, scans = count_windows(settings.logs, windows, rules.line_filter,
                                   now=now, seek=settings.seek, margin=settings.seek_margin, rotated=settings.rotated)
     result.scans = [scan.as_dict() for scan in scans]
+
+    if settings.report_floor is not None or settings.mode == 'report':
+        result.counts = reported_counts(rules, windows, counts, server_ips, settings.report_floor or settings.threshold)
+    if settings.mode == 'report':
+        result.local_blocks = local_blocks(settings.activity_log)
+        result.rules = rules.name
+        result.duration = int(time.time()) - start
+        return result
 
     writer = BlocklistWriter(settings.blocklist, settings.activity_log)
     if not settings.check_mode:
@@ -1166,6 +1188,79 @@ def run(settings, emit=None):
     result.verifications = rules.verifications
     result.duration = int(time.time()) - start
     say('Execution time: %d seconds' % result.duration)
+    return result
+
+
+def reported_counts(rules, windows, counts, server_ips, floor):
+    """Per window, every address (key) with ``floor`` or more requests, with the rules'
+    filters and server drop: what a fleet run sums across hosts."""
+    reported = {}
+    for window, counter in zip(windows, counts):
+        records = rules.examined(counter, server_ips, len(counter) or 1)
+        reported[window.name] = dict((to_text(key), count) for count, key in records if count >= floor)
+    return reported
+
+
+_ACTIVITY = re.compile(br' \| IP addess (\S+) added to the block list, RPH=(\d+)$')
+
+
+def local_blocks(activity_log):
+    """The additions this host's own runs made, from its activity log (lines without a
+    '(fleet)' or '(sync)' note), in order, once each."""
+    seen, found = set(), []
+    for line in read_list(activity_log).split(b'\n'):
+        match = _ACTIVITY.search(line)
+        if match and match.group(1) not in seen:
+            seen.add(match.group(1))
+            found.append({'address': to_text(match.group(1)), 'count': int(match.group(2))})
+    return found
+
+
+def apply_decisions(settings, decisions, emit=None):
+    """Append fleet or sync decisions, ``[{address, count, reason}]``, to this host's
+    blocklist with the same checks as a run (already listed, allow-listed, only
+    addresses), under the same lock; activity lines noted '(fleet)' or '(sync)'."""
+    result = Result(settings.check_mode)
+
+    def say(line):
+        result.messages.append(line)
+        if emit is not None:
+            emit(line)
+    rules = rules_for(settings)
+    writer = BlocklistWriter(settings.blocklist, settings.activity_log)
+    if not settings.check_mode:
+        writer.lock()
+    try:
+        blocklist_content = read_list(settings.blocklist)
+        lists = rules.lists(blocklist_content, read_list(settings.exclusions))
+        result.blocklist_lines = blocklist_content.count(b'\n') + int(bool(blocklist_content) and not blocklist_content.endswith(b'\n'))
+        for decision in decisions:
+            key = to_bytes(decision['address'])
+            if settings.rules == 'precise' and parse_address(key.split(b'/')[0]) is not None:
+                key = parse_network(key).with_prefixlen.encode('ascii') if b'/' in key else rules.key(key)
+            count = int(decision.get('count') or 0)
+            note = decision.get('reason') or 'fleet'
+            entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
+            verdict = lists.verdict(max(count, settings.threshold), key)
+            if verdict == ALREADY_BLOCKED:
+                say('IP address %s is already blocked.' % to_text(key))
+                result.already_blocked.append(entry)
+            elif verdict == ALLOW_LISTED:
+                say('IP address %s is allow-listed and will not be blocked.' % to_text(key))
+                result.allow_listed.append(entry)
+            elif verdict == INVALID:
+                say('Skipping %s (%d requests): not an IP address.' % (to_text(key), count))
+                result.skipped_invalid.append(entry)
+            else:
+                say('%s IP address: %s (%d requests, %s)' % ('Would block' if settings.check_mode else 'Blocking', to_text(key), count, note))
+                if not settings.check_mode:
+                    writer.block(key, count, note=note)
+                result.blocked.append(entry)
+                result.appended.append(key)
+                lists.add(key)
+    finally:
+        writer.unlock()
+    result.rules = rules.name
     return result
 
 

@@ -47,9 +47,50 @@ options:
       - The access log to read. Several logs (one per virtual host) may be given; their counts are summed
         per address.
       - Each must be a readable regular file.
+      - Required unless O(mode=apply).
     type: list
     elements: path
-    required: true
+  mode:
+    description:
+      - V(detect) is the detector's run, as the reference script's.
+      - V(report) counts and returns RV(counts) (every address at or over O(report_floor) per window) and
+        RV(local_blocks) (this host's own additions, from its activity log), and reads or writes no list.
+        C(changed) is always false. The fleet playbook sums these reports across the hosts.
+      - V(apply) reads no log; it appends O(addresses), decisions taken elsewhere (for example by the fleet
+        playbook), with the same checks as a run (already listed, allow-listed, only addresses) and an
+        activity log line noted with each decision's C(reason), C(RPH=3000 (fleet)).
+    type: str
+    choices: [detect, report, apply]
+    default: detect
+  report_floor:
+    description:
+      - Return RV(counts), every address with this many requests or more per window. With O(mode=report),
+        defaults to O(threshold).
+    type: int
+  addresses:
+    description: With O(mode=apply), the decisions to apply.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      address:
+        description: The address (or, with precise rules, network) to block.
+        type: str
+        required: true
+      count:
+        description: The requests that decided it, for the activity log.
+        type: int
+        default: 0
+      reason:
+        description: Noted in the activity log line, C(RPH=<count> (<reason>)).
+        type: str
+        default: fleet
+      window:
+        description: The window it was counted in.
+        type: str
+      source:
+        description: The host whose own run decided it (sync decisions); informational.
+        type: str
   blocklist:
     description: The blocklist to search and append to, one address per line.
     type: path
@@ -232,6 +273,17 @@ scans:
   type: list
   elements: dict
   sample: [{path: /var/log/nginx/access.log, mode: seek, start: 704643072, bytes_read: 52428800}]
+counts:
+  description: With O(report_floor) or O(mode=report), per window name, every address with that many requests or more.
+  returned: when O(report_floor) is set or O(mode=report)
+  type: dict
+  sample: {previous: {203.0.113.7: 400, 198.51.100.4: 73}, current: {}}
+local_blocks:
+  description: With O(mode=report), the additions this host's own runs made, from its activity log, once each.
+  returned: when O(mode=report)
+  type: list
+  elements: dict
+  sample: [{address: 203.0.113.7, count: 1450}]
 rules:
   description: The rules the run applied, C(spec) or C(precise).
   returned: always
@@ -263,14 +315,23 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
     DEFAULT_ACTIVITY_LOG, DEFAULT_BLOCKLIST, DEFAULT_EXCLUSIONS, DEFAULT_JOB_PREFIXES,
     DEFAULT_DNS_TIMEOUT, DEFAULT_SEARCH_ENGINE, DEFAULT_SEEK_MARGIN, DEFAULT_THRESHOLD, DEFAULT_TOP,
-    BotDetectorError, Settings, parse_now, run,
+    BotDetectorError, Settings, apply_decisions, parse_now, run,
 )
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            log=dict(type='list', elements='path', required=True),
+            log=dict(type='list', elements='path'),
+            mode=dict(type='str', default='detect', choices=['detect', 'report', 'apply']),
+            report_floor=dict(type='int'),
+            addresses=dict(type='list', elements='dict', default=[], options=dict(
+                address=dict(type='str', required=True),
+                count=dict(type='int', default=0),
+                reason=dict(type='str', default='fleet'),
+                window=dict(type='str'),
+                source=dict(type='str'),
+            )),
             blocklist=dict(type='path', default=DEFAULT_BLOCKLIST),
             exclusions=dict(type='path', default=DEFAULT_EXCLUSIONS),
             activity_log=dict(type='path', default=DEFAULT_ACTIVITY_LOG),
@@ -288,22 +349,27 @@ def main():
             ipv6_prefix=dict(type='int'),
             dns_timeout=dict(type='float', default=DEFAULT_DNS_TIMEOUT),
         ),
+        required_if=[('mode', 'detect', ['log']), ('mode', 'report', ['log'])],
         supports_check_mode=True,
     )
     p = module.params
     try:
         settings = Settings(
-            logs=p['log'], blocklist=p['blocklist'], exclusions=p['exclusions'], activity_log=p['activity_log'],
+            logs=p['log'] or [], blocklist=p['blocklist'], exclusions=p['exclusions'], activity_log=p['activity_log'],
             threshold=p['threshold'], top=p['top'], job_prefixes=p['job_prefixes'], search_engine=p['search_engine'],
             server_ips=p['server_ip'], now=parse_now(p['now']) if p['now'] is not None else None,
             check_mode=module.check_mode, seek=p['seek'], seek_margin=p['seek_margin'], rotated=p['rotated'],
-            rules=p['rules'], crawlers=p['crawlers'], ipv6_prefix=p['ipv6_prefix'], dns_timeout=p['dns_timeout'])
-        result = run(settings)
+            rules=p['rules'], crawlers=p['crawlers'], ipv6_prefix=p['ipv6_prefix'], dns_timeout=p['dns_timeout'],
+            mode=p['mode'], report_floor=p['report_floor'])
+        result = apply_decisions(settings, p['addresses']) if p['mode'] == 'apply' else run(settings)
     except BotDetectorError as exc:
         module.fail_json(msg=exc.message)
 
     output = result.as_dict()
     output.pop('check_mode')
+    for key in ('counts', 'local_blocks'):
+        if output[key] is None:
+            del output[key]
     summary = dict((key, output[key]) for key in ('blocked', 'already_blocked', 'allow_listed', 'skipped_invalid', 'windows'))
     output['ansible_facts'] = {'bot_detector': summary}
     if module._diff and result.appended:

@@ -135,6 +135,37 @@ def test_precise_rules_through_the_module(case):
     assert [e['address'] for e in res['blocked']] == ['2001:db8::7']
 
 
+def test_report_mode_counts_and_touches_nothing(case):
+    tmp_path, args = case
+    (tmp_path / 'activity.log').write_bytes(b'Sat Nov 21 01:00:00 UTC 2026 | IP addess 192.0.2.9 added to the block list, RPH=1300\n'
+                                            b'Sat Nov 21 02:00:00 UTC 2026 | IP addess 192.0.2.8 added to the block list, RPH=1000 (fleet)\n')
+    rc, res = ansible(dict(args, mode='report', report_floor=30))
+    assert rc == 0 and res['changed'] is False
+    assert res['counts'] == {'previous': {'198.51.100.1': 2000, '203.0.113.7': 1450},
+                             'current': {'2001:db8::7': 1000, '203.0.113.7': 30}}
+    assert res['local_blocks'] == [{'address': '192.0.2.9', 'count': 1300}]     # not the fleet's
+    assert (tmp_path / 'blocklist').read_bytes() == b'192.0.2.1\n'
+
+
+def test_apply_mode_appends_decisions_with_the_hosts_checks(case):
+    tmp_path, args = case
+    decisions = [{'address': '203.0.113.50', 'count': 1200, 'reason': 'fleet'},
+                 {'address': '198.51.100.1', 'count': 3000},                     # allow-listed here
+                 {'address': '192.0.2.1', 'count': 1500, 'reason': 'sync', 'source': 'web1'},   # already here
+                 {'address': 'not-an-address', 'count': 5000}]
+    apply_args = dict((k, v) for k, v in args.items() if k not in ('log', 'now', 'server_ip'))
+    rc, res = ansible(dict(apply_args, mode='apply', addresses=decisions))
+    assert rc == 0 and res['changed'] is True
+    assert [e['address'] for e in res['blocked']] == ['203.0.113.50']
+    assert [e['address'] for e in res['allow_listed']] == ['198.51.100.1']
+    assert [e['address'] for e in res['already_blocked']] == ['192.0.2.1']
+    assert [e['address'] for e in res['skipped_invalid']] == ['not-an-address']
+    assert (tmp_path / 'blocklist').read_bytes() == b'192.0.2.1\n203.0.113.50\n'
+    assert (tmp_path / 'activity.log').read_text().endswith('IP addess 203.0.113.50 added to the block list, RPH=1200 (fleet)\n')
+    rc, again = ansible(dict(apply_args, mode='apply', addresses=decisions))
+    assert rc == 0 and again['changed'] is False
+
+
 def test_ansible_doc_renders():
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'))
     out = subprocess.run(['ansible-doc', 'jobboard.bot_detector.bot_detector'], cwd=str(ROOT), env=env,

@@ -36,8 +36,10 @@ def container_now(host):
         time.sleep(31)
 
 
-def ansible_run(args):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_STDOUT_CALLBACK='json',
-               ANSIBLE_LOAD_CALLBACK_PLUGINS='1', ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'))
+def ansible_run(args, callback='json'):
+    """ansible or ansible-playbook against molecule's inventory, from the checkout."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_STDOUT_CALLBACK=callback,
+               ANSIBLE_LOAD_CALLBACK_PLUGINS='1', ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'),
+               ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
     return subprocess.run(args + ['-i', os.environ['MOLECULE_INVENTORY_FILE']], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=env, cwd=ROOT, check=False)

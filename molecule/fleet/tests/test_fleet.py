@@ -1,0 +1,87 @@
+"""Fleet mode on three podman hosts: a scraper spread over the hosts is blocked on all of
+them by playbooks/fleet.yml and on none by the hosts' own runs; a host's own block is
+propagated; an allow-listed address stays unblocked there; a second run changes nothing."""
+import os
+import re
+import sys
+import time
+
+import testinfra
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'default', 'tests'))
+from helpers import ROOT, ansible_run, container_now, get, loggen, put  # noqa: E402  pylint: disable=wrong-import-position
+
+testinfra_hosts = ['podman://fweb1']
+HOSTS = dict((name, testinfra.get_host('podman://' + name)) for name in ('fweb1', 'fweb2', 'fweb3'))
+SCRAPER = '203.0.113.77'        # 400 requests an hour on each host: 1200 across the fleet
+LOCAL = '198.51.100.99'         # blocked by fweb1's own run only
+LOG = '/var/log/nginx/access.log'
+
+
+def recap(stdout):
+    return dict((m.group(1), int(m.group(2))) for m in re.finditer(r'^(\S+)\s+: ok=\d+\s+changed=(\d+)', stdout, re.M))
+
+
+def fleet_playbook():
+    started = time.time()
+    run = ansible_run(['ansible-playbook', os.path.join(ROOT, 'playbooks', 'fleet.yml')], callback='ansible.builtin.default')
+    run.elapsed = time.time() - started
+    return run
+
+
+def test_fleet_blocks_what_no_host_sees_alone():
+    # fweb1's own run blocked LOCAL three hours ago (a replay with --now): outside the windows now.
+    fweb1 = HOSTS['fweb1']
+    earlier = container_now(fweb1) - 3 * 3600
+    put(fweb1, '/var/log/nginx/earlier.log', loggen.planted_log(earlier, current={LOCAL: 1500}))
+    replay = fweb1.run("/usr/local/sbin/bot-detector.sh /var/log/nginx/earlier.log --now '%s'"
+                       % time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(earlier)))
+    assert 'Blocking IP address: %s (1500 requests)' % LOCAL in replay.stdout, replay.stdout + replay.stderr
+    for name, host in HOSTS.items():
+        now = container_now(host)
+        previous = {SCRAPER: 400, '192.0.2.%d' % (10 + int(name[-1])): 60}
+        put(host, LOG, loggen.planted_log(now, previous=previous, current={SCRAPER: 10}))
+        own = host.run('/usr/local/sbin/bot-detector.sh %s' % LOG)
+        assert own.rc == 0, own.stderr
+        assert SCRAPER not in own.stdout                          # 400 < 1000: no host blocks it alone
+    assert LOCAL.encode() in get(HOSTS['fweb1'], '/etc/ipblocklist.txt')
+
+    run = fleet_playbook()
+    out = run.stdout.decode()
+    assert run.returncode == 0, out + run.stderr.decode()
+    print('fleet playbook, 3 hosts: %.1f s' % run.elapsed)
+    for name, host in HOSTS.items():
+        blocklist = get(host, '/etc/ipblocklist.txt').decode().split('\n')
+        activity = get(host, '/var/log/bot-detector.log').decode()
+        if name == 'fweb2':
+            assert SCRAPER not in blocklist                       # allow-listed there
+        else:
+            assert SCRAPER in blocklist
+            assert 'IP addess %s added to the block list, RPH=1200 (fleet)' % SCRAPER in activity
+        assert LOCAL in blocklist
+        if name != 'fweb1':
+            assert 'IP addess %s added to the block list, RPH=1500 (sync)' % LOCAL in activity
+    assert recap(out)['fweb2'] == 1 and recap(out)['fweb1'] == 1 and recap(out)['fweb3'] == 1
+
+    again = fleet_playbook()
+    assert again.returncode == 0
+    assert set(recap(again.stdout.decode()).values()) == {0}      # a second run changes nothing
+
+
+def test_unreachable_host_is_reported_and_the_others_go_on():
+    import subprocess
+    second = '203.0.113.88'       # 600 on each of the two reachable hosts
+    for name in ('fweb1', 'fweb2'):
+        put(HOSTS[name], LOG, loggen.planted_log(container_now(HOSTS[name]), previous={second: 600}))
+    subprocess.run(['podman', 'stop', '-t', '1', 'fweb3'], check=True, stdout=subprocess.DEVNULL)
+    try:
+        run = fleet_playbook()
+        out = run.stdout.decode()
+        assert run.returncode == 4, out             # ansible-playbook's status for unreachable hosts
+        assert "without a report: ['fweb3']" in out
+        assert re.search(r'^fweb3\s+: ok=0\s+changed=0\s+unreachable=1', out, re.M)
+        for name in ('fweb1', 'fweb2'):
+            assert second in get(HOSTS[name], '/etc/ipblocklist.txt').decode().split('\n')
+    finally:
+        subprocess.run(['podman', 'start', 'fweb3'], check=True, stdout=subprocess.DEVNULL)
+    assert second not in get(HOSTS['fweb3'], '/etc/ipblocklist.txt').decode()
