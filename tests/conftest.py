@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,21 @@ sys.path.insert(0, str(ROOT / '.build'))
 sys.path.insert(0, str(ROOT / 'tests'))
 # ansible, ansible-doc and molecule are the ones installed beside this interpreter (.venv).
 os.environ['PATH'] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get('PATH', '')
+
+
+def in_timezone(tz, fn):
+    """fn() with this process's local time zone set to ``tz`` (for generating logs)."""
+    old = os.environ.get('TZ')
+    os.environ['TZ'] = tz
+    time.tzset()
+    try:
+        return fn()
+    finally:
+        if old is None:
+            del os.environ['TZ']
+        else:
+            os.environ['TZ'] = old
+        time.tzset()
 
 
 def run_core(args, tz='UTC', cwd=None):

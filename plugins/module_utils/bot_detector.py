@@ -1110,6 +1110,21 @@ class Result:
         })
 
 
+def report_listed(result, say, verdict, entry, count):
+    """The console line and result entry of a record that is not blocked; False for BLOCK."""
+    shown = entry['address']
+    if verdict == ALREADY_BLOCKED:
+        say('IP address %s is already blocked.' % shown)
+        result.already_blocked.append(entry)
+    elif verdict == ALLOW_LISTED:
+        say('IP address %s is allow-listed and will not be blocked.' % shown)
+        result.allow_listed.append(entry)
+    elif verdict == INVALID:
+        say('Skipping %s (%d requests): not an IP address.' % (shown, count))
+        result.skipped_invalid.append(entry)
+    return verdict != BLOCK
+
+
 def run(settings, emit=None):
     """Run the detection (spec rules 3 to 6). ``emit(line)`` gets each console line as it happens.
 
@@ -1164,16 +1179,7 @@ def run(settings, emit=None):
                 verdict = lists.verdict(count, address)
                 entry = {'address': to_text(address), 'count': count, 'window': window.name}
                 shown = to_text(address)
-                if verdict == ALREADY_BLOCKED:
-                    say('IP address %s is already blocked.' % shown)
-                    result.already_blocked.append(entry)
-                elif verdict == ALLOW_LISTED:
-                    say('IP address %s is allow-listed and will not be blocked.' % shown)
-                    result.allow_listed.append(entry)
-                elif verdict == INVALID:
-                    say('Skipping %s (%d requests): not an IP address.' % (shown, count))
-                    result.skipped_invalid.append(entry)
-                elif verdict == BLOCK:
+                if verdict != BELOW_THRESHOLD and not report_listed(result, say, verdict, entry, count):
                     if settings.check_mode:
                         say('Would block IP address: %s (%d requests)' % (shown, count))
                     else:
@@ -1241,17 +1247,8 @@ def apply_decisions(settings, decisions, emit=None):
             count = int(decision.get('count') or 0)
             note = decision.get('reason') or 'fleet'
             entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
-            verdict = lists.verdict(max(count, settings.threshold), key)
-            if verdict == ALREADY_BLOCKED:
-                say('IP address %s is already blocked.' % to_text(key))
-                result.already_blocked.append(entry)
-            elif verdict == ALLOW_LISTED:
-                say('IP address %s is allow-listed and will not be blocked.' % to_text(key))
-                result.allow_listed.append(entry)
-            elif verdict == INVALID:
-                say('Skipping %s (%d requests): not an IP address.' % (to_text(key), count))
-                result.skipped_invalid.append(entry)
-            else:
+            verdict = lists.verdict(max(count, settings.threshold), key)   # the decision is taken: no threshold here
+            if not report_listed(result, say, verdict, entry, count):
                 say('%s IP address: %s (%d requests, %s)' % ('Would block' if settings.check_mode else 'Blocking', to_text(key), count, note))
                 if not settings.check_mode:
                     writer.block(key, count, note=note)
@@ -1273,24 +1270,21 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_OPTION)
 
 
-def _positive_int(text):
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError('invalid whole number: %r' % text)
-    if value < 1:
-        raise argparse.ArgumentTypeError('must be at least 1, got %d' % value)
-    return value
+def _whole_number(minimum):
+    """An argparse type: a whole number of at least ``minimum``."""
+    def parse(text):
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError('invalid whole number: %r' % text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError('must be at least %d, got %d' % (minimum, value))
+        return value
+    return parse
 
 
-def _seconds(text):
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError('invalid whole number: %r' % text)
-    if value < 0:
-        raise argparse.ArgumentTypeError('must be 0 or more, got %d' % value)
-    return value
+_positive_int = _whole_number(1)
+_seconds = _whole_number(0)
 
 
 def _crawler_table(text):

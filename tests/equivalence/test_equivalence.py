@@ -9,7 +9,7 @@ import time
 import pytest
 
 import loggen
-from conftest import Files, mask_dates, mask_duration, run_core, run_reference
+from conftest import Files, in_timezone, mask_dates, mask_duration, run_core, run_reference
 
 # (seed, time zone, local 'now'). Zones with DST, and the hours around both switches.
 CASES = [(seed, 'UTC', None) for seed in range(24)] + [
@@ -35,19 +35,9 @@ def test_command_equals_reference(tmp_path, seed, tz, local_now):
         rng = random.Random(seed)
         local_now = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(1767225600 + rng.randrange(365 * 86400)))
     now = epoch_of(local_now, tz)
-    old_tz = os.environ.get('TZ')
-    os.environ['TZ'] = tz
-    time.tzset()
-    try:
-        scenario = loggen.equivalence_scenario(seed, now)
-        order = 'shuffled' if seed % 3 == 0 else 'jitter'
-        data = loggen.render(scenario.entries, scenario.rng, order=order, jitter=seed % 60)
-    finally:
-        if old_tz is None:
-            del os.environ['TZ']
-        else:
-            os.environ['TZ'] = old_tz
-        time.tzset()
+    scenario = in_timezone(tz, lambda: loggen.equivalence_scenario(seed, now))
+    order = 'shuffled' if seed % 3 == 0 else 'jitter'
+    data = in_timezone(tz, lambda: loggen.render(scenario.entries, scenario.rng, order=order, jitter=seed % 60))
     log = tmp_path / 'access.log'
     log.write_bytes(data)
     ours, theirs = Files(tmp_path / 'ours'), Files(tmp_path / 'reference')

@@ -2,12 +2,11 @@
 bad lists, a read-only or full filesystem at append time, a symlink planted as a list."""
 import os
 import subprocess
-import time
 
 import pytest
 
 import loggen
-from conftest import mask_duration, run_core
+from conftest import in_timezone, mask_duration, run_core
 from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
 
 NOW = '2026-11-21 04:13:43'
@@ -16,14 +15,22 @@ HITTERS = {'203.0.113.7': 1200, '2001:db8::7': 1000, '198.51.100.3': 999}
 
 
 def clean_log():
-    old = os.environ.get('TZ')
-    os.environ['TZ'] = 'UTC'
-    time.tzset()
-    try:
-        return loggen.planted_log(NOW_EPOCH, previous=HITTERS, current={'203.0.113.8': 1000})
-    finally:
-        os.environ.pop('TZ') if old is None else os.environ.__setitem__('TZ', old)
-        time.tzset()
+    return in_timezone('UTC', lambda: loggen.planted_log(NOW_EPOCH, previous=HITTERS, current={'203.0.113.8': 1000}))
+
+
+def hook_pread(monkeypatch, on_call, action):
+    """Make the core's pread run ``action()`` before its ``on_call``-th read; returns the call count."""
+    real_pread = os.pread
+    state = {'calls': 0}
+
+    def pread(fd, size, offset):
+        state['calls'] += 1
+        if state['calls'] == on_call:
+            action()
+        return real_pread(fd, size, offset)
+    monkeypatch.setattr(core, 'READ_CHUNK', 64 * 1024)
+    monkeypatch.setattr(core.os, 'pread', pread)
+    return state
 
 
 def detect(files, log, *extra):
@@ -82,16 +89,7 @@ def test_empty_log(tmp_path, files):
 def test_log_truncated_while_read(tmp_path, monkeypatch):
     log = tmp_path / 'access.log'
     log.write_bytes(clean_log() * 3)
-    monkeypatch.setattr(core, 'READ_CHUNK', 64 * 1024)
-    real_pread = os.pread
-    state = {'calls': 0}
-
-    def truncating_pread(fd, size, offset):
-        state['calls'] += 1
-        if state['calls'] == 3:
-            os.truncate(str(log), 1000)        # logrotate's copytruncate, mid-scan
-        return real_pread(fd, size, offset)
-    monkeypatch.setattr(core.os, 'pread', truncating_pread)
+    state = hook_pread(monkeypatch, 3, lambda: os.truncate(str(log), 1000))    # logrotate's copytruncate, mid-scan
     windows = core.hour_windows(NOW_EPOCH)
     counts, scans = core.count_windows([str(log)], windows, core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
     assert state['calls'] >= 3
@@ -101,17 +99,11 @@ def test_log_truncated_while_read(tmp_path, monkeypatch):
 def test_log_rotated_while_read_keeps_reading_the_old_file(tmp_path, monkeypatch):
     log = tmp_path / 'access.log'
     log.write_bytes(clean_log())
-    monkeypatch.setattr(core, 'READ_CHUNK', 64 * 1024)
-    real_pread = os.pread
-    state = {'calls': 0}
 
-    def rotating_pread(fd, size, offset):
-        state['calls'] += 1
-        if state['calls'] == 2:
-            os.rename(str(log), str(log) + '.1')
-            log.write_bytes(b'')
-        return real_pread(fd, size, offset)
-    monkeypatch.setattr(core.os, 'pread', rotating_pread)
+    def rotate():
+        os.rename(str(log), str(log) + '.1')
+        log.write_bytes(b'')
+    hook_pread(monkeypatch, 2, rotate)
     counts, dummy = core.count_windows([str(log)], core.hour_windows(NOW_EPOCH), core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
     assert counts[0][b'203.0.113.7'] == 1200 and counts[1][b'203.0.113.8'] == 1000
 

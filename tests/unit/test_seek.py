@@ -4,12 +4,11 @@ the margin, and the seek must really skip the old part of the log."""
 import gzip
 import json
 import os
-import time
 
 from hypothesis import Phase, given, settings, strategies as st
 
 import loggen
-from conftest import Files, mask_duration, run_core, run_reference
+from conftest import Files, in_timezone, mask_duration, run_core, run_reference
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -17,17 +16,7 @@ SERVER = ['10.0.0.5']
 
 
 def with_utc(fn):
-    old = os.environ.get('TZ')
-    os.environ['TZ'] = 'UTC'
-    time.tzset()
-    try:
-        return fn()
-    finally:
-        if old is None:
-            del os.environ['TZ']
-        else:
-            os.environ['TZ'] = old
-        time.tzset()
+    return in_timezone('UTC', fn)
 
 
 def old_traffic(rng, hours_back, count):
