@@ -1064,8 +1064,9 @@ def ensure_lines(path, entries, check_mode=False):
 class Result:
     """What a run found and did; ``as_dict`` is what the module and --json return."""
 
-    def __init__(self, check_mode):
+    def __init__(self, check_mode, emit=None):
         self.check_mode = check_mode
+        self.emit = emit             # gets each console line as it happens (the command prints it)
         self.blocked = []
         self.already_blocked = []
         self.allow_listed = []
@@ -1084,6 +1085,18 @@ class Result:
     @property
     def changed(self):
         return bool(self.appended)
+
+    def say(self, line):
+        self.messages.append(line)
+        if self.emit is not None:
+            self.emit(line)
+
+    def read_lists(self, settings, rules):
+        """The rules' view of the blocklist and the exclusion list, read once (under the
+        lock); the run adds its own additions to it."""
+        content = read_list(settings.blocklist)
+        self.blocklist_lines = content.count(b'\n') + int(bool(content) and not content.endswith(b'\n'))
+        return rules.lists(content, read_list(settings.exclusions))
 
     def blocklist_diff(self, path):
         """A unified diff of the lines the run appends (or would append) to the blocklist."""
@@ -1130,12 +1143,8 @@ def run(settings, emit=None):
 
     Raises BotDetectorError; nothing is half-written when it does.
     """
-    result = Result(settings.check_mode)
-
-    def say(line):
-        result.messages.append(line)
-        if emit is not None:
-            emit(line)
+    result = Result(settings.check_mode, emit)
+    say = result.say
 
     for path in settings.logs:       # rule 2, before anything else happens
         if not os.access(path, os.R_OK):
@@ -1162,11 +1171,9 @@ def run(settings, emit=None):
     if not settings.check_mode:
         writer.lock()
     try:
-        # Read once under the lock; our own additions are added to the copy, so
-        # the current-hour pass sees what the previous-hour pass appended.
-        blocklist_content = read_list(settings.blocklist)
-        lists = rules.lists(blocklist_content, read_list(settings.exclusions))
-        result.blocklist_lines = blocklist_content.count(b'\n') + int(bool(blocklist_content) and not blocklist_content.endswith(b'\n'))
+        # Our own additions go into this copy, so the current-hour pass sees what the
+        # previous-hour pass appended.
+        lists = result.read_lists(settings, rules)
         for window, counter in zip(windows, counts):
             say(window.heading)
             records = rules.examined(counter, server_ips, settings.top)
@@ -1226,20 +1233,14 @@ def apply_decisions(settings, decisions, emit=None):
     """Append fleet or sync decisions, ``[{address, count, reason}]``, to this host's
     blocklist with the same checks as a run (already listed, allow-listed, only
     addresses), under the same lock; activity lines noted '(fleet)' or '(sync)'."""
-    result = Result(settings.check_mode)
-
-    def say(line):
-        result.messages.append(line)
-        if emit is not None:
-            emit(line)
+    result = Result(settings.check_mode, emit)
+    say = result.say
     rules = rules_for(settings)
     writer = BlocklistWriter(settings.blocklist, settings.activity_log)
     if not settings.check_mode:
         writer.lock()
     try:
-        blocklist_content = read_list(settings.blocklist)
-        lists = rules.lists(blocklist_content, read_list(settings.exclusions))
-        result.blocklist_lines = blocklist_content.count(b'\n') + int(bool(blocklist_content) and not blocklist_content.endswith(b'\n'))
+        lists = result.read_lists(settings, rules)
         for decision in decisions:
             key = to_bytes(decision['address'])
             if settings.rules == 'precise' and parse_address(key.split(b'/')[0]) is not None:
