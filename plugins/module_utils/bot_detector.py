@@ -6,17 +6,17 @@
 One file, Python standard library only (3.8+), no Ansible import: the module
 imports it, the role copies it to each host, and ``python3 bot_detector.py LOG``
 is the command that replaces ``bot-detector.sh`` (see the spec,
-bot-detector-spec.md). The stages of the spec's rule 5 are the functions
-``hour_windows`` (5.2), ``count_windows`` (5.3.1-5.3.7), ``top_records``
-(5.3.8-5.3.9), ``decide`` (5.4-5.7) and ``BlocklistWriter`` (5.8); ``run``
-strings them together. Everything on the log side works on bytes, as
+bot-detector-spec.md). The stages of the spec's rule 5 are ``hour_windows``
+(5.2), ``count_windows`` (5.3.1-5.3.7), ``top_records`` (5.3.8-5.3.9),
+``decide`` (5.4-5.7) and ``BlocklistWriter`` (5.8); ``run`` strings them
+together. ``SpecRules`` (the default) and the opt-in ``PreciseRules`` are the
+two rule sets; ``apply_decisions`` applies the fleet's decisions. Everything on the log side works on bytes, as
 ``LC_ALL=C grep -a`` does, so no input can make it raise a decoding error.
 """
 
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import calendar
 import errno
 import fcntl
 import gzip
@@ -426,27 +426,28 @@ def is_gzip(handle):
 
 # ---- finding where the windows start (time-ordered logs)
 
-_TIMESTAMP = re.compile(br'\[(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([-+])(\d{2})(\d{2})\]')
+_TIMESTAMP = re.compile(br'\[(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) [-+]\d{4}\]')
 _MONTH_NUMBER = dict((m.encode('ascii'), i + 1) for i, m in enumerate(MONTHS))
 PROBE_BYTES = 64 * 1024
 ORDER_PROBES = 32
 
 
 def line_time(line):
-    """Seconds since the epoch of a line's ``[21/Nov/2026:04:13:43 +0100]`` timestamp, or None."""
+    """A line's ``[21/Nov/2026:04:13:43 +0100]`` timestamp as seconds since the epoch,
+    reading its wall-clock text in this host's local time and ignoring its offset, or
+    None. The windows match the stamp as text in local time (rule 5.3.1), so the seek
+    must compare the same thing: a log written in another zone is then still sought right."""
     match = _TIMESTAMP.search(line)
     if match is None:
         return None
-    day, month, year, hour, minute, second, sign, off_h, off_m = match.groups()
+    day, month, year, hour, minute, second = match.groups()
     month = _MONTH_NUMBER.get(month)
     if month is None:
         return None
     try:
-        epoch = calendar.timegm((int(year), month, int(day), int(hour), int(minute), int(second), 0, 0, 0))
+        return time.mktime((int(year), month, int(day), int(hour), int(minute), int(second), 0, 0, -1))
     except (ValueError, OverflowError):
         return None
-    offset = int(off_h) * 3600 + int(off_m) * 60
-    return epoch - offset if sign == b'+' else epoch + offset
 
 
 def time_after(handle, offset):
@@ -580,7 +581,7 @@ def line_start_after(handle, offset):
         skipped += len(block)
 
 
-def count_parallel(handle, start, end, windows, line_filter, counts):
+def count_parallel(path, handle, start, end, windows, line_filter, counts):
     """Count [start, end) in one forked process per core, each over a line-aligned part,
     and add up their counters. Returns the bytes read."""
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
@@ -606,21 +607,24 @@ def count_parallel(handle, start, end, windows, line_filter, counts):
             os._exit(status)  # pylint: disable=protected-access
         os.close(writer)
         children.append((pid, reader))
-    read = count_range(handle.fileno(), bounds[0], bounds[1], windows, line_filter, counts)
-    failure = None
-    for pid, reader in children:
-        with os.fdopen(reader, 'rb') as pipe:
-            payload = pipe.read()
-        os.waitpid(pid, 0)
-        error, part_counts, part_read = pickle.loads(payload) if payload else ('a worker died', None, 0)
-        if error is not None:
-            failure = error
-            continue
-        for counter, part in zip(counts, part_counts):
-            counter.update(part)
-        read += part_read
+    failure, read = None, 0
+    try:
+        read += count_range(handle.fileno(), bounds[0], bounds[1], windows, line_filter, counts)
+    finally:
+        # Every worker is read and reaped, even when this process's own part failed.
+        for pid, reader in children:
+            with os.fdopen(reader, 'rb') as pipe:
+                payload = pipe.read()
+            os.waitpid(pid, 0)
+            error, part_counts, part_read = pickle.loads(payload) if payload else ('a worker died', None, 0)
+            if error is not None:
+                failure = error
+                continue
+            for counter, part in zip(counts, part_counts):
+                counter.update(part)
+            read += part_read
     if failure is not None:
-        raise BotDetectorError('cannot read %s: %s' % (handle.name, failure))
+        raise BotDetectorError('cannot read %s: %s' % (path, failure))
     return read
 
 
@@ -634,7 +638,7 @@ def scan_file(path, handle, windows, line_filter, counts, target, margin, seek):
         size = os.fstat(handle.fileno()).st_size
         start = seek_offset(handle, size, target, margin) if seek and target is not None else None
         scan = Scan(path, 'full' if start is None else 'seek', line_start_after(handle, start or 0))
-        count_parallel(handle, scan.start, size, windows, line_filter, counts)
+        count_parallel(path, handle, scan.start, size, windows, line_filter, counts)
         scan.bytes_read = size - scan.start     # the part of the file scanned
         return scan
     except (OSError, IOError, EOFError, zlib.error) as exc:
@@ -1005,6 +1009,7 @@ class BlocklistWriter:
             size = info.st_size
             if size and os.pread(fd, 1, size - 1) != b'\n':
                 line = b'\n' + line   # never glue our entry to an unterminated last line
+            written = 0
             try:
                 written = os.write(fd, line)
                 if written != len(line):
@@ -1013,8 +1018,9 @@ class BlocklistWriter:
                     os.fsync(fd)
             except OSError as exc:
                 try:
-                    # Only ever removes the bytes this write added.
-                    if os.fstat(fd).st_size > size:
+                    # Undo only when the file is exactly what it was plus our bytes: never
+                    # take away what another writer appended meanwhile.
+                    if written and os.fstat(fd).st_size == size + written:
                         os.ftruncate(fd, size)
                 except OSError:
                     pass
@@ -1090,6 +1096,16 @@ class Result:
         self.messages.append(line)
         if self.emit is not None:
             self.emit(line)
+
+    def record_block(self, writer, lists, key, count, entry, note=None):
+        """Say, append (unless check mode) and remember one addition."""
+        verb = 'Would block' if self.check_mode else 'Blocking'
+        self.say('%s IP address: %s (%d requests%s)' % (verb, entry['address'], count, ', %s' % note if note else ''))
+        if not self.check_mode:
+            writer.block(key, count, note=note)
+        self.blocked.append(entry)
+        self.appended.append(key)
+        lists.add(key)
 
     def read_lists(self, settings, rules):
         """The rules' view of the blocklist and the exclusion list, read once (under the
@@ -1185,16 +1201,8 @@ def run(settings, emit=None):
             for count, address in records:
                 verdict = lists.verdict(count, address)
                 entry = {'address': to_text(address), 'count': count, 'window': window.name}
-                shown = to_text(address)
                 if verdict != BELOW_THRESHOLD and not report_listed(result, say, verdict, entry, count):
-                    if settings.check_mode:
-                        say('Would block IP address: %s (%d requests)' % (shown, count))
-                    else:
-                        say('Blocking IP address: %s (%d requests)' % (shown, count))
-                        writer.block(address, count)
-                    result.blocked.append(entry)
-                    result.appended.append(address)
-                    lists.add(address)
+                    result.record_block(writer, lists, address, count, entry)
     finally:
         writer.unlock()
     result.rules = rules.name
@@ -1250,12 +1258,7 @@ def apply_decisions(settings, decisions, emit=None):
             entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
             verdict = lists.verdict(max(count, settings.threshold), key)   # the decision is taken: no threshold here
             if not report_listed(result, say, verdict, entry, count):
-                say('%s IP address: %s (%d requests, %s)' % ('Would block' if settings.check_mode else 'Blocking', to_text(key), count, note))
-                if not settings.check_mode:
-                    writer.block(key, count, note=note)
-                result.blocked.append(entry)
-                result.appended.append(key)
-                lists.add(key)
+                result.record_block(writer, lists, key, count, entry, note=note)
     finally:
         writer.unlock()
     result.rules = rules.name

@@ -189,3 +189,22 @@ def test_full_filesystem_at_append(tmp_path, files, mount):
     assert b'cannot append to %s: No space left on device' % bytes(blocklist) in got.stderr
     assert blocklist.read_bytes() == content                 # nothing half-written
     assert not files.activity_log.exists()                   # and no claim of an addition
+
+
+def test_failed_append_undoes_only_its_own_bytes(tmp_path, monkeypatch):
+    """fsync fails after the write: our line is taken back, but never what another writer
+    appended in the meantime."""
+    path = tmp_path / 'ipblocklist.txt'
+    for interloper in (False, True):
+        path.write_bytes(b'192.0.2.1\n')
+
+        def failing_fsync(fd, interloper=interloper):
+            if interloper:
+                with open(str(path), 'ab') as other:     # an operator's echo >> at that moment
+                    other.write(b'198.51.100.9\n')
+            raise OSError(5, 'Input/output error')
+        monkeypatch.setattr(core.os, 'fsync', failing_fsync)
+        with pytest.raises(core.BotDetectorError):
+            core.BlocklistWriter.append_line(str(path), b'203.0.113.7\n', fsync=True)
+        expected = b'192.0.2.1\n203.0.113.7\n198.51.100.9\n' if interloper else b'192.0.2.1\n'
+        assert path.read_bytes() == expected

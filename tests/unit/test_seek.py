@@ -152,3 +152,35 @@ def test_parallel_parts_count_what_one_process_counts(tmp_path, monkeypatch):
         parallel, dummy = core.count_windows([str(log)], windows, line_filter)
         assert parallel == single
     assert sum(single[0].values()) > 1000 and sum(single[1].values()) > 1000
+
+
+def test_seek_reads_stamps_as_local_text_whatever_their_offset(tmp_path):
+    """The windows match '21/Nov/2026:03' as text in local time; a log written with another
+    zone's offset must be sought on the same text, or the seek would skip what counts."""
+    def build():
+        body = b''.join(data for dummy, data in sorted(old_traffic(loggen.random.Random(2), 30, 30000)))
+        return (body + loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1100})).replace(b' +0000]', b' +0500]')
+    log = tmp_path / 'access.log'
+    log.write_bytes(with_utc(build))
+    seek, dummy = run_json(tmp_path, 'seek', log)
+    full, dummy = run_json(tmp_path, 'full', log, ['--full-scan'])
+    assert seek['scans'][0]['mode'] == 'seek' and seek['scans'][0]['start'] > 0
+    assert seek['blocked'] == full['blocked'] == [{'address': '203.0.113.7', 'count': 1100, 'window': 'previous'}]
+
+
+def test_failed_parallel_part_reaps_its_workers_and_names_the_log(tmp_path, monkeypatch):
+    import pytest
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
+    log = tmp_path / 'access.log'
+    log.write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 3000})))
+    monkeypatch.setattr(core, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(core.os, 'cpu_count', lambda: 3)
+
+    def failing_range(*args):
+        raise OSError(5, 'Input/output error')
+    monkeypatch.setattr(core, 'count_range', failing_range)
+    with pytest.raises(core.BotDetectorError) as err:
+        core.count_windows([str(log)], core.hour_windows(NOW_EPOCH), core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
+    assert str(log) in err.value.message
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)          # no worker left behind

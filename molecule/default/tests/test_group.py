@@ -30,7 +30,8 @@ def test_wrongly_typed_variable_fails_before_any_change(host):
     run = ansible_run(['ansible-playbook', os.path.join(ROOT, 'molecule', 'default', 'converge.yml'),
                        '--limit', 'web1', '-e', '{"bot_detector_threshold": "many", "bot_detector_cron_minute": "*/1"}'])
     assert run.returncode != 0
-    assert "bot_detector_threshold" in run.stdout.decode() and 'int' in run.stdout.decode()
+    out = run.stdout.decode()
+    assert "bot_detector_threshold" in out and 'unable to convert to int' in out, out
     assert get(host, '/etc/cron.d/bot-detector') == before
 
 
