@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = ROOT / 'plugins' / 'module_utils' / 'bot_detector.py'
+# The core package; the directory itself is the host command (its __main__.py).
+CORE = ROOT / 'plugins' / 'module_utils' / 'bot_detector'
 REFERENCE = ROOT / 'tests' / 'reference' / 'bot-detector.sh'
 
 # `make setup` links the checkout as .build/ansible_collections/jobboard/bot_detector.

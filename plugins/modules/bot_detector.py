@@ -91,92 +91,22 @@ options:
       source:
         description: The host whose own run decided it (sync decisions); informational.
         type: str
-  blocklist:
-    description: The blocklist to search and append to, one address per line.
+  config:
+    description:
+      - The host config file (INI, section C([bot_detector]), keys are the settings' names), which the role
+        C(jobboard.bot_detector.bot_detector) writes. Settings not given as options are taken from it, then from
+        the defaults, so an ad-hoc run applies the settings deployed on the host.
+      - A missing file at the default path is fine; a path given explicitly must exist. A bad value in it fails
+        the task with a message naming the file, the key and the value.
     type: path
-    default: /etc/ipblocklist.txt
-  exclusions:
-    description: The allow-list; an address found in it is never blocked. A missing file counts as empty.
-    type: path
-    default: /etc/ipexcludedlist.txt
-  activity_log:
-    description: The activity log; one line per addition.
-    type: path
-    default: /var/log/bot-detector.log
-  threshold:
-    description: Requests in one hourly window that block an address (this many or more).
-    type: int
-    default: 1000
-  top:
-    description: How many of the busiest addresses are examined per window, after the server address is dropped.
-    type: int
-    default: 20
-  job_prefixes:
-    description: Request prefixes of job-listing pages; a line is counted only if it holds one of them.
-    type: list
-    elements: str
-    default: ['GET /job/', 'GET /jobs/', 'GET /stelle/', 'GET /stellen/', 'GET /stellenangebot/',
-              'GET /de/stelle/', 'GET /de/stellen/', 'GET /de/stellenangebot/']
-  search_engine:
-    description: Case-sensitive marker of a search engine's requests, which are never counted.
-    type: str
-    default: Google
-  server_ip:
-    description:
-      - This server's own addresses. Counted records holding one of them as a substring are dropped.
-      - Defaults to each address C(hostname -i) prints on the host.
-    type: list
-    elements: str
-  rotated:
-    description:
-      - When a log starts after the previous-hour window began (logrotate ran within the last hour or so),
-        also read its most recent rotated file, C(LOG.1) or C(LOG.1.gz), so that a run just after rotation
-        still sees the previous hour.
-    type: bool
-    default: true
-  seek:
-    description:
-      - In a time-ordered plain log, find where the windows start by binary search on the line timestamps
-        and read only from there, instead of the whole file.
-      - Falls back to reading the whole file when the file is compressed, has no timestamps, or its
-        timestamps are out of order by more than O(seek_margin).
-    type: bool
-    default: true
-  seek_margin:
-    description: Seconds lines may be out of time order; the seek starts this much before the previous-hour window.
-    type: int
-    default: 600
-  rules:
-    description:
-      - V(spec) follows the reference script exactly, quirks included.
-      - V(precise) fixes its holes. The bot and search-engine tests look at the user agent only, so
-        C(/stellenangebot/) pages count. A request whose user agent matches a crawler of O(crawlers) is exempt
-        only when its address verifies (reverse DNS to a name under the crawler's domains, and that name
-        forward to the address); any other self-declared bot is counted. Lists match exact addresses and CIDR
-        networks, IPv4 and IPv6, normalised. The server address is dropped by exact match. O(search_engine)
-        is not used (the crawler table covers search engines).
-    type: str
-    choices: [spec, precise]
-    default: spec
-  crawlers:
-    description:
-      - With O(rules=precise), the crawlers that are exempt when verified. Each key is a crawler's name, each
-        value a dict with C(user_agent), a regex matched case-insensitively against the user agent, and
-        C(domains), the list of domains its reverse DNS names end in.
-      - Defaults to Google, Bing, Apple, Yandex and Baidu with their documented domains.
-    type: dict
-  ipv6_prefix:
-    description: With O(rules=precise), count and block IPv6 clients per network of this prefix length (64 is usual).
-    type: int
-  dns_timeout:
-    description: With O(rules=precise), the time limit of each DNS lookup; a failed or slow lookup does not verify.
-    type: float
-    default: 2.0
+    default: /etc/bot-detector/bot-detector.conf
   now:
     description:
       - Evaluate as if the run started at this local time, C(YYYY-MM-DD HH:MM:SS). For replays and tests.
       - Defaults to the current time.
     type: str
+extends_documentation_fragment:
+  - jobboard.bot_detector.settings
 notes:
   - Runs on the managed host and needs Python 3.8 or newer there, nothing else.
   - The run holds an exclusive flock on the directory of O(blocklist) while it reads the lists and appends.
@@ -312,56 +242,69 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
-    DEFAULT_ACTIVITY_LOG, DEFAULT_BLOCKLIST, DEFAULT_EXCLUSIONS, DEFAULT_JOB_PREFIXES,
-    DEFAULT_DNS_TIMEOUT, DEFAULT_SEARCH_ENGINE, DEFAULT_SEEK_MARGIN, DEFAULT_THRESHOLD, DEFAULT_TOP,
-    BotDetectorError, Settings, apply_decisions, parse_now, run,
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import parse_now
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.run import apply, detect, report
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import (
+    DEFAULT_CONFIG, SETTINGS, resolve,
 )
+
+# The module's type for each kind of setting in the table.
+_MODULE_TYPES = {'path': 'path', 'str': 'str', 'int': 'int', 'float': 'float', 'bool': 'bool', 'list': 'list', 'dict': 'dict'}
+
+
+def argument_spec():
+    """The options of the settings table (no defaults here: an option not given comes from the
+    host config file, then the table's default), and the module's own."""
+    spec = {}
+    for setting in SETTINGS:
+        option = {'type': _MODULE_TYPES[setting.kind]}
+        if setting.kind == 'list':
+            option['elements'] = 'str'
+        if setting.choices:
+            option['choices'] = list(setting.choices)
+        if setting.aliases:
+            option['aliases'] = list(setting.aliases)
+        spec[setting.name] = option
+    spec.update(
+        log=dict(type='list', elements='path'),
+        config=dict(type='path', default=DEFAULT_CONFIG),
+        mode=dict(type='str', default='detect', choices=['detect', 'report', 'apply']),
+        report_floor=dict(type='int'),
+        addresses=dict(type='list', elements='dict', default=[], options=dict(
+            address=dict(type='str', required=True),
+            count=dict(type='int', default=0),
+            reason=dict(type='str', default='fleet'),
+            window=dict(type='str'),
+            source=dict(type='str'),
+        )),
+        now=dict(type='str'),
+    )
+    return spec
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            log=dict(type='list', elements='path'),
-            mode=dict(type='str', default='detect', choices=['detect', 'report', 'apply']),
-            report_floor=dict(type='int'),
-            addresses=dict(type='list', elements='dict', default=[], options=dict(
-                address=dict(type='str', required=True),
-                count=dict(type='int', default=0),
-                reason=dict(type='str', default='fleet'),
-                window=dict(type='str'),
-                source=dict(type='str'),
-            )),
-            blocklist=dict(type='path', default=DEFAULT_BLOCKLIST),
-            exclusions=dict(type='path', default=DEFAULT_EXCLUSIONS),
-            activity_log=dict(type='path', default=DEFAULT_ACTIVITY_LOG),
-            threshold=dict(type='int', default=DEFAULT_THRESHOLD),
-            top=dict(type='int', default=DEFAULT_TOP),
-            job_prefixes=dict(type='list', elements='str', default=list(DEFAULT_JOB_PREFIXES)),
-            search_engine=dict(type='str', default=DEFAULT_SEARCH_ENGINE),
-            server_ip=dict(type='list', elements='str'),
-            now=dict(type='str'),
-            rotated=dict(type='bool', default=True),
-            seek=dict(type='bool', default=True),
-            seek_margin=dict(type='int', default=DEFAULT_SEEK_MARGIN),
-            rules=dict(type='str', default='spec', choices=['spec', 'precise']),
-            crawlers=dict(type='dict'),
-            ipv6_prefix=dict(type='int'),
-            dns_timeout=dict(type='float', default=DEFAULT_DNS_TIMEOUT),
-        ),
+        argument_spec=argument_spec(),
         required_if=[('mode', 'detect', ['log']), ('mode', 'report', ['log'])],
         supports_check_mode=True,
     )
     p = module.params
+    mode = p['mode']
     try:
-        settings = Settings(
-            logs=p['log'] or [], blocklist=p['blocklist'], exclusions=p['exclusions'], activity_log=p['activity_log'],
-            threshold=p['threshold'], top=p['top'], job_prefixes=p['job_prefixes'], search_engine=p['search_engine'],
-            server_ips=p['server_ip'], now=parse_now(p['now']) if p['now'] is not None else None,
-            check_mode=module.check_mode, seek=p['seek'], seek_margin=p['seek_margin'], rotated=p['rotated'],
-            rules=p['rules'], crawlers=p['crawlers'], ipv6_prefix=p['ipv6_prefix'], dns_timeout=p['dns_timeout'],
-            mode=p['mode'], report_floor=p['report_floor'])
-        result = apply_decisions(settings, p['addresses']) if p['mode'] == 'apply' else run(settings)
+        if p['report_floor'] is not None and p['report_floor'] < 1:
+            raise BotDetectorError('report_floor: must be a whole number of at least 1, got %r' % p['report_floor'], 2)
+        explicit = dict((setting.name, p[setting.name]) for setting in SETTINGS)
+        # The default config path may be missing; one named explicitly must exist.
+        settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
+                           surface='module')
+        now = parse_now(p['now']) if p['now'] is not None else None
+        if mode == 'apply':
+            result = apply(settings, p['addresses'], check_mode=module.check_mode)
+        elif mode == 'report':
+            result = report(settings, p['log'], floor=p['report_floor'], now=now)
+        else:
+            result = detect(settings, p['log'], now=now, check_mode=module.check_mode, report_floor=p['report_floor'])
     except BotDetectorError as exc:
         module.fail_json(msg=exc.message)
 

@@ -18,7 +18,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 CACHE = os.path.join(ROOT, '.cache', 'bench')
-CORE = os.path.join(ROOT, 'plugins', 'module_utils', 'bot_detector.py')
+CORE = os.path.join(ROOT, 'plugins', 'module_utils', 'bot_detector')   # the package directory is the command
 REFERENCE = os.path.join(ROOT, 'tests', 'reference', 'bot-detector.sh')
 GENERATE = os.path.join(ROOT, 'tests', 'bench', 'generate.py')
 GNU_TIME = '/usr/bin/time'     # Debian package `time`; `make bench` installs it

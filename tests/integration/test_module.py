@@ -100,13 +100,13 @@ def test_several_logs_are_summed(case):
 
 @pytest.mark.parametrize('override,fragment', [
     ({'log': '/nonexistent/access.log'}, 'File not found or not readable: /nonexistent/access.log'),
-    ({'threshold': -1}, 'threshold must be a whole number of at least 1'),
-    ({'top': 0}, 'top must be a whole number of at least 1'),
+    ({'threshold': -1}, 'threshold: must be a whole number of at least 1, got -1'),
+    ({'top': 0}, 'top: must be a whole number of at least 1, got 0'),
     ({'now': 'soon'}, "now must be 'YYYY-MM-DD HH:MM:SS'"),
     ({'bogus': 1}, 'Unsupported parameters'),
     ({'rules': 'fuzzy'}, 'value of rules must be one of: spec, precise'),
-    ({'rules': 'precise', 'ipv6_prefix': 200}, 'ipv6 prefix must be a whole number from 1 to 128'),
-    ({'seek_margin': -1}, 'seek margin must be a whole number of seconds'),
+    ({'rules': 'precise', 'ipv6_prefix': 200}, 'ipv6_prefix: must be a whole number from 1 to 128, got 200'),
+    ({'seek_margin': -1}, 'seek_margin: must be a whole number of at least 0, got -1'),
 ])
 def test_bad_arguments_fail_before_anything_is_written(case, override, fragment):
     tmp_path, args = case
@@ -172,3 +172,33 @@ def test_ansible_doc_renders():
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout.decode()
     for word in ('check_mode', 'diff_mode', 'threshold', 'job_prefixes', 'already_blocked', 'EXAMPLES'):
         assert word in out
+
+
+def test_config_file_applies_unless_an_option_is_given(case):
+    """The host config file's settings apply to an ad-hoc run; an option given wins over it."""
+    tmp_path, args = case
+    config = tmp_path / 'bot-detector.conf'
+    config.write_text('[bot_detector]\nthreshold = 1500\nserver_ips =\n    10.0.0.5\n    198.51.100.1\n')
+    base = dict((k, v) for k, v in args.items() if k != 'server_ip')
+    rc, res = ansible(dict(base, config=str(config)), flags=['--check'])
+    assert rc == 0, res
+    # 203.0.113.7 (1450) is under 1500; 198.51.100.1 is a server address now, so never examined.
+    assert res['blocked'] == [] and res['allow_listed'] == []
+    assert all(r['address'] != '198.51.100.1' for w in res['windows'] for r in w['records'])
+    rc, res = ansible(dict(base, config=str(config), threshold=1000), flags=['--check'])
+    assert [b['address'] for b in res['blocked']] == ['203.0.113.7', '2001:db8::7']
+
+
+@pytest.mark.parametrize('content,fragment', [
+    ('[bot_detector]\nthreshold = ten\n', "threshold = ten: must be a whole number, got 'ten'"),
+    ('[bot_detector]\nthreshhold = 5\n', "unknown setting 'threshhold'"),
+    ('[other]\nthreshold = 5\n', 'unknown section [other]'),
+])
+def test_bad_config_file_fails_the_task_naming_file_key_value(case, content, fragment):
+    tmp_path, args = case
+    config = tmp_path / 'bot-detector.conf'
+    config.write_text(content)
+    rc, res = ansible(dict(args, config=str(config)))
+    assert rc != 0 and res['failed'] is True
+    assert res['msg'].startswith(str(config) + ': ') and fragment in res['msg'], res['msg']
+    assert not (tmp_path / 'activity.log').exists() and (tmp_path / 'blocklist').read_bytes() == b'192.0.2.1\n'

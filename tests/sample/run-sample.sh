@@ -9,7 +9,7 @@ cd "$scratch"
 echo "Sample: $(wc -l < access.log) requests in $scratch/access.log, as of 2026-11-21 04:13:43 UTC"
 echo "\$ bot-detector.sh access.log   (files in $scratch)"
 set +e
-TZ=UTC python3 "$root/plugins/module_utils/bot_detector.py" \
+TZ=UTC python3 "$root/plugins/module_utils/bot_detector" \
     --blocklist ipblocklist.txt --exclusions ipexcludedlist.txt --activity-log bot-detector.log \
     --server-ip 10.0.0.5 --now '2026-11-21 04:13:43' access.log
 status=$?

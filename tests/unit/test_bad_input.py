@@ -7,7 +7,8 @@ import pytest
 
 import loggen
 from conftest import in_timezone, mask_duration, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
+    addresses, clock, errors, precise, rules, run, settings, tally, writer)
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -28,8 +29,8 @@ def hook_pread(monkeypatch, on_call, action):
         if state['calls'] == on_call:
             action()
         return real_pread(fd, size, offset)
-    monkeypatch.setattr(core, 'READ_CHUNK', 64 * 1024)
-    monkeypatch.setattr(core.os, 'pread', pread)
+    monkeypatch.setattr(tally, 'READ_CHUNK', 64 * 1024)
+    monkeypatch.setattr(os, 'pread', pread)
     return state
 
 
@@ -90,8 +91,9 @@ def test_log_truncated_while_read(tmp_path, monkeypatch):
     log = tmp_path / 'access.log'
     log.write_bytes(clean_log() * 3)
     state = hook_pread(monkeypatch, 3, lambda: os.truncate(str(log), 1000))    # logrotate's copytruncate, mid-scan
-    windows = core.hour_windows(NOW_EPOCH)
-    counts, scans = core.count_windows([str(log)], windows, core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
+    windows = clock.hour_windows(NOW_EPOCH)
+    counted = tally.count_windows([str(log)], windows, rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google'))
+    counts, scans = counted.counters, counted.scans
     assert state['calls'] >= 3
     assert 0 < sum(counts[0].values()) < 3 * sum(HITTERS.values())     # what was there, no crash
 
@@ -104,7 +106,8 @@ def test_log_rotated_while_read_keeps_reading_the_old_file(tmp_path, monkeypatch
         os.rename(str(log), str(log) + '.1')
         log.write_bytes(b'')
     hook_pread(monkeypatch, 2, rotate)
-    counts, dummy = core.count_windows([str(log)], core.hour_windows(NOW_EPOCH), core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
+    counted = tally.count_windows([str(log)], clock.hour_windows(NOW_EPOCH), rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google'))
+    counts, dummy = counted.counters, counted.scans
     assert counts[0][b'203.0.113.7'] == 1200 and counts[1][b'203.0.113.8'] == 1000
 
 
@@ -203,8 +206,8 @@ def test_failed_append_undoes_only_its_own_bytes(tmp_path, monkeypatch):
                 with open(str(path), 'ab') as other:     # an operator's echo >> at that moment
                     other.write(b'198.51.100.9\n')
             raise OSError(5, 'Input/output error')
-        monkeypatch.setattr(core.os, 'fsync', failing_fsync)
-        with pytest.raises(core.BotDetectorError):
-            core.BlocklistWriter.append_line(str(path), b'203.0.113.7\n', fsync=True)
+        monkeypatch.setattr(os, 'fsync', failing_fsync)
+        with pytest.raises(errors.BotDetectorError):
+            writer.BlocklistWriter.append_line(str(path), b'203.0.113.7\n', fsync=True)
         expected = b'192.0.2.1\n203.0.113.7\n198.51.100.9\n' if interloper else b'192.0.2.1\n'
         assert path.read_bytes() == expected

@@ -58,8 +58,8 @@ def test_non_regular_log_is_refused(tmp_path, files, kind):
 
 @pytest.mark.parametrize('args,fragment', [
     (['--threshold', '0'], b'--threshold'), (['--threshold', 'ten'], b'--threshold'), (['--top', '-1'], b'--top'),
-    (['--now', 'yesterday'], b'now must be'), (['--search-engine', ''], b'search-engine marker'),
-    (['--bogus'], b'--bogus'), (['--job-prefix', ''], b'job prefixes'),
+    (['--now', 'yesterday'], b'now must be'), (['--search-engine', ''], b'--search-engine'),
+    (['--bogus'], b'--bogus'), (['--job-prefix', ''], b'--job-prefix'),
 ])
 def test_bad_option_one_line_exit_2_nothing_written(tmp_path, files, args, fragment):
     log = write_log(tmp_path, previous={'203.0.113.7': 1500})

@@ -3,10 +3,12 @@ import os
 import random
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
+    addresses, clock, errors, precise, rules, run, settings, tally, writer)
 
 ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe']
 
@@ -41,7 +43,7 @@ def test_windows_match_gnu_date(zone, tz):
     instants += [1774747800, 1774751400, 1792888200, 1792891800, 1793518200, 1793521800]
     for epoch in instants:
         anchor = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(epoch))
-        previous, current = core.hour_windows(epoch)
+        previous, current = clock.hour_windows(epoch)
         assert previous.stamp.decode() == gnu_date(['-d', anchor + ' 1 hour ago', '+%d/%b/%Y:%H'], tz)
         assert current.stamp.decode() == gnu_date(['-d', anchor, '+%d/%b/%Y:%H'], tz)
         assert (previous.heading, current.heading) == ('Checking the previous hour...', 'Checking the current hour...')
@@ -51,13 +53,13 @@ def test_windows_match_gnu_date(zone, tz):
 def test_activity_date_is_date_default_format(zone, tz):
     zone(tz)
     for epoch in (1779000000, 1792888200, 1800000000, 1767225600):
-        assert core.date_default_format(epoch) == gnu_date(['-d', '@%d' % epoch], tz)
+        assert clock.date_default_format(epoch) == gnu_date(['-d', '@%d' % epoch], tz)
 
 
 def test_hour_stamp_ignores_locale(zone):
     zone('UTC')
     env = dict(os.environ, LC_ALL='de_DE.UTF-8', LANG='de_DE.UTF-8')
-    code = 'import sys; sys.path[:0] = %r; import bot_detector as c; print(c.hour_stamp(1792888200))' % [str(core.__file__).rsplit('/', 1)[0]]
+    code = 'import sys; sys.path[:0] = %r; from bot_detector.clock import hour_stamp; print(hour_stamp(1792888200))' % [str(Path(clock.__file__).parents[1])]
     out = subprocess.run(['python3', '-c', code], env=env, stdout=subprocess.PIPE, check=True).stdout
     assert out == b'25/Oct/2026:00\n'
 
@@ -70,7 +72,7 @@ def test_first_field_is_awks():
                              env=dict(os.environ, LC_ALL='C'), check=True).stdout
         if b'\x00' in line:
             continue   # mawk stops at NUL; such lines are garbage either way
-        assert core.first_field(line) + b'\n' == awk, line
+        assert rules.first_field(line) + b'\n' == awk, line
 
 
 def test_top_records_order_is_sort_uniq_sort():
@@ -83,19 +85,19 @@ def test_top_records_order_is_sort_uniq_sort():
     pipeline = subprocess.run('sort | uniq -c | sort -nr', shell=True, input='\n'.join(addresses).encode() + b'\n',
                               stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL='C'), check=True).stdout
     expected = [tuple(l.split()) for l in pipeline.splitlines()]
-    got = core.top_records(counts, [], top=len(counts))
+    got = rules.top_records(counts, [], top=len(counts))
     assert [(b'%d' % c, a) for c, a in got] == expected
-    assert len(core.top_records(counts, [], top=20)) == 20
+    assert len(rules.top_records(counts, [], top=20)) == 20
 
 
 def test_server_address_dropped_as_substring_of_record():
     counts = {b'10.0.0.5': 5000, b'10.0.0.51': 4000, b'110.0.0.5': 3000, b'8.8.8.8': 2000, b'9.9.9.9': 1000}
-    kept = core.top_records(counts, [b'10.0.0.5'], top=20)
+    kept = rules.top_records(counts, [b'10.0.0.5'], top=20)
     assert kept == [(2000, b'8.8.8.8'), (1000, b'9.9.9.9')]
     # The record is '<count> <address>': a server address can match the count too.
-    assert core.top_records({b'7.7.7.7': 1234}, [b'123'], top=20) == []
+    assert rules.top_records({b'7.7.7.7': 1234}, [b'123'], top=20) == []
     # The drop comes before the top-N cut.
-    assert core.top_records(counts, [b'10.0.0.5'], top=1) == [(2000, b'8.8.8.8')]
+    assert rules.top_records(counts, [b'10.0.0.5'], top=1) == [(2000, b'8.8.8.8')]
 
 
 @pytest.mark.parametrize('field,valid', [
@@ -106,21 +108,21 @@ def test_server_address_dropped_as_substring_of_record():
     (b'\xff1.2.3.4', False), (b'', False), (b'2001:db8::1/64', False),
 ])
 def test_is_client_address(field, valid):
-    assert core.is_client_address(field) is valid
+    assert addresses.is_client_address(field) is valid
 
 
 def test_decide_order_and_substring_quirk():
-    assert core.decide(999, b'1.2.3.4', 1000, b'', b'') == core.BELOW_THRESHOLD
-    assert core.decide(1000, b'1.2.3.4', 1000, b'', b'') == core.BLOCK
-    assert core.decide(1000, b'1.2.3.4', 1000, b'11.2.3.45\n', b'') == core.ALREADY_BLOCKED
-    assert core.decide(1000, b'1.2.3.4', 1000, b'1.2.3.4\n', b'1.2.3.4\n') == core.ALREADY_BLOCKED
-    assert core.decide(1000, b'1.2.3.4', 1000, b'', b'1.2.3.45\n') == core.ALLOW_LISTED
-    assert core.decide(5000, b'-', 1000, b'', b'') == core.INVALID
-    assert core.decide(5000, b'-', 1000, b'a-b\n', b'') == core.ALREADY_BLOCKED
+    assert rules.decide(999, b'1.2.3.4', 1000, b'', b'') == rules.BELOW_THRESHOLD
+    assert rules.decide(1000, b'1.2.3.4', 1000, b'', b'') == rules.BLOCK
+    assert rules.decide(1000, b'1.2.3.4', 1000, b'11.2.3.45\n', b'') == rules.ALREADY_BLOCKED
+    assert rules.decide(1000, b'1.2.3.4', 1000, b'1.2.3.4\n', b'1.2.3.4\n') == rules.ALREADY_BLOCKED
+    assert rules.decide(1000, b'1.2.3.4', 1000, b'', b'1.2.3.45\n') == rules.ALLOW_LISTED
+    assert rules.decide(5000, b'-', 1000, b'', b'') == rules.INVALID
+    assert rules.decide(5000, b'-', 1000, b'a-b\n', b'') == rules.ALREADY_BLOCKED
 
 
 def test_line_filter_rules():
-    keep = core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google').keep
+    keep = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google').keep
     assert keep(b'1.1.1.1 "GET /job/1 HTTP/1.1" "curl"')
     assert keep(b'1.1.1.1 "GET /de/stellen/1" x')
     assert not keep(b'1.1.1.1 "GET /stellenangebot/1" x')          # the quirk: stellenangeBOT
@@ -139,15 +141,15 @@ def test_batch_filter_agrees_with_the_per_line_rules():
     lines = [loggen.Scenario(i, 1795234423).noise('203.0.113.%d' % (i % 250), 1795234423).rstrip(b'\n') for i in range(400)]
     lines += [loggen.line('198.51.100.%d' % i, 1795234423, path=p, agent=rng.choice(loggen.BOTS + loggen.BROWSERS)).rstrip(b'\n')
               for i, p in enumerate(['/job/1', '/jobs/robot', '/stelle/9', '/files/x', '/de/stellen/3'] * 40)]
-    line_filter = core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google')
+    line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
     kept = line_filter.keep_all(lines)
     assert kept == [l for l in lines if line_filter.keep(l)]
     assert 0 < len(kept) < len(lines)
 
 
 def test_count_windows_reads_across_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(core, 'READ_CHUNK', 64)
-    windows = [core.Window('previous', '', b'21/Nov/2026:03'), core.Window('current', '', b'21/Nov/2026:04')]
+    monkeypatch.setattr(tally, 'READ_CHUNK', 64)
+    windows = [clock.Window('previous', '', b'21/Nov/2026:03'), clock.Window('current', '', b'21/Nov/2026:04')]
     lines = []
     for i in range(300):
         hour = (3, 4, 5)[i % 3]
@@ -156,7 +158,8 @@ def test_count_windows_reads_across_chunks(tmp_path, monkeypatch):
     lines.append(b'9.9.9.9 21/Nov/2026:03 and 21/Nov/2026:04 GET /jobs/ twice')  # counts in both windows
     log = tmp_path / 'a.log'
     log.write_bytes(b'\n'.join(lines))                                          # no final newline
-    counts, scans = core.count_windows([str(log)], windows, core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
+    counted = tally.count_windows([str(log)], windows, rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google'))
+    counts, scans = counted.counters, counted.scans
     assert [s.mode for s in scans] == ['full']
     expected = [{}, {}]
     for line in lines:
@@ -171,8 +174,8 @@ def test_count_windows_reads_across_chunks(tmp_path, monkeypatch):
 def test_settings_reject_bad_values():
     for kwargs in ({'threshold': 0}, {'threshold': -5}, {'top': 0}, {'search_engine': ''},
                    {'job_prefixes': []}, {'job_prefixes': ['']}, {'server_ips': ['']}, {'threshold': True}):
-        with pytest.raises(core.BotDetectorError) as err:
-            core.Settings(logs=['/x'], **kwargs)
-        assert err.value.exit_status == core.EXIT_BAD_OPTION
-    with pytest.raises(core.BotDetectorError):
-        core.parse_now('yesterday')
+        with pytest.raises(errors.BotDetectorError) as err:
+            settings.Settings(**kwargs)
+        assert err.value.exit_status == errors.EXIT_BAD_OPTION
+    with pytest.raises(errors.BotDetectorError):
+        clock.parse_now('yesterday')

@@ -8,7 +8,8 @@ import pytest
 
 import loggen
 from conftest import Files, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
+    addresses, clock, errors, precise, rules, run as entry, settings, tally, writer)
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -43,10 +44,10 @@ def run(tmp_path, log_bytes, blocklist=b'', exclusions=b'', **options):
     files.exclusions.write_bytes(exclusions)
     log = tmp_path / 'access.log'
     log.write_bytes(log_bytes)
-    settings = core.Settings(logs=[str(log)], blocklist=str(files.blocklist), exclusions=str(files.exclusions),
-                             activity_log=str(files.activity_log), server_ips=['10.0.0.5'], now=NOW_EPOCH,
-                             rules='precise', **options)
-    return core.run(settings).as_dict(), files
+    resolver = options.pop('resolver', None)
+    chosen = settings.Settings(blocklist=str(files.blocklist), exclusions=str(files.exclusions),
+                               activity_log=str(files.activity_log), server_ips=['10.0.0.5'], rules='precise', **options)
+    return entry.detect(chosen, [str(log)], now=NOW_EPOCH, resolver=resolver).as_dict(), files
 
 
 @pytest.fixture(autouse=True)
@@ -61,8 +62,9 @@ def test_stellenangebot_pages_count_in_precise_mode_only(tmp_path):
     log = lines('203.0.113.7', 1000, path='/stellenangebot/%d')
     doc, files = run(tmp_path, log, resolver=FakeResolver())
     assert doc['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
-    spec = core.run(core.Settings(logs=[str(tmp_path / 'access.log')], blocklist=str(tmp_path / 'b'), exclusions=str(tmp_path / 'e'),
-                                  activity_log=str(tmp_path / 'a'), server_ips=['10.0.0.5'], now=NOW_EPOCH)).as_dict()
+    spec = entry.detect(settings.Settings(blocklist=str(tmp_path / 'b'), exclusions=str(tmp_path / 'e'),
+                                        activity_log=str(tmp_path / 'a'), server_ips=['10.0.0.5']),
+                      [str(tmp_path / 'access.log')], now=NOW_EPOCH).as_dict()
     assert spec['blocked'] == [] and spec['windows'][0]['records'] == []
 
 
@@ -102,7 +104,7 @@ def test_each_claim_is_verified_once_per_run(tmp_path):
 
 
 def test_slow_lookup_times_out_and_does_not_verify():
-    resolver = core.SystemResolver(timeout=0.2)
+    resolver = precise.SystemResolver(timeout=0.2)
     started = time.time()
     with pytest.raises(OSError):
         resolver._call(time.sleep, 5)      # pylint: disable=protected-access
@@ -152,9 +154,9 @@ def test_command_precise_with_the_hosts_resolver(tmp_path):
 
 @pytest.mark.parametrize('args,fragment', [
     (['--rules', 'fuzzy'], b'--rules'), (['--ipv6-prefix', '64'], b'needs the precise rules'),
-    (['--rules', 'precise', '--ipv6-prefix', '129'], b'ipv6 prefix'), (['--crawlers', '[1]'], b'--crawlers'),
+    (['--rules', 'precise', '--ipv6-prefix', '129'], b'--ipv6-prefix'), (['--crawlers', '[1]'], b'--crawlers'),
     (['--rules', 'precise', '--crawlers', '{"x": {"user_agent": "("}}'], b'crawler'),
-    (['--dns-timeout', '0'], b'dns timeout'),
+    (['--dns-timeout', '0'], b'--dns-timeout'),
 ])
 def test_bad_precise_options(tmp_path, files, args, fragment):
     log = tmp_path / 'access.log'

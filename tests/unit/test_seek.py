@@ -134,22 +134,25 @@ def test_several_logs_are_summed(tmp_path):
 
 def test_parallel_parts_count_what_one_process_counts(tmp_path, monkeypatch):
     """Forked workers over line-aligned parts, with chunks far smaller than lines at times."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
+    addresses, clock, errors, precise, rules, run, settings, tally, writer)
 
     def build():
         scenario = loggen.equivalence_scenario(11, NOW_EPOCH)
         return loggen.render(scenario.entries, scenario.rng, order='shuffled')
     log = tmp_path / 'access.log'
     log.write_bytes(with_utc(build))
-    windows = core.hour_windows(NOW_EPOCH)
-    line_filter = core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google')
-    single, dummy = core.count_windows([str(log)], windows, line_filter)
-    monkeypatch.setattr(core, 'PARALLEL_MIN_BYTES', 1)
-    monkeypatch.setattr(core, 'MAX_WORKERS', 4)
-    monkeypatch.setattr(core.os, "cpu_count", lambda: 3)
+    windows = clock.hour_windows(NOW_EPOCH)
+    line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
+    counted = tally.count_windows([str(log)], windows, line_filter)
+    single, dummy = counted.counters, counted.scans
+    monkeypatch.setattr(tally, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(tally, 'MAX_WORKERS', 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
     for chunk in (4096, 100 * 1024):
-        monkeypatch.setattr(core, 'READ_CHUNK', chunk)
-        parallel, dummy = core.count_windows([str(log)], windows, line_filter)
+        monkeypatch.setattr(tally, 'READ_CHUNK', chunk)
+        counted = tally.count_windows([str(log)], windows, line_filter)
+        parallel, dummy = counted.counters, counted.scans
         assert parallel == single
     assert sum(single[0].values()) > 1000 and sum(single[1].values()) > 1000
 
@@ -170,17 +173,18 @@ def test_seek_reads_stamps_as_local_text_whatever_their_offset(tmp_path):
 
 def test_failed_parallel_part_reaps_its_workers_and_names_the_log(tmp_path, monkeypatch):
     import pytest
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils import bot_detector as core
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
+    addresses, clock, errors, precise, rules, run, settings, tally, writer)
     log = tmp_path / 'access.log'
     log.write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 3000})))
-    monkeypatch.setattr(core, 'PARALLEL_MIN_BYTES', 1)
-    monkeypatch.setattr(core.os, 'cpu_count', lambda: 3)
+    monkeypatch.setattr(tally, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(os, 'cpu_count', lambda: 3)
 
     def failing_range(*args):
         raise OSError(5, 'Input/output error')
-    monkeypatch.setattr(core, 'count_range', failing_range)
-    with pytest.raises(core.BotDetectorError) as err:
-        core.count_windows([str(log)], core.hour_windows(NOW_EPOCH), core.LineFilter(core.DEFAULT_JOB_PREFIXES, 'Google'))
+    monkeypatch.setattr(tally, 'count_range', failing_range)
+    with pytest.raises(errors.BotDetectorError) as err:
+        tally.count_windows([str(log)], clock.hour_windows(NOW_EPOCH), rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google'))
     assert str(log) in err.value.message
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)          # no worker left behind

@@ -9,7 +9,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
 import loggen  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
-CORE = os.path.join(ROOT, 'plugins', 'module_utils', 'bot_detector.py')
+CORE = os.path.join(ROOT, 'plugins', 'module_utils', 'bot_detector')   # the core package
 PREPARED_BLOCKLIST = b'192.0.2.50\n192.0.2.51'
 
 

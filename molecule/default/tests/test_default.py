@@ -1,19 +1,25 @@
 """Verify the role on each molecule host, through podman exec (testinfra's podman backend).
 Tests that act on the whole group are in test_group.py, which runs after this file."""
 import hashlib
+import os
 
 from helpers import CORE, PREPARED_BLOCKLIST, container_now, get, loggen, name_of, put
 
 testinfra_hosts = ['podman://web1', 'podman://web2']
 SCHEDULE = {'web1': '*/10', 'web2': '*/5'}
+THRESHOLD = {'web1': 1000, 'web2': 1150}     # web2's from its host_vars, through the config file
 LOGS = ['/var/log/nginx/access.log', '/var/log/nginx/stellen.access.log']
 
 
 def test_files_owners_and_modes(host):
-    core = host.file('/usr/local/lib/bot-detector/bot_detector.py')
-    assert (core.user, core.group, core.mode) == ('root', 'root', 0o644)
-    with open(CORE, 'rb') as f:
-        assert core.sha256sum == hashlib.sha256(f.read()).hexdigest()    # the collection's own file
+    sources = sorted(name for name in os.listdir(CORE) if name.endswith('.py'))
+    assert '__main__.py' in sources and 'settings.py' in sources
+    for name in sources:
+        core = host.file('/usr/local/lib/bot-detector/bot_detector/' + name)
+        assert (core.user, core.group, core.mode) == ('root', 'root', 0o644)
+        with open(os.path.join(CORE, name), 'rb') as f:
+            assert core.sha256sum == hashlib.sha256(f.read()).hexdigest(), name    # the collection's own files
+    assert not host.file('/usr/local/lib/bot-detector/bot_detector.py').exists
     command = host.file('/usr/local/sbin/bot-detector.sh')
     assert (command.user, command.mode) == ('root', 0o755)
     assert command.contains('Ansible managed')
@@ -38,8 +44,24 @@ def test_cron_entry_per_log(host):
         assert fields[:5] == [SCHEDULE[name_of(host)], '*', '*', '*', '*']
         assert fields[5] == 'root'
         assert fields[6:9] == ['flock', '-n', fields[8]] and fields[8].startswith('/run/bot-detector-')
-        assert fields[9:12] == ['/usr/local/sbin/bot-detector.sh', '--rotated', log]
-        assert fields[12:] == ['>>', '/var/log/bot-detector-cron.log', '2>&1']
+        assert fields[9:11] == ['/usr/local/sbin/bot-detector.sh', log]
+        assert fields[11:] == ['>>', '/var/log/bot-detector-cron.log', '2>&1']
+
+
+def test_config_file_holds_the_hosts_settings(host):
+    config = host.file('/etc/bot-detector/bot-detector.conf')
+    assert (config.user, config.group, config.mode) == ('root', 'root', 0o644)
+    assert config.contains('Ansible managed')
+    text = config.content_string
+    assert '\nrotated = true\n' in text
+    assert '\nserver_ips =\n    10.0.0.5\n' in text                  # group_vars: given, so no facts added
+    if name_of(host) == 'web2':
+        assert '\nthreshold = 1150\n' in text
+    else:
+        assert '\n# threshold: default, 1000\n' in text
+    # The command on the host reads it back: a bad edit would fail every cron run.
+    check = host.run('/usr/local/sbin/bot-detector.sh --check /dev/null')
+    assert check.rc == 0, check.stderr
 
 
 def test_command_without_argument_prints_usage(host):
@@ -57,19 +79,21 @@ def test_planted_log_blocks_expected_addresses(host):
     first = host.run('/usr/local/sbin/bot-detector.sh %s' % LOGS[0])
     assert first.rc == 0, first.stderr
     lines = first.stdout.splitlines()
+    # 203.0.113.8 (1000 requests) reaches web1's threshold, not web2's (1150, from its config file).
+    blocked_now = THRESHOLD[name_of(host)] <= 1000
     assert lines[:-1] == [
         'Checking the previous hour...',
         'IP address 198.51.100.23 is allow-listed and will not be blocked.',
         'Blocking IP address: %s (1200 requests)' % scraper,
         'Checking the current hour...',
-        'Blocking IP address: 203.0.113.8 (1000 requests)',
-    ]
+    ] + (['Blocking IP address: 203.0.113.8 (1000 requests)'] if blocked_now else [])
     assert lines[-1].startswith('Execution time: ')
-    assert get(host, '/etc/ipblocklist.txt') == PREPARED_BLOCKLIST + ('\n%s\n203.0.113.8\n' % scraper).encode()
+    added = [scraper] + (['203.0.113.8'] if blocked_now else [])
+    assert get(host, '/etc/ipblocklist.txt') == PREPARED_BLOCKLIST + ''.join('\n' + a for a in added).encode() + b'\n'
     activity = get(host, '/var/log/bot-detector.log').decode().splitlines()
     assert [l.split(' | ', 1)[1] for l in activity] == [
-        'IP addess %s added to the block list, RPH=1200' % scraper, 'IP addess 203.0.113.8 added to the block list, RPH=1000']
+        'IP addess %s added to the block list, RPH=%d' % (a, 1200 if a == scraper else 1000) for a in added]
     second = host.run('/usr/local/sbin/bot-detector.sh %s' % LOGS[0])
     assert 'IP address %s is already blocked.' % scraper in second.stdout
-    assert 'IP address 203.0.113.8 is already blocked.' in second.stdout
+    assert ('IP address 203.0.113.8 is already blocked.' in second.stdout) == blocked_now
     assert 'Blocking' not in second.stdout

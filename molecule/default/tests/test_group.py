@@ -11,18 +11,25 @@ testinfra_hosts = ['podman://web1']
 HOSTS = dict((name, testinfra.get_host('podman://' + name)) for name in ('web1', 'web2'))
 
 
-def test_ad_hoc_module_run_returns_blocked_per_host():
+def test_ad_hoc_module_run_applies_the_deployed_settings():
+    """Given only the log, an ad-hoc run takes each host's deployed settings from its config
+    file: web2's threshold (1150) and the group's server address (10.0.0.5, never examined)."""
     plants = {'web1': '203.0.113.21', 'web2': '203.0.113.22'}
     for name, address in plants.items():
-        put(HOSTS[name], '/var/log/nginx/adhoc.log', loggen.planted_log(container_now(HOSTS[name]), current={address: 1100}))
+        put(HOSTS[name], '/var/log/nginx/adhoc.log',
+            loggen.planted_log(container_now(HOSTS[name]), current={address: 1100, '10.0.0.5': 5000}))
     run = ansible_run(['ansible', 'web', '-m', 'jobboard.bot_detector.bot_detector', '-a',
-                       json.dumps({'log': '/var/log/nginx/adhoc.log', 'server_ip': ['10.0.0.5']})])
+                       json.dumps({'log': '/var/log/nginx/adhoc.log'})])
     assert run.returncode == 0, run.stderr
     hosts = json.loads(run.stdout)['plays'][0]['tasks'][0]['hosts']
-    for name, address in plants.items():
-        assert hosts[name]['changed'] is True
-        assert hosts[name]['blocked'] == [{'address': address, 'count': 1100, 'window': 'current'}]
-        assert get(HOSTS[name], '/etc/ipblocklist.txt').endswith(address.encode() + b'\n')
+    assert hosts['web1']['changed'] is True
+    assert hosts['web1']['blocked'] == [{'address': plants['web1'], 'count': 1100, 'window': 'current'}]
+    assert hosts['web2']['changed'] is False and hosts['web2']['blocked'] == []
+    for name in plants:
+        records = [r['address'] for w in hosts[name]['windows'] for r in w['records']]
+        assert '10.0.0.5' not in records and plants[name] in records
+    assert get(HOSTS['web1'], '/etc/ipblocklist.txt').endswith(plants['web1'].encode() + b'\n')
+    assert plants['web2'].encode() not in get(HOSTS['web2'], '/etc/ipblocklist.txt')
 
 
 def test_wrongly_typed_variable_fails_before_any_change(host):
@@ -42,7 +49,7 @@ def test_state_absent_keeps_operators_data():
                        '--limit', 'web2', '-e', 'bot_detector_state=absent'])
     assert run.returncode == 0, run.stdout
     for gone in ('/etc/cron.d/bot-detector', '/usr/local/sbin/bot-detector.sh', '/usr/local/lib/bot-detector',
-                 '/etc/logrotate.d/bot-detector'):
+                 '/etc/logrotate.d/bot-detector', '/etc/bot-detector'):
         assert not host.file(gone).exists, gone
     for path, content in data.items():
         assert get(host, path) == content

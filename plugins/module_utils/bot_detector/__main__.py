@@ -1,0 +1,17 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``python3 .../bot_detector LOG``: the package directory run as the host command."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+if __name__ == '__main__':
+    import os
+    import sys
+    # Run as a directory, Python puts the package itself first on the path; its parent
+    # instead, so that the package imports as ``bot_detector`` with its relative imports.
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from bot_detector.cli import main  # pylint: disable=import-error
+    sys.exit(main())

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host command, ``bot-detector.sh LOG``: its options come from the settings table."""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import json
+import sys
+
+from . import VERSION
+from .clock import parse_now
+from .errors import EXIT_BAD_OPTION, EXIT_OK, EXIT_SPEC_ERROR, BotDetectorError
+from .messages import USAGE_LINES
+from .run import detect
+from .settings import DEFAULT_CONFIG, SETTINGS, resolve
+from .text import to_bytes
+
+__metaclass__ = type
+
+EXIT_STATUSES = ('Exit status: 0 done; 1 no log given, or the log is missing, unreadable or not a regular file; '
+                 '2 bad option, value or config file (nothing read or written); 3 the run failed (host address '
+                 'query, lock, read or append; nothing half-written).')
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, exit 2: argparse's default adds the usage block.
+        sys.stderr.write('bot-detector: error: %s\n' % message)
+        raise SystemExit(EXIT_BAD_OPTION)
+
+
+def build_parser():
+    parser = _Parser(
+        prog='bot-detector.sh',
+        description='Count requests to job-listing pages per client address in the previous and the current '
+                    'hour of an access log, and append each address with THRESHOLD or more requests to the '
+                    'blocklist (unless it is already listed or allow-listed). Without options and without a '
+                    'config file it behaves exactly as the reference bot-detector.sh. Settings come from the '
+                    'options given, then the config file, then the defaults.',
+        epilog=EXIT_STATUSES)
+    parser.add_argument('log', nargs='*', help='the access log to read; several are summed per address')
+    parser.add_argument('--config', metavar='PATH',
+                        help='the host config file (INI, section [bot_detector], keys are the settings\' names); '
+                             'default: %s, when it exists' % DEFAULT_CONFIG)
+    for setting in SETTINGS:
+        default = ' (default: %s)' % setting.effective_default_text
+        if setting.kind == 'bool':
+            on_help = setting.help + default if setting.off_flag != '--full-scan' else argparse.SUPPRESS
+            parser.add_argument(setting.flag, dest=setting.name, action='store_const', const=True, help=on_help)
+            off_help = 'turn %s off' % setting.flag if setting.off_flag != '--full-scan' else setting.help + default
+            parser.add_argument(setting.off_flag, dest=setting.name, action='store_const', const=False, help=off_help)
+        elif setting.kind == 'list':
+            parser.add_argument(setting.flag, dest=setting.name, action='append', metavar=setting.metavar,
+                                help=setting.help + ' Repeat for several.' + default)
+        else:
+            parser.add_argument(setting.flag, dest=setting.name, metavar=setting.metavar, choices=setting.choices,
+                                help=setting.help + default)
+    parser.add_argument('--now', metavar="'YYYY-MM-DD HH:MM:SS'",
+                        help='evaluate as if the run started at this local time (replays, tests)')
+    parser.add_argument('--check', action='store_true', help='report what would be blocked; change nothing')
+    parser.add_argument('--json', action='store_true',
+                        help='print one JSON document (what the Ansible module returns) instead of the text lines')
+    parser.add_argument('--version', action='version', version='%(prog)s ' + VERSION)
+    return parser
+
+
+def explicit_settings(args):
+    """The settings given on the command line, parsed by the table: {name: value}."""
+    values = {}
+    for setting in SETTINGS:
+        raw = getattr(args, setting.name)
+        if raw is None or setting.kind == 'bool':
+            values[setting.name] = raw
+        elif setting.kind == 'list':
+            values[setting.name] = setting.check(raw, setting.flag)
+        else:
+            values[setting.name] = setting.parse(raw, '%s %s' % (setting.flag, raw))
+    return values
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = sys.stdout.buffer
+
+    def emit(line):
+        # Bytes, so an address with bytes that are not UTF-8 prints as the log has it.
+        out.write(to_bytes(line) + b'\n')
+        out.flush()
+
+    if not args.log:
+        for line in USAGE_LINES:   # spec section 7: three lines on standard output, exit 1
+            emit(line)
+        return EXIT_SPEC_ERROR
+
+    try:
+        settings = resolve(explicit_settings(args), config_path=args.config or DEFAULT_CONFIG,
+                           config_required=args.config is not None)
+        now = parse_now(args.now) if args.now is not None else None
+        result = detect(settings, args.log, now=now, check_mode=args.check, emit=None if args.json else emit)
+    except BotDetectorError as exc:
+        if exc.exit_status == EXIT_SPEC_ERROR:
+            emit(exc.message)     # the spec's errors go to standard output
+        else:
+            sys.stderr.write('bot-detector: error: %s\n' % exc.message)
+        return exc.exit_status
+    if args.json:
+        emit(json.dumps(result.as_dict(), sort_keys=True))
+    return EXIT_OK

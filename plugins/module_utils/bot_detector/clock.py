@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Hours and dates: the windows of rule 5.2 and the activity log's date."""
+
+from __future__ import absolute_import, division, print_function
+
+import time
+
+from .errors import bad_option
+
+__metaclass__ = type
+
+# English names whatever the locale: the hour stamp is what the access log holds.
+MONTHS = ('Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec')
+WEEKDAYS = ('Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun')
+
+
+class Window:
+    """One hourly window: its name, console heading and hour stamp (bytes)."""
+
+    def __init__(self, name, heading, stamp):
+        self.name = name
+        self.heading = heading
+        self.stamp = stamp
+
+
+def parse_now(text):
+    """'YYYY-MM-DD HH:MM:SS' in local time -> seconds since the epoch."""
+    try:
+        return time.mktime(time.strptime(text, '%Y-%m-%d %H:%M:%S'))
+    except (ValueError, OverflowError):
+        raise bad_option("now must be 'YYYY-MM-DD HH:MM:SS', got %r" % (text,))
+
+
+def hour_stamp(epoch):
+    """``date -d @epoch +%d/%b/%Y:%H`` with English month names, in local time."""
+    t = time.localtime(epoch)
+    return '%02d/%s/%04d:%02d' % (t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour)
+
+
+def date_default_format(epoch=None):
+    """What ``date`` prints under the C locale, e.g. 'Sat Nov 21 04:13:43 UTC 2026'."""
+    t = time.localtime(time.time() if epoch is None else epoch)
+    return '%s %s %2d %02d:%02d:%02d %s %d' % (
+        WEEKDAYS[t.tm_wday], MONTHS[t.tm_mon - 1], t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
+        t.tm_zone or time.strftime('%Z', t), t.tm_year)
+
+
+def hour_windows(now):
+    """The previous hour, then the current hour. '1 hour ago' is 3600 s earlier, as in GNU date."""
+    from .messages import HEADINGS
+    return [
+        Window('previous', HEADINGS['previous'], hour_stamp(now - 3600).encode('ascii')),
+        Window('current', HEADINGS['current'], hour_stamp(now).encode('ascii')),
+    ]
+
+
+def window_start(epoch):
+    """The start of the local clock hour holding ``epoch``."""
+    t = time.localtime(epoch)
+    return int(epoch) - t.tm_min * 60 - t.tm_sec

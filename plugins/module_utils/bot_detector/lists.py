@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading the list files, and ensuring entries in one (the address_list module)."""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+import stat
+
+from .errors import BotDetectorError, bad_option
+from .text import to_bytes, to_text
+from .writer import BlocklistWriter
+
+__metaclass__ = type
+
+READ_BLOCK = 1024 * 1024
+
+
+def read_list(path):
+    """A list file's content for the search. Missing, unreadable or not a regular file (a
+    directory, a FIFO that would block) counts as empty, as a failed grep does (rule 5.6)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return b''
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b''
+        chunks = []
+        while True:
+            chunk = os.read(fd, READ_BLOCK)
+            if not chunk:
+                return b''.join(chunks)
+            chunks.append(chunk)
+    except OSError:
+        return b''
+    finally:
+        os.close(fd)
+
+
+def count_lines(content):
+    return content.count(b'\n') + int(bool(content) and not content.endswith(b'\n'))
+
+
+def ensure_lines(path, entries, check_mode=False):
+    """Append each of ``entries`` that is not yet a line of ``path`` (exact match, blanks
+    around a line ignored), in order, under the same lock as the detector's appends.
+    The file is created (0644) when absent and otherwise only appended to. Returns the
+    entries appended (in check mode: that would be)."""
+    wanted = []
+    for entry in entries:
+        data = to_bytes(entry).strip()
+        if not data or b'\n' in data or b'\r' in data:
+            raise bad_option('an entry must be one non-empty line, got %r' % (entry,))
+        if data not in wanted:
+            wanted.append(data)
+    writer = BlocklistWriter(path, None)
+    if not check_mode:
+        writer.lock()
+    try:
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise BotDetectorError('%s is not a regular file' % path)
+        present = set(line.strip() for line in read_list(path).split(b'\n'))
+        missing = [entry for entry in wanted if entry not in present]
+        if not check_mode:
+            for entry in missing:
+                writer.append_line(path, entry + b'\n', fsync=True)
+    finally:
+        writer.unlock()
+    return [to_text(entry) for entry in missing]

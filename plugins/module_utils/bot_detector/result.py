@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a run found and did. It only receives: run.py decides and acts."""
+
+from __future__ import absolute_import, division, print_function
+
+from . import messages
+from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID
+from .text import printable, to_text
+
+__metaclass__ = type
+
+# The console line of each verdict that is not a block.
+_VERDICT_LINES = {
+    ALREADY_BLOCKED: lambda entry: messages.ALREADY_BLOCKED % entry['address'],
+    ALLOW_LISTED: lambda entry: messages.ALLOW_LISTED % entry['address'],
+    INVALID: lambda entry: messages.INVALID % (entry['address'], entry['count']),
+}
+
+
+class Result:
+    """``as_dict`` is what the module and --json return."""
+
+    def __init__(self, check_mode=False, emit=None):
+        self.check_mode = check_mode
+        self.emit = emit             # gets each console line as it happens (the command prints it)
+        self.by_verdict = {BLOCK: [], ALREADY_BLOCKED: [], ALLOW_LISTED: [], INVALID: []}
+        self.windows = []
+        self.messages = []
+        self.appended = []           # keys (bytes) appended, or to append in check mode
+        self.blocklist_lines = 0     # lines in the blocklist when the run read it
+        self.scans = []
+        self.rules = 'spec'
+        self.verifications = []
+        self.counts = None           # report: {window: {key: count}}
+        self.local_blocks = None     # report: this host's own additions, from its activity log
+        self.duration = 0
+
+    @property
+    def changed(self):
+        return bool(self.appended)
+
+    def say(self, line):
+        self.messages.append(line)
+        if self.emit is not None:
+            self.emit(line)
+
+    def verdict(self, verdict, key, entry, note=None):
+        """File one record's verdict and say its console line."""
+        if verdict == BLOCK:
+            self.say(messages.blocking(entry['address'], entry['count'], self.check_mode, note))
+            self.appended.append(key)
+        else:
+            self.say(_VERDICT_LINES[verdict](entry))
+        self.by_verdict[verdict].append(entry)
+
+    def window(self, window, records):
+        self.windows.append({
+            'name': window.name,
+            'hour_stamp': to_text(window.stamp),
+            'records': [{'count': c, 'address': to_text(a)} for c, a in records],
+        })
+
+    def blocklist_diff(self, path):
+        """A unified diff of the lines the run appends (or would append) to the blocklist."""
+        added = ''.join('+%s\n' % to_text(a) for a in self.appended)
+        return printable('--- %s\n+++ %s\n@@ -%d,0 +%d,%d @@\n%s' % (
+            path, path, self.blocklist_lines, self.blocklist_lines + 1, len(self.appended), added))
+
+    def as_dict(self):
+        return printable({
+            'changed': self.changed,
+            'check_mode': self.check_mode,
+            'blocked': self.by_verdict[BLOCK],
+            'already_blocked': self.by_verdict[ALREADY_BLOCKED],
+            'allow_listed': self.by_verdict[ALLOW_LISTED],
+            'skipped_invalid': self.by_verdict[INVALID],
+            'windows': self.windows,
+            'messages': self.messages,
+            'execution_time': self.duration,
+            'scans': self.scans,
+            'rules': self.rules,
+            'verifications': self.verifications,
+            'counts': self.counts,
+            'local_blocks': self.local_blocks,
+        })

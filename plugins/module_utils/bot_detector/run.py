@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The three entry points, each the spec's stages in order:
+
+detect   logs -> WindowCounts (tally) -> ranked records (rules) -> verdicts -> appended lines
+report   logs -> WindowCounts -> every key at or over a floor; no list read or written
+apply    decisions taken elsewhere (the fleet) -> verdicts -> appended lines
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+import time
+
+from .addresses import server_addresses
+from .clock import hour_windows
+from .lists import count_lines, read_list
+from .logfile import check_readable
+from .messages import ACTIVITY_ADDED_PATTERN, EXECUTION_TIME
+from .result import Result
+from .rules import BELOW_THRESHOLD, BLOCK, rules_for
+from .tally import count_windows
+from .text import to_bytes, to_text
+from .writer import BlocklistWriter
+
+__metaclass__ = type
+
+
+def _count(settings, logs, now, resolver):
+    """Rules 2 to 5.3: check the logs, then count them. Returns (rules, counts, server_ips)."""
+    for path in logs:       # rule 2, before anything else happens
+        check_readable(path)
+    now = time.time() if now is None else now
+    server_ips = [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
+    rules = rules_for(settings, resolver)
+    counts = count_windows(logs, hour_windows(now), rules.line_filter, now=now, seek=settings.seek,
+                           margin=settings.seek_margin, rotated=settings.rotated)
+    return rules, counts, server_ips
+
+
+def _locked_lists(settings, rules, result, check_mode):
+    """The writer, locked (unless check mode), and the rules' view of both lists read under
+    the lock; a run adds its own additions to that view, so the current-hour pass sees
+    what the previous-hour pass appended."""
+    writer = BlocklistWriter(settings.blocklist, settings.activity_log)
+    if not check_mode:
+        writer.lock()
+    try:
+        content = read_list(settings.blocklist)
+        result.blocklist_lines = count_lines(content)
+        return writer, rules.lists(content, read_list(settings.exclusions_file))
+    except BaseException:
+        writer.unlock()
+        raise
+
+
+def _act(result, writer, lists, verdict, key, entry, note=None):
+    """File the verdict; on BLOCK, append (unless check mode)."""
+    result.verdict(verdict, key, entry, note)
+    if verdict == BLOCK:
+        if not result.check_mode:
+            writer.block(key, entry['count'], note=note)
+        lists.add(key)
+
+
+def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None, report_floor=None):
+    """The detector's run (spec rules 3 to 6). ``emit(line)`` gets each console line as it
+    happens. With ``report_floor``, also return the counts a fleet run sums.
+    Raises BotDetectorError; nothing is half-written when it does."""
+    result = Result(check_mode, emit)
+    start = int(time.time())
+    rules, counts, server_ips = _count(settings, logs, now, resolver)
+    result.scans = [scan.as_dict() for scan in counts.scans]
+    if report_floor is not None:
+        result.counts = reported_counts(rules, counts, server_ips, report_floor)
+    writer, lists = _locked_lists(settings, rules, result, check_mode)
+    try:
+        for window, counter in counts:
+            result.say(window.heading)
+            records = rules.examined(counter, server_ips, settings.top)
+            result.window(window, records)
+            for count, key in records:
+                verdict = BELOW_THRESHOLD if count < settings.threshold else lists.verdict(key)
+                if verdict != BELOW_THRESHOLD:
+                    entry = {'address': to_text(key), 'count': count, 'window': window.name}
+                    _act(result, writer, lists, verdict, key, entry)
+    finally:
+        writer.unlock()
+    result.rules = rules.name
+    result.verifications = rules.verifications
+    result.duration = int(time.time()) - start
+    result.say(EXECUTION_TIME % result.duration)
+    return result
+
+
+def report(settings, logs, floor=None, now=None, resolver=None):
+    """Count only, for the fleet: per window every key with ``floor`` (default: the
+    threshold) or more requests, and this host's own blocks. No list is read or written."""
+    result = Result()
+    start = int(time.time())
+    rules, counts, server_ips = _count(settings, logs, now, resolver)
+    result.scans = [scan.as_dict() for scan in counts.scans]
+    result.counts = reported_counts(rules, counts, server_ips, settings.threshold if floor is None else floor)
+    result.local_blocks = local_blocks(settings.activity_log)
+    result.rules = rules.name
+    result.verifications = rules.verifications
+    result.duration = int(time.time()) - start
+    return result
+
+
+def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
+    """Append decisions taken elsewhere, ``[{address, count, reason}]``, with the same list
+    checks as a run (already listed, allow-listed, only addresses) and no threshold: the
+    decision is taken. Activity lines are noted '(fleet)' or '(sync)'."""
+    result = Result(check_mode, emit)
+    rules = rules_for(settings, resolver)
+    writer, lists = _locked_lists(settings, rules, result, check_mode)
+    try:
+        for decision in decisions:
+            key = rules.decision_key(to_bytes(decision['address']))
+            count = int(decision.get('count') or 0)
+            note = decision.get('reason') or 'fleet'
+            entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
+            _act(result, writer, lists, lists.verdict(key), key, entry, note)
+    finally:
+        writer.unlock()
+    result.rules = rules.name
+    return result
+
+
+def reported_counts(rules, counts, server_ips, floor):
+    """Per window, every key with ``floor`` or more requests, with the rules' filters and
+    server drop: what a fleet run sums across hosts."""
+    reported = {}
+    for window, counter in counts:
+        records = rules.examined(counter, server_ips, len(counter) or 1)
+        reported[window.name] = dict((to_text(key), count) for count, key in records if count >= floor)
+    return reported
+
+
+def local_blocks(activity_log):
+    """The additions this host's own runs made, from its activity log (lines without a
+    '(fleet)' or '(sync)' note), in order, once each."""
+    pattern = re.compile(ACTIVITY_ADDED_PATTERN)
+    seen, found = set(), []
+    for line in read_list(activity_log).split(b'\n'):
+        match = pattern.search(line)
+        if match and match.group(3) is None and match.group(1) not in seen:
+            seen.add(match.group(1))
+            found.append({'address': to_text(match.group(1)), 'count': int(match.group(2))})
+    return found

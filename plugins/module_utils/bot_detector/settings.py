@@ -1,0 +1,378 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one table of settings, and where their values come from.
+
+Each setting is one ``Setting`` row in ``SETTINGS``: its name (also the host config
+file's key, the module's option and the role's ``bot_detector_<name>`` variable), kind,
+default, bounds and help. The command's options (cli.py), the module's argument_spec
+and documentation fragment, the role's argument_specs, the README's tables and the
+config file's parser and writer all come from this table.
+
+Precedence: an option given explicitly, then the host config file
+(``/etc/bot-detector/bot-detector.conf``, INI, section ``[bot_detector]``), then the
+built-in default (the spec's).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import re
+
+from .errors import bad_option
+
+__metaclass__ = type
+
+DEFAULT_CONFIG = '/etc/bot-detector/bot-detector.conf'
+CONFIG_SECTION = 'bot_detector'
+
+SPEC_JOB_PREFIXES = [
+    'GET /job/', 'GET /jobs/', 'GET /stelle/', 'GET /stellen/', 'GET /stellenangebot/',
+    'GET /de/stelle/', 'GET /de/stellen/', 'GET /de/stellenangebot/',
+]
+
+# Precise mode: a request whose user agent matches a crawler here (case-insensitive) is
+# not counted only when its address verifies: reverse DNS gives a name under one of
+# the crawler's documented domains, and that name resolves forward to the address.
+DEFAULT_CRAWLERS = {
+    'google': {'user_agent': 'Googlebot|Google-InspectionTool|GoogleOther|Google',
+               'domains': ['googlebot.com', 'google.com', 'googleusercontent.com']},
+    'bing': {'user_agent': 'bingbot|BingPreview|msnbot', 'domains': ['search.msn.com']},
+    'apple': {'user_agent': 'Applebot', 'domains': ['applebot.apple.com']},
+    'yandex': {'user_agent': 'YandexBot|YandexImages', 'domains': ['yandex.ru', 'yandex.net', 'yandex.com']},
+    'baidu': {'user_agent': 'Baiduspider', 'domains': ['baidu.com', 'baidu.jp']},
+}
+
+RULES = ('spec', 'precise')
+KINDS = ('path', 'str', 'int', 'float', 'bool', 'list', 'dict')
+_TRUE = ('true', 'yes', 'on', '1')
+# A role_default that is the setting's own default (a path the role's tasks also need).
+SAME = object()
+_FALSE = ('false', 'no', 'off', '0')
+
+
+class Setting:
+    """One row of the table.
+
+    ``flag`` is the command's option (a list setting's flag is given once per item);
+    a bool setting also has ``off_flag``. ``module_default`` is where the module's
+    default differs from the command's (``help`` says why); ``role_default`` is the value
+    the role's defaults/main.yml sets, when it sets one (SAME: the setting's default).
+    ``default_text`` describes a default that is not a value.
+    """
+
+    def __init__(self, name, kind, default, help, flag=None, off_flag=None, metavar=None, choices=None,
+                 minimum=None, maximum=None, aliases=(), module_default=None, role_default=None,
+                 default_text=None, group='detection'):
+        assert kind in KINDS, kind
+        self.name = name
+        self.kind = kind
+        self.default = default
+        self.help = help
+        self.flag = flag or '--' + name.replace('_', '-')
+        self.off_flag = off_flag
+        self.metavar = metavar
+        self.choices = choices
+        self.minimum = minimum
+        self.maximum = maximum
+        self.aliases = tuple(aliases)
+        self.module_default = default if module_default is None else module_default
+        self.role_default = default if role_default is SAME else role_default
+        self.default_text = default_text
+        self.group = group
+
+    # ---- checking a value of any source
+
+    def check(self, value, where):
+        """``value`` (typed: from the module, the command after parsing, or Python) checked
+        against the row; returns it normalised. ``where`` names the source for the error."""
+        if value is None:
+            return None
+        kind = self.kind
+        if kind == 'bool':
+            if not isinstance(value, bool):
+                raise bad_option('%s: must be true or false, got %r' % (where, value))
+        elif kind == 'int':
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise bad_option('%s: must be a whole number, got %r' % (where, value))
+            self._check_bounds(value, where, 'a whole number')
+        elif kind == 'float':
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise bad_option('%s: must be a number, got %r' % (where, value))
+            value = float(value)
+            if self.minimum is not None and value <= self.minimum:
+                raise bad_option('%s: must be a number above %s, got %r' % (where, self.minimum, value))
+        elif kind in ('path', 'str'):
+            if not isinstance(value, str):
+                raise bad_option('%s: must be text, got %r' % (where, value))
+            if not value:
+                raise bad_option('%s: must not be empty' % where)
+            if self.choices and value not in self.choices:
+                raise bad_option('%s: must be one of %s, got %r' % (where, ', '.join(self.choices), value))
+        elif kind == 'list':
+            if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+                raise bad_option('%s: must be a list, got %r' % (where, value))
+            value = list(value)
+            if not all(isinstance(item, str) and item for item in value):
+                raise bad_option('%s: every item must be non-empty text, got %r' % (where, value))
+        elif kind == 'dict':
+            if not isinstance(value, dict):
+                raise bad_option('%s: must be a mapping, got %r' % (where, value))
+        return value
+
+    def _check_bounds(self, value, where, what):
+        low, high = self.minimum, self.maximum
+        if (low is not None and value < low) or (high is not None and value > high):
+            if high is None:
+                bound = 'of at least %d' % low
+            else:
+                bound = 'from %d to %d' % (low, high)
+            raise bad_option('%s: must be %s %s, got %r' % (where, what, bound, value))
+
+    # ---- text (the command line, the config file)
+
+    def parse(self, text, where):
+        """The value of ``text`` (one string; a list's items one per line) for this row."""
+        kind = self.kind
+        if kind == 'bool':
+            word = text.strip().lower()
+            if word in _TRUE:
+                return True
+            if word in _FALSE:
+                return False
+            raise bad_option('%s: must be true or false, got %r' % (where, text))
+        if kind == 'int':
+            try:
+                value = int(text.strip(), 10)
+            except ValueError:
+                raise bad_option('%s: must be a whole number, got %r' % (where, text))
+            return self.check(value, where)
+        if kind == 'float':
+            try:
+                value = float(text.strip())
+            except ValueError:
+                raise bad_option('%s: must be a number, got %r' % (where, text))
+            return self.check(value, where)
+        if kind == 'list':
+            return self.check([_unquote(line, where) for line in text.splitlines() if line.strip()], where)
+        if kind == 'dict':
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                raise bad_option('%s: must be a JSON object (%s), got %r' % (where, exc, text))
+            return self.check(value, where)
+        return self.check(text.strip(), where)
+
+    def format(self, value):
+        """``value`` as config-file text; ``parse`` reads it back unchanged."""
+        if self.kind == 'bool':
+            return 'true' if value else 'false'
+        if self.kind == 'list':
+            return ''.join('\n    %s' % _quote(item) for item in value)
+        if self.kind == 'dict':
+            return json.dumps(value, sort_keys=True)
+        return str(value)
+
+    @property
+    def effective_default_text(self):
+        """The default for the docs, in words."""
+        if self.default_text:
+            return self.default_text
+        if self.default is None:
+            return 'off'
+        if self.kind == 'list':
+            return ', '.join(repr(item) for item in self.default)
+        return self.format(self.default)
+
+
+def _quote(item):
+    """A list item on its own line: JSON-quoted when blanks around it, a leading quote or a
+    comment character would otherwise change it (``GET /job/`` ends in a space)."""
+    if item != item.strip() or item[:1] in ('"', '#', ';') or json.dumps(item)[1:-1] != item:
+        return json.dumps(item)
+    return item
+
+
+def _unquote(line, where):
+    line = line.strip()
+    if not line.startswith('"'):
+        return line
+    try:
+        value = json.loads(line)
+    except ValueError:
+        value = None
+    if not isinstance(value, str):
+        raise bad_option('%s: a quoted item must be one JSON string, got %r' % (where, line))
+    return value
+
+
+SETTINGS = (
+    Setting('blocklist', 'path', '/etc/ipblocklist.txt',
+            'The blocklist to search and append to, one address per line; the firewall reads it.',
+            metavar='PATH', role_default=SAME),
+    Setting('exclusions_file', 'path', '/etc/ipexcludedlist.txt',
+            'The allow-list: an address found in it is never blocked. A missing file counts as empty.',
+            flag='--exclusions', metavar='PATH', aliases=('exclusions',), role_default=SAME),
+    Setting('activity_log', 'path', '/var/log/bot-detector.log',
+            'The activity log: one line per addition.', metavar='PATH', role_default=SAME),
+    Setting('threshold', 'int', 1000,
+            'Requests in one hourly window that block an address (this many or more).',
+            metavar='N', minimum=1),
+    Setting('top', 'int', 20,
+            'How many of the busiest addresses are examined per window, after the server addresses are dropped.',
+            metavar='N', minimum=1),
+    Setting('job_prefixes', 'list', SPEC_JOB_PREFIXES,
+            'Request prefixes of job-listing pages; a line is counted only if it holds one of them.',
+            flag='--job-prefix', metavar='TEXT', default_text="the spec's eight, 'GET /job/' to 'GET /de/stellenangebot/'"),
+    Setting('search_engine', 'str', 'Google',
+            "Case-sensitive marker of a search engine's requests, which are never counted (spec rules).",
+            metavar='TEXT'),
+    Setting('server_ips', 'list', None,
+            "This server's own addresses, never blocked. With one address, counted records holding it as a "
+            "substring are dropped (the spec's rule); with several, each is matched as a whole address.",
+            flag='--server-ip', metavar='ADDR', aliases=('server_ip',),
+            default_text='each address `hostname -i` prints (the role: the host\'s addresses from its network facts)',
+            role_default=[]),
+    Setting('rotated', 'bool', False,
+            'When a log starts after the previous-hour window began (logrotate ran within the last hour or so), '
+            'also read its most recent rotated file, LOG.1 or LOG.1.gz. Off for the bare command, as in the '
+            'spec; on for the module and the role.',
+            off_flag='--no-rotated', module_default=True, role_default=True),
+    Setting('seek', 'bool', True,
+            'In a time-ordered plain log, find where the windows start by binary search on the line timestamps '
+            'and read only from there; off reads every log whole, as the reference does.',
+            off_flag='--full-scan'),
+    Setting('seek_margin', 'int', 600,
+            'Seconds lines may be out of time order; the seek starts this much before the previous-hour window.',
+            metavar='SECONDS', minimum=0),
+    Setting('rules', 'str', 'spec',
+            "spec: the reference script's rules, quirks included. precise: bot and search-engine tests on the "
+            'user agent only, crawlers exempt only when their address verifies by reverse and forward DNS, '
+            'lists matched by exact address or CIDR network.',
+            choices=RULES),
+    Setting('crawlers', 'dict', DEFAULT_CRAWLERS,
+            'Precise rules: the crawlers exempt when verified, {name: {user_agent: REGEX, domains: [...]}}; the '
+            'regex is matched case-insensitively against the user agent.',
+            metavar='JSON', default_text='Google, Bing, Apple, Yandex and Baidu with their documented domains'),
+    Setting('ipv6_prefix', 'int', None,
+            'Precise rules: count and block IPv6 clients per network of this prefix length (64 is usual).',
+            metavar='N', minimum=1, maximum=128),
+    Setting('dns_timeout', 'float', 2.0,
+            'Precise rules: the time limit of each DNS lookup, in seconds; a failed or slow lookup does not verify.',
+            metavar='SECONDS', minimum=0),
+)
+
+BY_NAME = dict((s.name, s) for s in SETTINGS)
+ALIASES = dict((alias, s.name) for s in SETTINGS for alias in s.aliases)
+
+
+class Settings:
+    """The detection settings of a run: one attribute per row of SETTINGS.
+
+    ``Settings(threshold=500)`` takes typed values (Python, the module); ``None`` or
+    absent means the built-in default. ``surface='module'`` uses the module's defaults.
+    """
+
+    def __init__(self, surface='command', **values):
+        for alias, name in ALIASES.items():
+            if alias in values:
+                values[name] = values.pop(alias)
+        unknown = sorted(set(values) - set(BY_NAME))
+        if unknown:
+            raise bad_option('unknown setting %s' % ', '.join(unknown))
+        for setting in SETTINGS:
+            value = setting.check(values.get(setting.name), setting.name)
+            if value is None:
+                value = setting.module_default if surface == 'module' else setting.default
+                value = list(value) if isinstance(value, list) else value
+            setattr(self, setting.name, value)
+        self.validate()
+
+    def validate(self):
+        """What no single row can check."""
+        if self.ipv6_prefix is not None and self.rules != 'precise':
+            raise bad_option('ipv6_prefix: IPv6 grouping needs the precise rules (rules: precise)')
+        if not self.job_prefixes:
+            raise bad_option('job_prefixes: must list at least one prefix')
+        for name, crawler in self.crawlers.items():
+            try:
+                re.compile(crawler['user_agent'])
+                valid = bool(crawler['user_agent']) and bool(crawler['domains']) and all(
+                    isinstance(d, str) and d for d in crawler['domains'])
+            except (KeyError, TypeError, re.error):
+                valid = False
+            if not valid:
+                raise bad_option('crawlers: crawler %r needs a user_agent pattern and a list of domains' % (name,))
+
+    def as_dict(self):
+        return dict((s.name, getattr(self, s.name)) for s in SETTINGS)
+
+
+def read_config(path, required=False):
+    """The settings in the host config file, {name: value}. A missing file is no settings
+    unless ``required``; anything else wrong in it is a bad option naming the file."""
+    try:
+        with open(path, 'rb') as handle:
+            raw = handle.read()
+    except (IOError, OSError) as exc:
+        if not required and not os.path.lexists(path):
+            return {}
+        raise bad_option('cannot read the config file %s: %s' % (path, exc.strerror or exc))
+    return parse_config(raw, path)
+
+
+def parse_config(raw, path):
+    import configparser     # only runs that have a config file pay for it
+    try:
+        text = raw.decode('utf-8')
+    except UnicodeDecodeError:
+        raise bad_option('%s: not UTF-8 text' % path)
+    parser = configparser.ConfigParser(interpolation=None, delimiters=('=',), comment_prefixes=('#', ';'),
+                                       inline_comment_prefixes=None, strict=True, empty_lines_in_values=False,
+                                       default_section='\x00none')
+    try:
+        parser.read_string(text, source=path)
+    except configparser.Error as exc:
+        raise bad_option('%s: %s' % (path, str(exc).splitlines()[0]))
+    values = {}
+    for section in parser.sections():
+        if section != CONFIG_SECTION:
+            raise bad_option('%s: unknown section [%s] (expected [%s])' % (path, section, CONFIG_SECTION))
+        for key, text_value in parser.items(section):
+            setting = BY_NAME.get(key)
+            where = '%s: %s = %s' % (path, key, text_value.strip().replace('\n', ' '))
+            if setting is None:
+                raise bad_option('%s: unknown setting %r' % (path, key))
+            if not text_value.strip():
+                continue        # an empty value: the built-in default
+            values[key] = setting.parse(text_value, where)
+    return values
+
+
+def format_config(values, header=''):
+    """The config file for ``values`` ({name: value}, as the role has them): each set
+    setting as a key, the others as a comment showing the default. Values are checked
+    against the table, so a bad role variable fails the deployment, not the cron run."""
+    lines = [header.rstrip('\n')] if header else []
+    lines.append('[%s]' % CONFIG_SECTION)
+    for setting in SETTINGS:
+        value = values.get(setting.name)
+        if isinstance(value, str) and setting.kind not in ('path', 'str'):
+            value = setting.parse(value, setting.name)      # extra vars arrive as text
+        value = setting.check(value, 'bot_detector_%s' % setting.name)
+        if value is None or value == []:
+            lines.append('# %s: default, %s' % (setting.name, setting.effective_default_text))
+        else:
+            text = setting.format(value)
+            lines.append('%s =%s%s' % (setting.name, '' if text.startswith('\n') else ' ', text))
+    return '\n'.join(lines) + '\n'
+
+
+def resolve(explicit, config_path=None, config_required=False, surface='command'):
+    """Settings from explicit values ({name: value}, None = not given) over the config file."""
+    values = read_config(config_path, config_required) if config_path else {}
+    for name, value in explicit.items():
+        if value is not None:
+            values[ALIASES.get(name, name)] = value
+    return Settings(surface=surface, **values)
