@@ -13,82 +13,127 @@ class ModuleDocFragment(object):
 options:
   blocklist:
     description:
-      - "The blocklist to search and append to, one address per line; the firewall reads it."
-      - "Default: the host config file's C(blocklist) when set there, else /etc/ipblocklist.txt."
+      - >-
+        The blocklist to search and append to, one address per line; the firewall reads it.
+      - >-
+        Default: the host config file's C(blocklist) when set there, else /etc/ipblocklist.txt.
     type: path
   exclusions_file:
     description:
-      - "The allow-list: an address found in it is never blocked. A missing file counts as empty."
-      - "Default: the host config file's C(exclusions_file) when set there, else /etc/ipexcludedlist.txt."
+      - >-
+        The allow-list: an address found in it is never blocked. A missing file counts as empty.
+      - >-
+        Default: the host config file's C(exclusions_file) when set there, else
+        /etc/ipexcludedlist.txt.
     type: path
     aliases: [exclusions]
   activity_log:
     description:
-      - "The activity log: one line per addition."
-      - "Default: the host config file's C(activity_log) when set there, else /var/log/bot-detector.log."
+      - >-
+        The activity log: one line per addition.
+      - >-
+        Default: the host config file's C(activity_log) when set there, else
+        /var/log/bot-detector.log.
     type: path
   threshold:
     description:
-      - "Requests in one hourly window that block an address (this many or more)."
-      - "Default: the host config file's C(threshold) when set there, else 1000."
+      - >-
+        Requests in one hourly window that block an address (this many or more).
+      - >-
+        Default: the host config file's C(threshold) when set there, else 1000.
     type: int
   top:
     description:
-      - "How many of the busiest addresses are examined per window, after the server addresses are dropped."
-      - "Default: the host config file's C(top) when set there, else 20."
+      - >-
+        How many of the busiest addresses are examined per window, after the server addresses are
+        dropped.
+      - >-
+        Default: the host config file's C(top) when set there, else 20.
     type: int
   job_prefixes:
     description:
-      - "Request prefixes of job-listing pages; a line is counted only if it holds one of them."
-      - "Default: the host config file's C(job_prefixes) when set there, else the spec's eight, 'GET /job/' to 'GET /de/stellenangebot/'."
+      - >-
+        Request prefixes of job-listing pages; a line is counted only if it holds one of them.
+      - >-
+        Default: the host config file's C(job_prefixes) when set there, else the spec's eight, 'GET
+        /job/' to 'GET /de/stellenangebot/'.
     type: list
     elements: str
   search_engine:
     description:
-      - "Case-sensitive marker of a search engine's requests, which are never counted (spec rules)."
-      - "Default: the host config file's C(search_engine) when set there, else Google."
+      - >-
+        Case-sensitive marker of a search engine's requests, which are never counted (spec rules).
+      - >-
+        Default: the host config file's C(search_engine) when set there, else Google.
     type: str
   server_ips:
     description:
-      - "This server's own addresses, never blocked. With one address, counted records holding it as a substring are dropped (the spec's rule); with several, each is matched as a whole address."
-      - "Default: the host config file's C(server_ips) when set there, else each address `hostname -i` prints (the role: the host's addresses from its network facts)."
+      - >-
+        This server's own addresses, never blocked. With one address, counted records holding it as
+        a substring are dropped (the spec's rule); with several, each is matched as a whole address.
+      - >-
+        Default: the host config file's C(server_ips) when set there, else each address `hostname
+        -i` prints (the role: the host's addresses from its network facts).
     type: list
     elements: str
     aliases: [server_ip]
   rotated:
     description:
-      - "When a log starts after the previous-hour window began (logrotate ran within the last hour or so), also read its most recent rotated file, LOG.1 or LOG.1.gz. Off for the bare command, as in the spec; on for the module and the role."
-      - "Default: the host config file's C(rotated) when set there, else true."
+      - >-
+        When a log starts after the previous-hour window began (logrotate ran within the last hour
+        or so), also read its most recent rotated file, LOG.1 or LOG.1.gz. Off for the bare command,
+        as in the spec; on for the module and the role.
+      - >-
+        Default: the host config file's C(rotated) when set there, else true.
     type: bool
   seek:
     description:
-      - "In a time-ordered plain log, find where the windows start by binary search on the line timestamps and read only from there; off reads every log whole, as the reference does."
-      - "Default: the host config file's C(seek) when set there, else true."
+      - >-
+        In a time-ordered plain log, find where the windows start by binary search on the line
+        timestamps and read only from there; off reads every log whole, as the reference does.
+      - >-
+        Default: the host config file's C(seek) when set there, else true.
     type: bool
   seek_margin:
     description:
-      - "Seconds lines may be out of time order; the seek starts this much before the previous-hour window."
-      - "Default: the host config file's C(seek_margin) when set there, else 600."
+      - >-
+        Seconds lines may be out of time order; the seek starts this much before the previous-hour
+        window.
+      - >-
+        Default: the host config file's C(seek_margin) when set there, else 600.
     type: int
   rules:
     description:
-      - "spec: the reference script's rules, quirks included. precise: bot and search-engine tests on the user agent only, crawlers exempt only when their address verifies by reverse and forward DNS, lists matched by exact address or CIDR network."
-      - "Default: the host config file's C(rules) when set there, else spec."
+      - >-
+        spec: the reference script's rules, quirks included. precise: bot and search-engine tests on
+        the user agent only, crawlers exempt only when their address verifies by reverse and forward
+        DNS, lists matched by exact address or CIDR network.
+      - >-
+        Default: the host config file's C(rules) when set there, else spec.
     type: str
     choices: [spec, precise]
   crawlers:
     description:
-      - "Precise rules: the crawlers exempt when verified, {name: {user_agent: REGEX, domains: [...]}}; the regex is matched case-insensitively against the user agent."
-      - "Default: the host config file's C(crawlers) when set there, else Google, Bing, Apple, Yandex and Baidu with their documented domains."
+      - >-
+        Precise rules: the crawlers exempt when verified, {name: {user_agent: REGEX, domains:
+        [...]}}; the regex is matched case-insensitively against the user agent.
+      - >-
+        Default: the host config file's C(crawlers) when set there, else Google, Bing, Apple, Yandex
+        and Baidu with their documented domains.
     type: dict
   ipv6_prefix:
     description:
-      - "Precise rules: count and block IPv6 clients per network of this prefix length (64 is usual)."
-      - "Default: the host config file's C(ipv6_prefix) when set there, else off."
+      - >-
+        Precise rules: count and block IPv6 clients per network of this prefix length (64 is usual).
+      - >-
+        Default: the host config file's C(ipv6_prefix) when set there, else off.
     type: int
   dns_timeout:
     description:
-      - "Precise rules: the time limit of each DNS lookup, in seconds; a failed or slow lookup does not verify."
-      - "Default: the host config file's C(dns_timeout) when set there, else 2.0."
+      - >-
+        Precise rules: the time limit of each DNS lookup, in seconds; a failed or slow lookup does
+        not verify.
+      - >-
+        Default: the host config file's C(dns_timeout) when set there, else 2.0.
     type: float
 '''

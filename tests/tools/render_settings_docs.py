@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Render what documents the settings from the one table (plugins/module_utils/bot_detector/settings.py):
 
 - plugins/doc_fragments/settings.py, the module options (extends_documentation_fragment);
@@ -10,6 +9,7 @@
 import json
 import os
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, 'plugins', 'module_utils'))
@@ -37,9 +37,11 @@ class ModuleDocFragment(object):
 '''
 
 
-def yaml_text(text):
-    """A YAML double-quoted scalar (JSON is valid YAML)."""
-    return json.dumps(text)
+def yaml_item(text, indent):
+    """A list item holding ``text`` as a folded block scalar, wrapped for the line-length rules."""
+    pad = ' ' * (indent + 2)
+    return '- >-\n' + '\n'.join(textwrap.wrap(text, 100, initial_indent=pad, subsequent_indent=pad,
+                                              break_long_words=False, break_on_hyphens=False))
 
 
 def module_default(setting):
@@ -53,9 +55,9 @@ def fragment():
     for s in SETTINGS:
         lines.append('  %s:' % s.name)
         lines.append('    description:')
-        lines.append('      - %s' % yaml_text(s.help))
-        lines.append('      - %s' % yaml_text(
-            'Default: the host config file\'s C(%s) when set there, else %s.' % (s.name, module_default(s))))
+        lines.append('      ' + yaml_item(s.help, 6))
+        lines.append('      ' + yaml_item(
+            'Default: the host config file\'s C(%s) when set there, else %s.' % (s.name, module_default(s)), 6))
         lines.append('    type: %s' % s.kind)
         if s.kind == 'list':
             lines.append('    elements: str')
@@ -71,11 +73,11 @@ def role_block():
     for s in SETTINGS:
         lines.append('      bot_detector_%s:' % s.name)
         lines.append('        description:')
-        lines.append('          - %s' % yaml_text(s.help))
+        lines.append('          ' + yaml_item(s.help, 10))
         if s.role_default is None:
-            lines.append('          - %s' % yaml_text(
+            lines.append('          ' + yaml_item(
                 'Unset: left out of the host config file, so the detector\'s default applies: %s.'
-                % s.effective_default_text))
+                % s.effective_default_text, 10))
         lines.append('        type: %s' % s.kind)
         if s.kind == 'list':
             lines.append('        elements: str')

@@ -7,8 +7,7 @@ import pytest
 
 import loggen
 from conftest import in_timezone, mask_duration, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
-    addresses, clock, errors, precise, rules, run, settings, tally, writer)
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, rules, settings, tally, writer
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423

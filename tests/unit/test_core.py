@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
-    addresses, clock, errors, precise, rules, run, settings, tally, writer)
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import addresses, clock, errors, rules, settings, tally
 
 ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe']
 

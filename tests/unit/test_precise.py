@@ -8,8 +8,7 @@ import pytest
 
 import loggen
 from conftest import Files, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
-    addresses, clock, errors, precise, rules, run as entry, settings, tally, writer)
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import precise, run as entry, settings
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -62,9 +61,9 @@ def test_stellenangebot_pages_count_in_precise_mode_only(tmp_path):
     log = lines('203.0.113.7', 1000, path='/stellenangebot/%d')
     doc, files = run(tmp_path, log, resolver=FakeResolver())
     assert doc['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
-    spec = entry.detect(settings.Settings(blocklist=str(tmp_path / 'b'), exclusions=str(tmp_path / 'e'),
-                                        activity_log=str(tmp_path / 'a'), server_ips=['10.0.0.5']),
-                      [str(tmp_path / 'access.log')], now=NOW_EPOCH).as_dict()
+    chosen = settings.Settings(blocklist=str(tmp_path / 'b'), exclusions=str(tmp_path / 'e'),
+                               activity_log=str(tmp_path / 'a'), server_ips=['10.0.0.5'])
+    spec = entry.detect(chosen, [str(tmp_path / 'access.log')], now=NOW_EPOCH).as_dict()
     assert spec['blocked'] == [] and spec['windows'][0]['records'] == []
 
 

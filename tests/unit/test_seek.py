@@ -134,8 +134,7 @@ def test_several_logs_are_summed(tmp_path):
 
 def test_parallel_parts_count_what_one_process_counts(tmp_path, monkeypatch):
     """Forked workers over line-aligned parts, with chunks far smaller than lines at times."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
-    addresses, clock, errors, precise, rules, run, settings, tally, writer)
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, rules, settings, tally
 
     def build():
         scenario = loggen.equivalence_scenario(11, NOW_EPOCH)
@@ -173,8 +172,7 @@ def test_seek_reads_stamps_as_local_text_whatever_their_offset(tmp_path):
 
 def test_failed_parallel_part_reaps_its_workers_and_names_the_log(tmp_path, monkeypatch):
     import pytest
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
-    addresses, clock, errors, precise, rules, run, settings, tally, writer)
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, rules, settings, tally
     log = tmp_path / 'access.log'
     log.write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 3000})))
     monkeypatch.setattr(tally, 'PARALLEL_MIN_BYTES', 1)

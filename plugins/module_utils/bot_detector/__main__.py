@@ -14,4 +14,4 @@ if __name__ == '__main__':
     # instead, so that the package imports as ``bot_detector`` with its relative imports.
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     from bot_detector.cli import main  # pylint: disable=import-error
-    sys.exit(main())
+    raise SystemExit(main())

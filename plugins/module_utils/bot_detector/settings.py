@@ -65,7 +65,8 @@ class Setting:
     def __init__(self, name, kind, default, help, flag=None, off_flag=None, metavar=None, choices=None,
                  minimum=None, maximum=None, aliases=(), module_default=None, role_default=None,
                  default_text=None, group='detection'):
-        assert kind in KINDS, kind
+        if kind not in KINDS:
+            raise ValueError('unknown kind %r of setting %s' % (kind, name))
         self.name = name
         self.kind = kind
         self.default = default
