@@ -60,7 +60,7 @@ def test_config_file_holds_the_hosts_settings(host):
     else:
         assert '\n# threshold: default, 1000\n' in text
     # The command on the host reads it back: a bad edit would fail every cron run.
-    check = host.run('/usr/local/sbin/bot-detector.sh --check /dev/null')
+    check = host.run('f=$(mktemp) && /usr/local/sbin/bot-detector.sh --check "$f"; rc=$?; rm -f "$f"; exit $rc')
     assert check.rc == 0, check.stderr
 
 
