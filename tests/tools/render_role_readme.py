@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """Renders each role's README.md from its meta/argument_specs.yml, the one place its
 variables are declared (types, defaults, choices, descriptions), so the README cannot
 drift from what the role checks.
 
-    render_role_readme.py            rewrite roles/*/README.md
-    render_role_readme.py --check    exit 1 naming each README that is stale
+    python3 tests/tools/render_role_readme.py            rewrite roles/*/README.md
+    python3 tests/tools/render_role_readme.py --check    exit 1 naming each README that is stale
 
 `make docs` runs it. Needs PyYAML (the venv's).
 """
@@ -25,6 +24,7 @@ PLAYBOOK_NOTES = {
                      '`ansible-playbook -i your_inventory jobboard.bot_detector.site --check --diff`, then without',
                      '`--check`, deploys to every host of group `web`.', ''],
 }
+
 
 # Ansible's documentation markup (C(), O(), V(), ...) as Markdown.
 def _code(match):
@@ -157,7 +157,7 @@ def role_dirs(root):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--check', action='store_true', help='change nothing; exit 1 if a README is stale')
     parser.add_argument('--root', type=Path, default=ROOT, help='the collection checkout (default: this one)')
     args = parser.parse_args(argv)
