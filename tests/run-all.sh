@@ -41,8 +41,11 @@ step "ansible-test sanity on ansible-core 2.19, every test (no ignore file)"
 # and plugin docs and argument specs, imports, compilation, meta/runtime.yml, YAML);
 # the style tests (pylint, pep8, shellcheck, ...) judge the same files the same way.
 step "ansible-test sanity on ansible-core 2.16, 2.17, 2.18: ansible-doc, compile, import, runtime-metadata, validate-modules, yamllint"
+# The first line of `ansible --version` (no pipe into head: under pipefail its early exit
+# would fail the step).
+core_version() { local v; v=$("$root/$1/bin/ansible" --version); echo "${v%%$'\n'*}"; }
 for venv in "${older_cores[@]}"; do
-    echo "--- $("$root/$venv/bin/ansible" --version | head -1)"
+    echo "--- $(core_version "$venv")"
     (cd "$test_tree" && "$root/$venv/bin/ansible-test" sanity --venv --python 3.11 --color no \
         --test ansible-doc --test compile --test import --test runtime-metadata --test validate-modules --test yamllint 2>&1 | quiet_pip)
 done
@@ -55,7 +58,7 @@ for target in tests/integration/targets/*/; do
     [ ! -e "roles/$name" ] || { echo "integration target $name has a role's name: rename it" >&2; exit 1; }
 done
 for venv in "${older_cores[@]}" .venv; do
-    version=$("$root/$venv/bin/ansible" --version | head -1)
+    version=$(core_version "$venv")
     log=$(mktemp)
     if ! (cd "$test_tree" && "$root/$venv/bin/ansible-test" integration --local --python 3.11 --color no) >"$log" 2>&1; then
         cat "$log"; echo "integration targets failed on $version" >&2; exit 1
@@ -127,7 +130,8 @@ expect() {
 deployment_planned() {
     expect 'web-a +: ok=[0-9]+ +changed=[1-9][0-9]* +unreachable=0 +failed=0' "$1"
     expect 'web-b +: ok=[0-9]+ +changed=[1-9][0-9]* +unreachable=0 +failed=0' "$1"
-    expect "root flock -n /run/bot-detector-[0-9a-f]+\.lock $tmp/web-a/bot-detector\.sh --rotated $tmp/web-a/access\.log >> $tmp/web-a/cron\.log 2>&1" "$1"
+    expect "root flock -n /run/bot-detector-[0-9a-f]+\.lock $tmp/web-a/bot-detector\.sh $tmp/web-a/access\.log >> $tmp/web-a/cron\.log 2>&1" "$1"
+    expect "^\+blocklist = $tmp/web-a/ipblocklist\.txt$" "$1"
     expect '^\+198\.51\.100\.23$' "$1"
     for host in web-a web-b; do
         [ "$(ls "$tmp/$host")" = access.log ] || { echo "check mode wrote in $tmp/$host: $(ls "$tmp/$host")" >&2; return 1; }
