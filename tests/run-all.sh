@@ -15,6 +15,9 @@ quiet_pip() {
 test_tree=.build/test/ansible_collections/jobboard/bot_detector
 # The older ansible-core releases, each in its venv (`make cores`), and the newest, in .venv.
 older_cores=(.venv-core/2.16 .venv-core/2.17 .venv-core/2.18)
+# The first line of `ansible --version` of a venv (no pipe into head: under pipefail its
+# early exit would fail the step).
+core_version() { local v; v=$("$root/$1/bin/ansible" --version); echo "${v%%$'\n'*}"; }
 
 step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible"
 pytest -n 2 -p no:cacheprovider tests/unit tests/equivalence tests/integration
@@ -41,9 +44,6 @@ step "ansible-test sanity on ansible-core 2.19, every test (no ignore file)"
 # and plugin docs and argument specs, imports, compilation, meta/runtime.yml, YAML);
 # the style tests (pylint, pep8, shellcheck, ...) judge the same files the same way.
 step "ansible-test sanity on ansible-core 2.16, 2.17, 2.18: ansible-doc, compile, import, runtime-metadata, validate-modules, yamllint"
-# The first line of `ansible --version` (no pipe into head: under pipefail its early exit
-# would fail the step).
-core_version() { local v; v=$("$root/$1/bin/ansible" --version); echo "${v%%$'\n'*}"; }
 for venv in "${older_cores[@]}"; do
     echo "--- $(core_version "$venv")"
     (cd "$test_tree" && "$root/$venv/bin/ansible-test" sanity --venv --python 3.11 --color no \
