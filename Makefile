@@ -12,16 +12,32 @@ COLLECTION_ROOT := $(CURDIR)/.build/ansible_collections/jobboard/bot_detector
 TEST_TREE := $(CURDIR)/.build/test/ansible_collections/jobboard/bot_detector
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
-# The pip version ansible-test bootstraps into its venvs (ansible_test/_internal/python_requirements.py).
-ANSIBLE_TEST_PIP := 24_2
+# The pip versions ansible-test bootstraps into its venvs (ansible_test/_internal/python_requirements.py):
+# 24.2 for ansible-core 2.18 and 2.19, 23.1.2 for 2.16 and 2.17.
+ANSIBLE_TEST_PIPS := 24_2 23_1_2
+# The older ansible-core releases meta/runtime.yml claims (>=2.16.0), each tested in its own
+# venv .venv-core/<major.minor>; the newest, 2.19, is the one in .venv (requirements-dev.txt).
+# All run on Python 3.11.
+OLDER_CORES := 2.16.19 2.17.14 2.18.19
+# The stamp .venv-core/2.16/ansible-core-2.16.19 names what the venv holds: a new pin rebuilds it.
+CORE_STAMPS := $(foreach v,$(OLDER_CORES),$(CURDIR)/.venv-core/$(basename $(v))/ansible-core-$(v))
 
-.PHONY: help venv setup prereqs test-tree run bench test unit equivalence integration pythons sanity lint build clean
+.PHONY: help venv setup cores prereqs test-tree run bench test unit equivalence integration docs build clean
 
 help:
-	@echo "make run     run the detector on an embedded sample log, in a scratch dir"
-	@echo "make test    every test (installs what it needs)"
-	@echo "make bench   speed and memory against the reference pipeline (docs/benchmarks.md)"
+	@echo "make run     run the detector on an embedded sample log, in a scratch dir (needs only python3)"
+	@echo "make setup   the venv (.venv, from requirements-dev.txt), the checkout linked as"
+	@echo "             .build/ansible_collections/jobboard/bot_detector; then: export PATH=\$$PWD/.venv/bin:\$$PATH"
+	@echo "make test    every test (installs what it needs); CI runs it"
+	@echo "make unit / equivalence / integration    the pytest parts of make test alone"
+	@echo "make venv    the venv alone (make setup makes it too)"
+	@echo "make prereqs the system tools the tests need, with apt: podman, runc, debootstrap, shellcheck"
+	@echo "make test-tree  a copy of the tracked files in .build/test/..., where ansible-test runs"
+	@echo "make cores   the venvs of the older ansible-core releases tested ($(OLDER_CORES))"
+	@echo "make docs    regenerate the role READMEs (from meta/argument_specs.yml) and CHANGELOG.md"
 	@echo "make build   build the collection tarball"
+	@echo "make bench   speed and memory against the reference pipeline (docs/benchmarks.md; not in make test)"
+	@echo "make clean   remove the build products (.build, scratch, tarballs, tests/output)"
 
 $(BIN)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +52,15 @@ setup: venv
 	mkdir -p $(dir $(COLLECTION_ROOT))
 	ln -sfn $(CURDIR) $(COLLECTION_ROOT)
 	mkdir -p $(HOME)/.ansible/test/cache
-	cp tests/tools/get_pip_offline.py $(HOME)/.ansible/test/cache/get_pip_$(ANSIBLE_TEST_PIP).py
+	for v in $(ANSIBLE_TEST_PIPS); do cp tests/tools/get_pip_offline.py $(HOME)/.ansible/test/cache/get_pip_$$v.py; done
+
+# One venv per older ansible-core release, from the package index.
+$(CORE_STAMPS):
+	rm -rf $(dir $@) && $(PYTHON) -m venv $(dir $@)
+	$(dir $@)bin/pip install --quiet ansible-core==$(subst ansible-core-,,$(notdir $@))
+	touch $@
+
+cores: $(CORE_STAMPS)
 
 test-tree: setup
 	rm -rf $(TEST_TREE) && mkdir -p $(TEST_TREE)
@@ -50,7 +74,7 @@ prereqs:
 run:
 	tests/sample/run-sample.sh $(CURDIR)/scratch
 
-test: setup prereqs
+test: setup prereqs cores
 	tests/run-all.sh
 
 unit: setup
@@ -66,6 +90,12 @@ integration: setup
 bench:
 	@[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
 	$(PYTHON) tests/bench/run_bench.py
+
+# Generated documentation: the role READMEs from their argument specs, CHANGELOG.md from
+# changelogs/changelog.yaml. `make test` fails when either is stale.
+docs: setup
+	$(BIN)/python tests/tools/render_role_readme.py
+	cd $(COLLECTION_ROOT) && $(BIN)/antsibull-changelog generate
 
 build: setup
 	$(BIN)/ansible-galaxy collection build --force --output-path $(CURDIR)

@@ -13,7 +13,7 @@ short_description: Sum the bot_detector reports of a fleet and decide what to bl
 version_added: 1.0.0
 description:
   - Takes the web hosts' names and their registered C(jobboard.bot_detector.bot_detector) results from
-    O(mode=report) runs, sums each address's requests per window across the hosts, and returns the
+    O(jobboard.bot_detector.bot_detector#module:mode=report) runs, sums each address's requests per window across the hosts, and returns the
     addresses at or over the fleet O(threshold) as decisions to apply on every host.
   - With O(sync), it also returns, as decisions, the addresses any host's own runs blocked (its
     C(local_blocks)), so that the other hosts block them too.
@@ -80,7 +80,7 @@ _value:
       type: list
       elements: dict
     decisions:
-      description: O(offenders), then the O(sync) addresses not among them, for the module's O(mode=apply).
+      description: RV(_value.offenders), then the O(sync) addresses not among them, for the module's O(jobboard.bot_detector.bot_detector#module:mode=apply).
       type: list
       elements: dict
 '''

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The reference bot-detector.sh, written from the processing rules of
-# bot-detector-spec.md as a GNU grep/awk/sort/uniq pipeline: the oracle the
+# docs/contract.md as a GNU grep/awk/sort/uniq pipeline: the oracle the
 # equivalence tests compare the Python core against. It is not shipped.
 #
-# Test-only overrides, from the environment (defaults are the spec's):
+# Test-only overrides, from the environment (defaults are the contract's):
 #   BD_BLOCKLIST BD_EXCLUSIONS BD_ACTIVITY_LOG   file paths
 #   BD_SERVER_IP      space-separated server addresses (default: hostname -i)
 #   BD_NOW            'YYYY-MM-DD HH:MM:SS' local time the run pretends to start at

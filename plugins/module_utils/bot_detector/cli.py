@@ -91,7 +91,7 @@ def main(argv=None):
         out.flush()
 
     if not args.log:
-        for line in USAGE_LINES:   # spec section 7: three lines on standard output, exit 1
+        for line in USAGE_LINES:   # docs/contract.md, rule 1: three lines on standard output, exit 1
             emit(line)
         return EXIT_SPEC_ERROR
 
