@@ -111,13 +111,13 @@ def test_is_client_address(field, valid):
 
 
 def test_decide_order_and_substring_quirk():
-    assert rules.decide(999, b'1.2.3.4', 1000, b'', b'') == rules.BELOW_THRESHOLD
-    assert rules.decide(1000, b'1.2.3.4', 1000, b'', b'') == rules.BLOCK
-    assert rules.decide(1000, b'1.2.3.4', 1000, b'11.2.3.45\n', b'') == rules.ALREADY_BLOCKED
-    assert rules.decide(1000, b'1.2.3.4', 1000, b'1.2.3.4\n', b'1.2.3.4\n') == rules.ALREADY_BLOCKED
-    assert rules.decide(1000, b'1.2.3.4', 1000, b'', b'1.2.3.45\n') == rules.ALLOW_LISTED
-    assert rules.decide(5000, b'-', 1000, b'', b'') == rules.INVALID
-    assert rules.decide(5000, b'-', 1000, b'a-b\n', b'') == rules.ALREADY_BLOCKED
+    assert rules.decide(999, b'1.2.3.4', 1000, rules.SubstringLists(b'', b'')) == rules.BELOW_THRESHOLD
+    assert rules.decide(1000, b'1.2.3.4', 1000, rules.SubstringLists(b'', b'')) == rules.BLOCK
+    assert rules.decide(1000, b'1.2.3.4', 1000, rules.SubstringLists(b'11.2.3.45\n', b'')) == rules.ALREADY_BLOCKED
+    assert rules.decide(1000, b'1.2.3.4', 1000, rules.SubstringLists(b'1.2.3.4\n', b'1.2.3.4\n')) == rules.ALREADY_BLOCKED
+    assert rules.decide(1000, b'1.2.3.4', 1000, rules.SubstringLists(b'', b'1.2.3.45\n')) == rules.ALLOW_LISTED
+    assert rules.decide(5000, b'-', 1000, rules.SubstringLists(b'', b'')) == rules.INVALID
+    assert rules.decide(5000, b'-', 1000, rules.SubstringLists(b'a-b\n', b'')) == rules.ALREADY_BLOCKED
 
 
 def test_line_filter_rules():

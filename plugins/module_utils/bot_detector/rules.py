@@ -93,11 +93,12 @@ def top_records(counter, server_ips, top):
     return records
 
 
-def decide(count, address, threshold, blocklist_content, exclusions_content):
-    """What to do with one counted record under the spec's rules."""
+def decide(count, key, threshold, lists):
+    """What to do with one counted record (rules 5.5-5.7): the threshold, then the rules'
+    view of the lists (``SubstringLists`` for the spec's rules)."""
     if count < threshold:
         return BELOW_THRESHOLD
-    return SubstringLists(blocklist_content, exclusions_content).verdict(address)
+    return lists.verdict(key)
 
 
 class SubstringLists:

@@ -19,7 +19,7 @@ from .lists import count_lines, read_list
 from .logfile import check_readable
 from .messages import ACTIVITY_ADDED_PATTERN, EXECUTION_TIME
 from .result import Result
-from .rules import BELOW_THRESHOLD, BLOCK, rules_for
+from .rules import BELOW_THRESHOLD, BLOCK, decide, rules_for
 from .tally import count_windows
 from .text import to_bytes, to_text
 from .writer import BlocklistWriter
@@ -81,7 +81,7 @@ def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None,
             records = rules.examined(counter, server_ips, settings.top)
             result.window(window, records)
             for count, key in records:
-                verdict = BELOW_THRESHOLD if count < settings.threshold else lists.verdict(key)
+                verdict = decide(count, key, settings.threshold, lists)
                 if verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
                     _act(result, writer, lists, verdict, key, entry)
