@@ -310,6 +310,8 @@ def main():
 
     output = result.as_dict()
     output.pop('check_mode')
+    for warning in output.pop('warnings'):
+        module.warn(warning)
     for key in ('counts', 'local_blocks'):
         if output[key] is None:
             del output[key]

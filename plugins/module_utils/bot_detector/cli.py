@@ -99,7 +99,8 @@ def main(argv=None):
         settings = resolve(explicit_settings(args), config_path=args.config or DEFAULT_CONFIG,
                            config_required=args.config is not None)
         now = parse_now(args.now) if args.now is not None else None
-        result = detect(settings, args.log, now=now, check_mode=args.check, emit=None if args.json else emit)
+        result = detect(settings, args.log, now=now, check_mode=args.check, emit=None if args.json else emit,
+                        on_warning=lambda line: sys.stderr.write('bot-detector: warning: %s\n' % line))
     except BotDetectorError as exc:
         if exc.exit_status == EXIT_SPEC_ERROR:
             emit(exc.message)     # the spec's errors go to standard output
