@@ -17,7 +17,7 @@ NOW_EPOCH = 1795234423
 def oracle(addresses, servers, top):
     """sort | uniq -c | sort -nr, then awk drops the records whose address is one of
     ``servers`` exactly, then head."""
-    program = '!(%s)' % ' || '.join('$2 == "%s"' % server for server in servers)
+    program = '!(%s)' % ' || '.join('$2 == "%s"' % server.decode() for server in servers)
     out = subprocess.run('sort | uniq -c | sort -nr | awk \'%s\' | head -n %d' % (program, top), shell=True,
                          input=b''.join(a + b'\n' for a in addresses), stdout=subprocess.PIPE,
                          env=dict(os.environ, LC_ALL='C'), check=True).stdout

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
+import signal
 import sys
 
 from . import VERSION
@@ -81,6 +82,9 @@ def explicit_settings(args):
 
 
 def main(argv=None):
+    # A closed standard output (| head) ends the run where a shell script would end: at the
+    # next line written, silently, by SIGPIPE (Python would raise BrokenPipeError instead).
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
     args = parser.parse_args(argv)
     out = sys.stdout.buffer

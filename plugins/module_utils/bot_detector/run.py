@@ -45,7 +45,7 @@ def _locked_lists(settings, rules, result, check_mode):
     """The writer, locked (unless check mode), and the rules' view of both lists read under
     the lock; a run adds its own additions to that view, so the current-hour pass sees
     what the previous-hour pass appended."""
-    writer = BlocklistWriter(settings.blocklist, settings.activity_log)
+    writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
     if not check_mode:
         writer.lock()
     try:
