@@ -201,3 +201,53 @@ def test_a_first_field_longer_than_the_bound_is_not_counted(tmp_path, monkeypatc
     log.write_bytes(long_field + short_field)
     counters, dummy, dummy = count_with_peak(log, monkeypatch)
     assert counters[0] == {b'x' * 3000: 1}
+
+
+def test_lines_read_piece_by_piece_count_as_whole_lines(tmp_path, monkeypatch):
+    """Property: with 64-byte chunks nearly every line goes piece by piece (LongLine); the
+    counts must be those of the whole lines judged by LineFilter.keep, for any mix of the
+    filter's needles, blanks, NULs and split points, whatever bytes the needles hold."""
+    from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+    windows = clock.hour_windows(NOW_EPOCH)
+    prefixes = ['GET /job/', 'GET /jo\x00bs/', 'GET /stelle/ ']
+    line_filter = rules.LineFilter(prefixes, '/ G')         # a marker that joining needles by blanks would make
+    pieces = [b'GET /job/', b'GET /jo\x00bs/', b'GET /stelle/ ', b'/ G', b'G', b'/', b'/files/', b'BoT', b'bo', b't',
+              windows[0].stamp, windows[1].stamp, b' ', b'\t', b'\x00', b'x' * 50, b'203.0.113.7', b'2001:db8::7', b'GET /jo']
+    lines = st.lists(st.lists(st.sampled_from(pieces), max_size=14).map(b''.join), min_size=1, max_size=30)
+    monkeypatch.setattr(tally, 'READ_CHUNK', 64)
+
+    @hsettings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(lines=lines)
+    def check(lines):
+        path = tmp_path / 'pieces.log'
+        path.write_bytes(b'\n'.join(lines) + b'\n')
+        counted = tally.count_windows([str(path)], windows, line_filter)
+        expected = [{}, {}]
+        for line in lines:
+            for i, window in enumerate(windows):
+                if window.stamp in line and line_filter.keep(line):
+                    field = rules.first_field(line)
+                    expected[i][field] = expected[i].get(field, 0) + 1
+        assert [dict(c) for c in counted.counters] == expected
+    check()
+
+
+def test_the_stand_in_of_a_long_line_holds_no_needle_the_line_lacks(tmp_path, monkeypatch):
+    """The needles a long line holds are joined into a short stand-in line: joined by a
+    blank, 'GET /job/' and 'GET /jo...' would make the marker '/ G'; joined by NUL, two
+    stamps would make a prefix '3<NUL>2'. Neither may count or drop what the line does not."""
+    monkeypatch.setattr(tally, 'READ_CHUNK', 64)
+    windows = clock.hour_windows(NOW_EPOCH)
+    previous, current = windows[0].stamp, windows[1].stamp
+    cases = [
+        (rules.LineFilter(['GET /job/', 'GET /jo\x00bs/'], '/ G'),
+         b'203.0.113.7 ' + previous + b' GET /job/ ' + b'x' * 80 + b'GET /jo\x00bs/'),
+        (rules.LineFilter(['GET /job/', (previous[-1:] + b'\x00' + current[:1]).decode()], 'Google'),
+         b'203.0.113.8 ' + previous + b' ' + b'y' * 80 + current),
+    ]
+    for line_filter, line in cases:
+        path = tmp_path / 'long.log'
+        path.write_bytes(line + b'\n')
+        counted = tally.count_windows([str(path)], windows, line_filter)
+        expected = [{rules.first_field(line): 1} if w.stamp in line and line_filter.keep(line) else {} for w in windows]
+        assert [dict(c) for c in counted.counters] == expected

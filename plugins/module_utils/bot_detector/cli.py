@@ -20,9 +20,10 @@ from .text import to_bytes
 
 __metaclass__ = type
 
-EXIT_STATUSES = ('Exit status: 0 done; 1 no log given, or the log is missing, unreadable or not a regular file; '
-                 '2 bad option, value or config file (nothing read or written); 3 the run failed (host address '
-                 'query, lock, read or append; nothing half-written).')
+EXIT_STATUSES = ('Exit status: 0 done (a rotated file left out is a warning on standard error); 1 no log given, '
+                 'or the log is missing, unreadable or not a regular file; 2 bad option, value or config file '
+                 '(nothing read or written); 3 the run failed (host address or date query, lock, read or append; '
+                 'a failed append takes back its blocklist and activity lines where it can, and says when it cannot).')
 
 
 class _Parser(argparse.ArgumentParser):

@@ -19,7 +19,7 @@ __metaclass__ = type
 # A probe reads PROBE_READ bytes, up to PROBE_BYTES when lines are long.
 PROBE_READ = 4 * 1024
 PROBE_BYTES = 64 * 1024
-# The seek's probes: one every 1/ORDER_PROBES of the file, at least PROBE_SPACING apart.
+# The seek's probes: ORDER_PROBES spread over the file, or one every PROBE_SPACING in a smaller one.
 ORDER_PROBES = 1024
 PROBE_SPACING = 16 * 1024
 MAX_UTC_OFFSET = 14 * 3600      # +14:00, the widest offset in use
@@ -139,7 +139,7 @@ class SeekPlan:
 
 def plan_seek(fd, size, stamps, margin):
     """Find where the windows' lines can start, from probes spread evenly over the file:
-    one every 1/ORDER_PROBES of it, at least PROBE_SPACING apart, and the last lines.
+    ORDER_PROBES of them, or one every PROBE_SPACING in a smaller file, and the last lines.
 
     A line carrying hour text ``stamp`` with UTC offset O was written at stamp_clock(stamp)
     - O or later, so the earliest instant is taken with the largest offset the probes show
@@ -148,7 +148,7 @@ def plan_seek(fd, size, stamps, margin):
     line before it is older than the earliest instant as long as no line is more than
     ``margin`` later than a probe after it. Where a probe is more than ``margin`` earlier
     than one before it, that does not hold, and ``start`` is None: read the whole file."""
-    count = max(1, min(ORDER_PROBES, size // PROBE_SPACING))
+    count = max(1, min(ORDER_PROBES, -(-size // PROBE_SPACING)))
     first = probe(fd, 0)
     probes = [first] if first else []
     for offset in sorted(set([size * i // count for i in range(1, count)] + [max(0, size - PROBE_READ)])):

@@ -119,9 +119,12 @@ class LongLine:
     def __init__(self, tally):
         self.tally = tally
         needles = getattr(tally.line_filter, 'needles', None)
-        self.skip = needles is None or any(b'\x00' in n for group in needles for n in group)
+        self.skip = needles is None
         self.exact, self.folded = ([], []) if self.skip else (list(needles[0]), list(needles[1]))
         self.exact += [window.stamp for window in tally.counts.windows]
+        # A byte no needle holds, to join them: the stand-in then holds no needle the line lacks.
+        used = set(bytearray(b''.join(self.exact + self.folded)))
+        self.joint = bytes(bytearray([next(byte for byte in range(256) if byte not in used)]))
         self.found = set()
         self.overlap = max([len(n) for n in self.exact + self.folded] or [1]) - 1
         self.tail = b''
@@ -172,8 +175,7 @@ class LongLine:
             stand_in = field        # the whole line is its first field: the needles are in it
         else:
             held = [n for n in self.exact if n in self.found] + [n for n in self.folded if (n, 'folded') in self.found]
-            # Joined by NUL, which no needle holds: no needle appears that the line lacks.
-            stand_in = field + self.separator + b'\x00' + b'\x00'.join(held)
+            stand_in = field + self.separator + self.joint + self.joint.join(held)
         for window, counter in self.tally.counts:
             if window.stamp in self.found:
                 self.tally.line_filter.count_into([stand_in], counter)
