@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
+import os
 import signal
 import sys
 
@@ -83,9 +84,19 @@ def explicit_settings(args):
 
 
 def main(argv=None):
-    # A closed standard output (| head) ends the run where a shell script would end: at the
-    # next line written, silently, by SIGPIPE (Python would raise BrokenPipeError instead).
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # A closed standard output (| head) ends the run where it ends a shell script: at
+        # the line that could not be written, silently, by SIGPIPE; after the run's own
+        # clean-up (its lock), which the exception went through.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+        raise
+
+
+def _main(argv):
     parser = build_parser()
     args = parser.parse_args(argv)
     out = sys.stdout.buffer
