@@ -66,22 +66,11 @@ def has_gzip_header(head):
     return len(head) >= 10 and head[:2] == GZIP_MAGIC and head[2:3] == b'\x08' and not ord(head[3:4]) & 0xe0
 
 
-def line_time(line, pos=0, endpos=None):
-    """The first ``[21/Nov/2026:04:13:43 +0100]`` timestamp in ``line[pos:endpos]``, as
-    (seconds since the epoch with its own UTC offset applied, that offset in seconds), or
-    None. Applying the offset makes the times of a log monotonic across DST changes and
-    whatever zone it is written in; the windows' hour text is mapped to instants the same way."""
-    endpos = len(line) if endpos is None else endpos
-    match = _TIMESTAMP.search(line, pos, endpos)
-    while match is not None:
-        parsed = _instant(match)
-        if parsed is not None:
-            return parsed
-        match = _TIMESTAMP.search(line, match.end(), endpos)
-    return None
-
-
 def _instant(match):
+    """A ``[21/Nov/2026:04:13:43 +0100]`` timestamp match as (seconds since the epoch with its
+    own UTC offset applied, that offset in seconds), or None when it is no real time.
+    Applying the offset makes the times of a log rise through DST changes, whatever zone it
+    is written in; the windows' hour text is mapped to instants the same way (stamp_clock)."""
     day, month, year, hour, minute, second, sign, off_hours, off_minutes = match.groups()
     month = _MONTH_NUMBER.get(month)
     offset = (int(off_hours) * 3600 + int(off_minutes) * 60) * (-1 if sign == b'-' else 1)
@@ -108,11 +97,9 @@ def probe(fd, offset):
     while True:
         block = os.pread(fd, want, offset)
         at_end = len(block) < want
-        pos = 0
-        if offset:
-            cut = block.find(b'\n')
-            pos = cut + 1
-        if offset == 0 or cut != -1:
+        # At 0 the first line is whole; elsewhere it starts after the first newline.
+        pos = block.find(b'\n') + 1 if offset else 0
+        if offset == 0 or pos:
             # Only whole lines: up to the last newline, or to the end of the file.
             limit = len(block) if at_end else block.rfind(b'\n')
             match = _TIMESTAMP.search(block, pos, max(pos, limit))
