@@ -116,7 +116,11 @@ def equivalence_scenario(seed, now):
     windows = [(prev_start, min(3600, cur_start - prev_start) or 3600), (cur_start, now - cur_start + 1)]
 
     server = rng.choice(['10.0.0.5', '127.0.1.1', '192.0.2.10'])
-    sc.server_ips = [server] + (['fe80::1'] if rng.random() < 0.3 else [])
+    # One address: the equivalence is the spec's substring rule (several are matched as
+    # whole addresses, unlike the spec: tests/unit/test_server_addresses.py). The draw that
+    # once added a second one is kept, so that each seed's log stays the same.
+    sc.server_ips = [server]
+    rng.random()
 
     def when(window):
         start, length = window

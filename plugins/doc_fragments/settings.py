@@ -89,18 +89,27 @@ options:
   seek:
     description:
       - >-
-        In a time-ordered plain log, find where the windows start by binary search on the line
-        timestamps and read only from there; off reads every log whole, as the reference does.
+        In a plain log in time order, find where the windows can start from the line timestamps
+        (probes spread over the file) and read only from there; off reads every log whole, as the
+        reference does.
       - >-
         Default: the host config file's C(seek) when set there, else true.
     type: bool
   seek_margin:
     description:
       - >-
-        Seconds lines may be out of time order; the seek starts this much before the previous-hour
-        window.
+        Seconds lines may be out of time order; the seek starts this much before the earliest moment
+        a line of the windows can have been written.
       - >-
         Default: the host config file's C(seek_margin) when set there, else 600.
+    type: int
+  lock_timeout:
+    description:
+      - >-
+        Seconds a run waits for the lock on the blocklist while another run holds it (the lists are
+        read and appended to under it); then it fails with exit status 3.
+      - >-
+        Default: the host config file's C(lock_timeout) when set there, else 60.
     type: int
   rules:
     description:

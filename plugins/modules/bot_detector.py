@@ -23,8 +23,9 @@ description:
   - Safety additions that change nothing for valid input are always on. Only a syntactically valid IPv4 or
     IPv6 address is ever appended; any other first field of a log line is reported in RV(skipped_invalid).
     A missing newline at the end of the blocklist is added before appending. Appends run under an
-    exclusive lock (flock on the blocklist's directory), each as one fsync'ed write, so overlapping runs
-    never append the same address twice and the activity log never claims an addition the blocklist lacks.
+    exclusive lock (a lock file of the run's own, keyed by the blocklist, that no other user can open),
+    each as one fsync'ed write, so overlapping runs never append the same address twice; a blocklist line
+    and its activity line are appended both or neither (see the collection README, Safety additions).
   - The blocklist, the exclusion list and the activity log are only ever appended to, never rewritten.
 author:
   - Bot Detector maintainers (@jobboard)
@@ -109,7 +110,9 @@ extends_documentation_fragment:
   - jobboard.bot_detector.settings
 notes:
   - Runs on the managed host and needs Python 3.8 or newer there, nothing else.
-  - The run holds an exclusive flock on the directory of O(blocklist) while it reads the lists and appends.
+  - The run holds an exclusive flock on its own lock file for O(blocklist) while it reads the lists and appends
+    (as root in C(/run/bot-detector/), mode 0700), waiting at most O(lock_timeout) seconds for another run.
+  - A rotated file that cannot be read whole (O(rotated)) is left out with a warning; the run goes on.
 '''
 
 EXAMPLES = r'''
@@ -310,6 +313,8 @@ def main():
 
     output = result.as_dict()
     output.pop('check_mode')
+    for warning in output.pop('warnings'):
+        module.warn(warning)
     for key in ('counts', 'local_blocks'):
         if output[key] is None:
             del output[key]

@@ -202,3 +202,21 @@ def test_bad_config_file_fails_the_task_naming_file_key_value(case, content, fra
     assert rc != 0 and res['failed'] is True
     assert res['msg'].startswith(str(config) + ': ') and fragment in res['msg'], res['msg']
     assert not (tmp_path / 'activity.log').exists() and (tmp_path / 'blocklist').read_bytes() == b'192.0.2.1\n'
+
+
+def test_damaged_rotated_file_is_a_module_warning(case):
+    """logrotate still compressing access.log.1.gz: the module warns and blocks from the log."""
+    import gzip
+    tmp_path, args = case
+    whole = gzip.compress(loggen.planted_log(NOW_EPOCH, previous={'203.0.113.99': 5000}))
+    (tmp_path / 'access.log.1.gz').write_bytes(whole[:len(whole) // 2])
+    log = tmp_path / 'access.log'
+    log.write_bytes(loggen.planted_log(NOW_EPOCH, current={'2001:db8::7': 1000}))     # starts after the windows began
+    rc, res = ansible(args)
+    assert rc == 0, res
+    rotated = str(tmp_path / 'access.log.1.gz')
+    assert len(res['warnings']) == 1
+    assert res['warnings'][0].startswith('cannot read %s: ' % rotated)
+    assert res['warnings'][0].endswith('; the run goes on without this rotated file')
+    assert [b['address'] for b in res['blocked']] == ['2001:db8::7']
+    assert 'warnings' not in res.get('ansible_facts', {}).get('bot_detector', {})

@@ -5,11 +5,16 @@
 #
 # Test-only overrides, from the environment (defaults are the contract's):
 #   BD_BLOCKLIST BD_EXCLUSIONS BD_ACTIVITY_LOG   file paths
-#   BD_SERVER_IP      space-separated server addresses (default: hostname -i)
+#   BD_SERVER_IP      the server address text (default: the output of hostname -i; the
+#                     spec drops records holding that whole text, even when it holds
+#                     several addresses)
 #   BD_NOW            'YYYY-MM-DD HH:MM:SS' local time the run pretends to start at
 #   BD_SEARCH_ENGINE  the search-engine marker (default: Google)
 #   BD_THRESHOLD BD_TOP
-# LC_ALL=C and grep -a: bytes, not characters, whatever the log holds.
+# LC_ALL=C and grep -a: bytes, not characters, whatever the log holds. The activity
+# date is `date` in the caller's locale, as the spec's script would print it.
+caller_lc_all=${LC_ALL-}
+caller_lc_all_set=${LC_ALL+set}
 export LC_ALL=C
 set -f   # no globbing when a record is split into words
 
@@ -38,10 +43,11 @@ if [ -n "${BD_SERVER_IP+set}" ]; then
 else
     server_ip=$(hostname -i) || exit 3
 fi
-server_patterns=()
-for ip in $server_ip; do server_patterns+=(-e "$ip"); done
 drop_server() {
-    if [ ${#server_patterns[@]} -gt 0 ]; then grep -avF "${server_patterns[@]}"; else cat; fi
+    if [ -n "$server_ip" ]; then grep -avF -- "$server_ip"; else cat; fi
+}
+activity_date() {
+    if [ -n "$caller_lc_all_set" ]; then LC_ALL=$caller_lc_all date; else env -u LC_ALL date; fi
 }
 now=$(date -d "${BD_NOW:-now}" +%s) || exit 3
 
@@ -78,7 +84,7 @@ for timeframe in "1 hour ago" "now"; do
             else
                 echo "Blocking IP address: $ip ($count requests)"
                 echo "$ip" >> "$blocklist" || exit 3
-                echo "$(date) | IP addess $ip added to the block list, RPH=$count" >> "$activity_log" || exit 3
+                echo "$(activity_date) | IP addess $ip added to the block list, RPH=$count" >> "$activity_log" || exit 3
             fi
         fi
     done <<< "$records"

@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests need, with apt, when they are missing:
 # podman + runc (molecule hosts), debootstrap (their image), shellcheck (ansible-test
-# sanity). Anything still missing afterwards is an error, never a skipped test.
+# sanity), localedef (locales) for the de_DE.UTF-8 locale the activity-date test runs
+# `date` under. Anything still missing afterwards is an error, never a skipped test.
 set -euo pipefail
-declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck)
+declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales)
+test_locale=de_DE.UTF-8
+
+has_locale() { locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; }
+
 missing=()
 for tool in "${!package_of[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+[ ${#missing[@]} -eq 0 ] && has_locale && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-prereqs: missing ${missing[*]}; install them (as root, with apt-get) and run again" >&2
+    echo "install-prereqs: missing ${missing[*]:-} ${test_locale}; install them (as root, with apt-get) and run again" >&2
     exit 1
 fi
-echo "install-prereqs: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-prereqs: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 for tool in "${!package_of[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || { echo "install-prereqs: $tool still missing" >&2; exit 1; }
 done
+if ! has_locale; then
+    echo "install-prereqs: generating the ${test_locale} locale"
+    localedef -i de_DE -f UTF-8 "$test_locale"
+fi
+has_locale || { echo "install-prereqs: the ${test_locale} locale is still missing" >&2; exit 1; }

@@ -128,16 +128,18 @@ def test_bad_lists_count_as_empty(tmp_path, files, kind):
     assert b'Blocking IP address: 203.0.113.7 (1200 requests)' in got.stdout
 
 
-def test_blocklist_symlink_is_refused_as_root(tmp_path, files):
+def test_blocklist_symlink_planted_by_another_user_is_refused_as_root(tmp_path, files):
     require_root()
     target = tmp_path / 'elsewhere'
     target.write_bytes(b'192.0.2.1\n')
     files.blocklist.symlink_to(target)
+    os.lchown(str(files.blocklist), 65534, 65534)      # nobody's link (root's are followed: test_appends)
     log = tmp_path / 'access.log'
     log.write_bytes(clean_log())
     got = detect(files, log)
     assert got.returncode == 3
-    assert got.stderr == b'bot-detector: error: refusing to append to %s: it is a symbolic link (running as root)\n' % bytes(files.blocklist)
+    assert got.stderr == (b'bot-detector: error: refusing to append to %s: the symbolic link %s, or the directory it '
+                          b'points into, belongs to another user (running as root)\n' % (bytes(files.blocklist), bytes(files.blocklist)))
     assert target.read_bytes() == b'192.0.2.1\n'
     assert not files.activity_log.exists()
 

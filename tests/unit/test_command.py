@@ -9,7 +9,7 @@ import time
 import pytest
 
 import loggen
-from conftest import CORE, mask_duration, run_core, run_reference
+from conftest import CORE, ROOT, mask_duration, run_core, run_reference
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423          # NOW in UTC
@@ -147,13 +147,13 @@ def test_failed_append_is_a_clear_error_and_writes_no_activity(tmp_path, files):
     assert not files.activity_log.exists()
 
 
-def test_failed_activity_append_fails_the_run(tmp_path, files):
+def test_failed_activity_append_fails_the_run_before_the_blocklist_line(tmp_path, files):
     files.activity_log.mkdir()
     log = write_log(tmp_path, previous={'203.0.113.7': 1000})
     got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--now', NOW, log])
     assert got.returncode == 3
     assert b'cannot append to %s' % bytes(files.activity_log) in got.stderr
-    assert files.read('blocklist') == b'203.0.113.7\n'
+    assert files.read('blocklist') is None          # both lines, or neither
 
 
 def test_server_address_defaults_to_hostname_i(tmp_path, files):
@@ -186,3 +186,33 @@ def test_help_documents_every_option():
     for option in (b'--blocklist', b'--exclusions', b'--activity-log', b'--threshold', b'--top', b'--server-ip',
                    b'--search-engine', b'--now', b'--check', b'--json', b'Exit status'):
         assert option in got.stdout
+
+
+def test_blocklist_in_a_missing_directory_with_nothing_to_block_is_the_references(tmp_path):
+    log = write_log(tmp_path, previous={'203.0.113.7': 999})
+    missing = tmp_path / 'no' / 'such'
+    args = ['--blocklist', missing / 'ipblocklist.txt', '--exclusions', missing / 'ex', '--activity-log', missing / 'a.log']
+    got = run_core(args + ['--server-ip', '10.0.0.5', '--now', NOW, log])
+    ref = run_reference(log, missing / 'ipblocklist.txt', missing / 'ex', missing / 'a.log', ['10.0.0.5'], NOW)
+    assert (got.returncode, mask_duration(got.stdout), got.stderr) == (ref.returncode, mask_duration(ref.stdout), b'') == (
+        0, mask_duration(ref.stdout), b'')
+    assert not missing.exists()
+
+
+def test_closed_standard_output_ends_quietly_like_the_script(tmp_path, files):
+    """`bot-detector.sh LOG | head -0`: the shell script dies of SIGPIPE at its first echo,
+    silently, before any append; so does the command."""
+    log = write_log(tmp_path, previous={'203.0.113.7': 1200})
+    outcomes = []
+    for args, env in (([sys.executable, str(CORE)] + [str(a) for a in files.options()] + ['--server-ip', '10.0.0.5', '--now', NOW, str(log)],
+                       dict(os.environ, TZ='UTC')),
+                      ([str(ROOT / 'tests' / 'reference' / 'bot-detector.sh'), str(log)],
+                       dict(os.environ, TZ='UTC', BD_BLOCKLIST=str(files.blocklist) + '.ref', BD_EXCLUSIONS=str(files.exclusions),
+                            BD_ACTIVITY_LOG=str(files.activity_log) + '.ref', BD_SERVER_IP='10.0.0.5', BD_NOW=NOW))):
+        reader, writer = os.pipe()
+        os.close(reader)                       # the reader is gone before the first line
+        proc = subprocess.run(args, stdout=writer, stderr=subprocess.PIPE, env=env, timeout=60, check=False)
+        os.close(writer)
+        outcomes.append((proc.returncode, proc.stderr))
+    assert outcomes[0] == outcomes[1] == (-13, b'')
+    assert not files.blocklist.exists() and not files.activity_log.exists()

@@ -49,8 +49,11 @@ def test_windows_match_gnu_date(zone, tz):
 
 
 @pytest.mark.parametrize('tz', ZONES)
-def test_activity_date_is_date_default_format(zone, tz):
+def test_activity_date_is_date_default_format(zone, tz, monkeypatch):
+    """The date of another moment (date -d @EPOCH) in this process's zone; the run's locale:
+    tests/unit/test_activity_date.py."""
     zone(tz)
+    monkeypatch.setenv('LC_ALL', 'C')
     for epoch in (1779000000, 1792888200, 1800000000, 1767225600):
         assert clock.date_default_format(epoch) == gnu_date(['-d', '@%d' % epoch], tz)
 

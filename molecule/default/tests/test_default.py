@@ -43,9 +43,27 @@ def test_cron_entry_per_log(host):
     for fields, log in zip(entries, LOGS):
         assert fields[:5] == [SCHEDULE[name_of(host)], '*', '*', '*', '*']
         assert fields[5] == 'root'
-        assert fields[6:9] == ['flock', '-n', fields[8]] and fields[8].startswith('/run/bot-detector-')
-        assert fields[9:11] == ['/usr/local/sbin/bot-detector.sh', log]
-        assert fields[11:] == ['>>', '/var/log/bot-detector-cron.log', '2>&1']
+        assert fields[6:12] == ['mkdir', '-p', '-m', '0700', '/run/bot-detector', '&&']
+        assert fields[12:15] == ['flock', '-n', fields[14]] and fields[14].startswith('/run/bot-detector/cron-')
+        assert fields[15:17] == ['/usr/local/sbin/bot-detector.sh', log]
+        assert fields[17:] == ['>>', '/var/log/bot-detector-cron.log', '2>&1']
+
+
+def test_cron_lock_is_roots_alone(host):
+    """A cron entry's lock: its flock file is in a directory no other user can enter, so
+    no other user can hold it and make every run skip."""
+    entry = [l for l in host.file('/etc/cron.d/bot-detector').content_string.splitlines()
+             if l and not l.startswith('#') and '=' not in l][0]
+    words = entry.split()[6:]
+    lock = words[8]
+    # The entry's own commands, with `true` for the detector (the planted-log tests run it).
+    ran = host.run('sh -c %s', ' '.join(words[:9] + ['true']))
+    assert ran.rc == 0, ran.stderr
+    lock_dir = host.file('/run/bot-detector')
+    assert (lock_dir.is_directory, lock_dir.user, lock_dir.mode) == (True, 'root', 0o700)
+    assert host.file(lock).exists
+    tried = host.run('setpriv --reuid=65534 --regid=65534 --clear-groups flock -n %s true', lock)
+    assert tried.rc != 0 and 'Permission denied' in tried.stderr
 
 
 def test_config_file_holds_the_hosts_settings(host):

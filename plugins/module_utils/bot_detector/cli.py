@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
+import os
+import signal
 import sys
 
 from . import VERSION
@@ -19,9 +21,10 @@ from .text import to_bytes
 
 __metaclass__ = type
 
-EXIT_STATUSES = ('Exit status: 0 done; 1 no log given, or the log is missing, unreadable or not a regular file; '
-                 '2 bad option, value or config file (nothing read or written); 3 the run failed (host address '
-                 'query, lock, read or append; nothing half-written).')
+EXIT_STATUSES = ('Exit status: 0 done (a rotated file left out is a warning on standard error); 1 no log given, '
+                 'or the log is missing, unreadable or not a regular file; 2 bad option, value or config file '
+                 '(nothing read or written); 3 the run failed (host address or date query, lock, read or append; '
+                 'a failed append takes back its blocklist and activity lines where it can, and says when it cannot).')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,6 +84,19 @@ def explicit_settings(args):
 
 
 def main(argv=None):
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # A closed standard output (| head) ends the run where it ends a shell script: at
+        # the line that could not be written, silently, by SIGPIPE; after the run's own
+        # clean-up (its lock), which the exception went through.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+        raise
+
+
+def _main(argv):
     parser = build_parser()
     args = parser.parse_args(argv)
     out = sys.stdout.buffer
@@ -99,7 +115,8 @@ def main(argv=None):
         settings = resolve(explicit_settings(args), config_path=args.config or DEFAULT_CONFIG,
                            config_required=args.config is not None)
         now = parse_now(args.now) if args.now is not None else None
-        result = detect(settings, args.log, now=now, check_mode=args.check, emit=None if args.json else emit)
+        result = detect(settings, args.log, now=now, check_mode=args.check, emit=None if args.json else emit,
+                        on_warning=lambda line: sys.stderr.write('bot-detector: warning: %s\n' % line))
     except BotDetectorError as exc:
         if exc.exit_status == EXIT_SPEC_ERROR:
             emit(exc.message)     # the spec's errors go to standard output

@@ -7,13 +7,12 @@ from __future__ import absolute_import, division, print_function
 
 import time
 
-from .errors import bad_option
+from .errors import BotDetectorError, bad_option
 
 __metaclass__ = type
 
 # English names whatever the locale: the hour stamp is what the access log holds.
 MONTHS = ('Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec')
-WEEKDAYS = ('Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun')
 
 
 class Window:
@@ -40,11 +39,20 @@ def hour_stamp(epoch):
 
 
 def date_default_format(epoch=None):
-    """What ``date`` prints under the C locale, e.g. 'Sat Nov 21 04:13:43 UTC 2026'."""
-    t = time.localtime(time.time() if epoch is None else epoch)
-    return '%s %s %2d %02d:%02d:%02d %s %d' % (
-        WEEKDAYS[t.tm_wday], MONTHS[t.tm_mon - 1], t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
-        t.tm_zone or time.strftime('%Z', t), t.tm_year)
+    """What ``date`` prints in its default format, in this process's locale and zone (the
+    spec's activity-log date): 'Sat Nov 21 04:13:43 UTC 2026' under the C locale,
+    'Sa 21. Nov 04:13:43 UTC 2026' under de_DE.UTF-8. It is ``date`` itself that prints it
+    (``date -d @EPOCH`` for another moment than now): each locale has its own format."""
+    import subprocess
+    args = ['date'] if epoch is None else ['date', '-d', '@%d' % int(epoch)]
+    try:
+        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BotDetectorError('cannot take the date for the activity log: date: %s' % exc)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        detail = proc.stderr.decode('utf-8', 'replace').strip() or 'exit status %d' % proc.returncode
+        raise BotDetectorError('cannot take the date for the activity log: date: %s' % detail)
+    return proc.stdout.rstrip(b'\n').decode('utf-8', 'surrogateescape')
 
 
 def hour_windows(now):

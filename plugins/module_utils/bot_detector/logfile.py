@@ -5,10 +5,10 @@
 
 from __future__ import absolute_import, division, print_function
 
+import calendar
 import os
 import re
 import stat
-import time
 
 from .clock import MONTHS
 from .errors import EXIT_SPEC_ERROR, BotDetectorError
@@ -16,10 +16,15 @@ from .messages import NOT_READABLE, NOT_REGULAR
 
 __metaclass__ = type
 
+# A probe reads PROBE_READ bytes, up to PROBE_BYTES when lines are long.
+PROBE_READ = 4 * 1024
 PROBE_BYTES = 64 * 1024
-ORDER_PROBES = 32
+# The seek's probes: ORDER_PROBES spread over the file, or one every PROBE_SPACING in a smaller one.
+ORDER_PROBES = 1024
+PROBE_SPACING = 16 * 1024
+MAX_UTC_OFFSET = 14 * 3600      # +14:00, the widest offset in use
 
-_TIMESTAMP = re.compile(br'\[(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) [-+]\d{4}\]')
+_TIMESTAMP = re.compile(br'\[(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([-+])(\d{2})(\d{2})\]')
 _MONTH_NUMBER = dict((m.encode('ascii'), i + 1) for i, m in enumerate(MONTHS))
 
 
@@ -51,77 +56,111 @@ def check_readable(path):
     open_log(path).close()
 
 
-def is_gzip(handle):
-    magic = handle.read(2)
-    handle.seek(0)
-    return magic == b'\x1f\x8b'
+GZIP_MAGIC = b'\x1f\x8b'
 
 
-def line_time(line):
-    """A line's ``[21/Nov/2026:04:13:43 +0100]`` timestamp as seconds since the epoch,
-    reading its wall-clock text in this host's local time and ignoring its offset, or
-    None. The windows match the stamp as text in local time (rule 5.3.1), so the seek
-    must compare the same thing: a log written in another zone is then still sought right."""
-    match = _TIMESTAMP.search(line)
-    if match is None:
-        return None
-    day, month, year, hour, minute, second = match.groups()
+def has_gzip_header(head):
+    """True when ``head`` (the file's first bytes) starts with a valid gzip member header:
+    the magic, the deflate method and no reserved flag bits (RFC 1952). A plain log whose
+    first two bytes happen to be 1f 8b fails this, or fails to decompress, and is read as plain."""
+    return len(head) >= 10 and head[:2] == GZIP_MAGIC and head[2:3] == b'\x08' and not ord(head[3:4]) & 0xe0
+
+
+def _instant(match):
+    """A ``[21/Nov/2026:04:13:43 +0100]`` timestamp match as (seconds since the epoch with its
+    own UTC offset applied, that offset in seconds), or None when it is no real time.
+    Applying the offset makes the times of a log rise through DST changes, whatever zone it
+    is written in; the windows' hour text is mapped to instants the same way (stamp_clock)."""
+    day, month, year, hour, minute, second, sign, off_hours, off_minutes = match.groups()
     month = _MONTH_NUMBER.get(month)
-    if month is None:
+    offset = (int(off_hours) * 3600 + int(off_minutes) * 60) * (-1 if sign == b'-' else 1)
+    if (month is None or not 1 <= int(day) <= 31 or int(hour) > 23 or int(minute) > 59 or int(second) > 60
+            or int(off_minutes) > 59 or abs(offset) > MAX_UTC_OFFSET):
         return None
-    try:
-        return time.mktime((int(year), month, int(day), int(hour), int(minute), int(second), 0, 0, -1))
-    except (ValueError, OverflowError):
-        return None
+    clock_text = calendar.timegm((int(year), month, int(day), int(hour), int(minute), int(second), 0, 0, 0))
+    return clock_text - offset, offset
 
 
-def time_after(handle, offset):
-    """The time of the first timestamped whole line starting after ``offset`` (at 0: at it),
-    or None when none is found within PROBE_BYTES."""
-    handle.seek(offset)
-    block = handle.read(PROBE_BYTES)
-    if offset:
-        cut = block.find(b'\n')
-        block = b'' if cut == -1 else block[cut + 1:]
-    lines = block.split(b'\n')
-    for line in lines[:-1] if len(lines) > 1 else lines:
-        epoch = line_time(line)
-        if epoch is not None:
-            return epoch
-    return None
+def stamp_clock(stamp):
+    """A window's hour stamp, b'21/Nov/2026:03', as the start of that clock hour read as if
+    it were UTC: a line carrying it with offset O was written at this minus O, or up to an
+    hour later."""
+    day, month, rest = stamp.split(b'/')
+    year, hour = rest.split(b':')
+    return calendar.timegm((int(year), _MONTH_NUMBER[month], int(day), int(hour), 0, 0, 0, 0, 0))
 
 
-def seek_offset(handle, size, target, margin):
-    """A line-aligned offset before which every line is older than ``target`` + ``margin``,
-    found by binary search on the line timestamps; None when the log does not look time
-    ordered (some timestamp earlier than one before it by more than ``margin``), which
-    asks for a full scan. 0 when the log starts after ``target``."""
-    probes = {}
-
-    def probe(offset):
-        if offset not in probes:
-            probes[offset] = time_after(handle, offset)
-        return probes[offset]
-
-    for i in range(ORDER_PROBES + 1):      # a spread of probes for the order check
-        probe(size * i // ORDER_PROBES)
-    low, high = 0, size
-    while high - low > PROBE_BYTES:
-        middle = (low + high) // 2
-        epoch = probe(middle)
-        if epoch is not None and epoch < target:
-            low = middle
-        else:
-            high = middle
-    latest = None
-    for offset in sorted(probes):
-        epoch = probes[offset]
-        if epoch is None:
-            continue
-        if latest is not None and epoch < latest - margin:
+def probe(fd, offset):
+    """The first timestamped line starting after ``offset`` (at 0: at it), as (its start,
+    its instant, its UTC offset), or None when there is none within PROBE_BYTES."""
+    want = PROBE_READ
+    while True:
+        block = os.pread(fd, want, offset)
+        at_end = len(block) < want
+        # At 0 the first line is whole; elsewhere it starts after the first newline.
+        pos = block.find(b'\n') + 1 if offset else 0
+        if offset == 0 or pos:
+            # Only whole lines: up to the last newline, or to the end of the file.
+            limit = len(block) if at_end else block.rfind(b'\n')
+            match = _TIMESTAMP.search(block, pos, max(pos, limit))
+            while match is not None:
+                parsed = _instant(match)
+                if parsed is not None:
+                    return (offset + block.rfind(b'\n', 0, match.start()) + 1,) + parsed
+                match = _TIMESTAMP.search(block, match.end(), limit)
+        if at_end or want >= PROBE_BYTES:
             return None
-        latest = epoch if latest is None else max(latest, epoch)
-    return low
+        want *= 4
+
+
+class SeekPlan:
+    """Where to start reading a plain log (``start``; None: read it all), the earliest
+    instant a line that counts can have been written less the margin (``target``), and the
+    instant of its first timestamped line (``first``; None when it has none near the start)."""
+
+    def __init__(self, start, target, first):
+        self.start = start
+        self.target = target
+        self.first = first
+
+
+def plan_seek(fd, size, stamps, margin):
+    """Find where the windows' lines can start, from probes spread evenly over the file:
+    ORDER_PROBES of them, or one every PROBE_SPACING in a smaller file, and the last lines.
+
+    A line carrying hour text ``stamp`` with UTC offset O was written at stamp_clock(stamp)
+    - O or later, so the earliest instant is taken with the largest offset the probes show
+    (the widest in use, +14:00, when they show more than one zone's pair). The seek starts
+    at the last probe before the first probe at or after that instant less ``margin``: every
+    line before it is older than the earliest instant as long as no line is more than
+    ``margin`` later than a probe after it. Where a probe is more than ``margin`` earlier
+    than one before it, that does not hold, and ``start`` is None: read the whole file."""
+    count = max(1, min(ORDER_PROBES, -(-size // PROBE_SPACING)))
+    first = probe(fd, 0)
+    probes = [first] if first else []
+    for offset in sorted(set([size * i // count for i in range(1, count)] + [max(0, size - PROBE_READ)])):
+        found = probe(fd, offset)
+        if found is not None and (not probes or found[0] > probes[-1][0]):
+            probes.append(found)
+    if not probes:
+        return SeekPlan(None, None, None)
+    offsets = set(found[2] for found in probes)
+    widest = max(offsets)
+    if len(offsets) > 2 or widest - min(offsets) > 2 * 3600:
+        widest = max(widest, MAX_UTC_OFFSET)     # more than one zone's pair: unsure, the widest
+    target = min(stamp_clock(stamp) for stamp in stamps) - widest - margin
+    first_time = first[1] if first else None
+    latest = None
+    for dummy, instant, dummy in probes:
+        if latest is not None and instant < latest - margin:
+            return SeekPlan(None, target, first_time)
+        latest = instant if latest is None else max(latest, instant)
+    start = 0
+    for line_start, instant, dummy in probes:
+        if instant >= target:
+            break
+        start = line_start
+    return SeekPlan(start, target, first_time)
 
 
 def line_start_after(handle, offset):

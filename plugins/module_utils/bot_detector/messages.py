@@ -22,6 +22,9 @@ ALLOW_LISTED = 'IP address %s is allow-listed and will not be blocked.'
 INVALID = 'Skipping %s (%d requests): not an IP address.'
 EXECUTION_TIME = 'Execution time: %d seconds'
 
+# Warnings (standard error, the module's warnings): the run goes on.
+ROTATED_LEFT_OUT = '%s; the run goes on without this rotated file'
+
 # The activity log line of an addition; a note marks a decision not taken by this host's
 # own count: 'RPH=3000 (fleet)'.
 ACTIVITY_ADDED = '%(date)s | IP addess %(address)s added to the block list, RPH=%(count)d%(note)s'

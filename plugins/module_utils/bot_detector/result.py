@@ -22,9 +22,11 @@ _VERDICT_LINES = {
 class Result:
     """``as_dict`` is what the module and --json return."""
 
-    def __init__(self, check_mode=False, emit=None):
+    def __init__(self, check_mode=False, emit=None, on_warning=None):
         self.check_mode = check_mode
         self.emit = emit             # gets each console line as it happens (the command prints it)
+        self.on_warning = on_warning  # gets each warning as it happens (the command: standard error)
+        self.warnings = []           # the run went on: a rotated file left out (the module: module.warn)
         self.by_verdict = {BLOCK: [], ALREADY_BLOCKED: [], ALLOW_LISTED: [], INVALID: []}
         self.windows = []
         self.messages = []
@@ -45,6 +47,11 @@ class Result:
         self.messages.append(line)
         if self.emit is not None:
             self.emit(line)
+
+    def warn(self, line):
+        self.warnings.append(line)
+        if self.on_warning is not None:
+            self.on_warning(line)
 
     def verdict(self, verdict, key, entry, note=None):
         """File one record's verdict and say its console line."""
@@ -84,4 +91,5 @@ class Result:
             'verifications': self.verifications,
             'counts': self.counts,
             'local_blocks': self.local_blocks,
+            'warnings': self.warnings,
         })

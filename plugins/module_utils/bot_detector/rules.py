@@ -11,7 +11,7 @@ from collections import Counter
 from itertools import compress, repeat
 from operator import contains, itemgetter, not_
 
-from .addresses import is_client_address
+from .addresses import is_client_address, parse_address
 from .text import to_bytes
 
 __metaclass__ = type
@@ -36,6 +36,10 @@ class LineFilter:
     def __init__(self, job_prefixes, search_engine):
         self._prefixes = prefix_pattern(job_prefixes)
         self._search_engine = to_bytes(search_engine)
+        # All that ``keep`` looks for besides the first field: (texts matched as they are,
+        # texts matched in the lower-cased line). A line too long to hold whole is judged
+        # by which of them it holds (tally.LongLine).
+        self.needles = ([to_bytes(p) for p in job_prefixes] + [self._search_engine, b'/files/'], [b'bot'])
 
     def keep(self, line):
         return (self._prefixes.search(line) is not None
@@ -80,17 +84,37 @@ def count_first_fields(lines, counter):
 
 def top_records(counter, server_ips, top):
     """Order as ``sort | uniq -c | sort -nr`` under LC_ALL=C (equal counts: address in
-    descending byte order), drop records holding a server address, keep the first ``top``."""
+    descending byte order), drop the server's own records, keep the first ``top``.
+
+    One server address: the spec's rule 5.3.8, records holding it as a substring of
+    '<count> <address>' are dropped. Several (``hostname -i`` printing '::1 127.0.1.1'):
+    the spec would look for that whole text, which no record holds; instead each is matched
+    as a whole address (in any spelling), never as a substring of another."""
     ordered = sorted(counter.items(), key=itemgetter(1, 0), reverse=True)
+    if len(server_ips) == 1:
+        server = server_ips[0]
+
+        def is_server(count, address):
+            return server in b'%d %s' % (count, address)
+    else:
+        servers = set(address_key(ip) for ip in server_ips)
+
+        def is_server(count, address):
+            return address_key(address) in servers
     records = []
     for address, count in ordered:
-        record = b'%d %s' % (count, address)
-        if any(ip in record for ip in server_ips):
+        if server_ips and is_server(count, address):
             continue
         records.append((count, address))
         if len(records) == top:
             break
     return records
+
+
+def address_key(field):
+    """An address in one spelling ('2001:DB8:0::5' is '2001:db8::5'); other text as it is."""
+    address = parse_address(field)
+    return field if address is None else address.packed
 
 
 def decide(count, key, threshold, lists):

@@ -27,15 +27,17 @@ from .writer import BlocklistWriter
 __metaclass__ = type
 
 
-def _count(settings, logs, now, resolver):
+def _count(settings, logs, now, resolver, result):
     """Rules 2 to 5.3: check the logs, then count them. Returns (rules, counts, server_ips)."""
     for path in logs:       # rule 2, before anything else happens
         check_readable(path)
     now = time.time() if now is None else now
     server_ips = [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
     rules = rules_for(settings, resolver)
-    counts = count_windows(logs, hour_windows(now), rules.line_filter, now=now, seek=settings.seek,
+    counts = count_windows(logs, hour_windows(now), rules.line_filter, seek=settings.seek,
                            margin=settings.seek_margin, rotated=settings.rotated)
+    for line in counts.warnings:
+        result.warn(line)
     return rules, counts, server_ips
 
 
@@ -43,7 +45,7 @@ def _locked_lists(settings, rules, result, check_mode):
     """The writer, locked (unless check mode), and the rules' view of both lists read under
     the lock; a run adds its own additions to that view, so the current-hour pass sees
     what the previous-hour pass appended."""
-    writer = BlocklistWriter(settings.blocklist, settings.activity_log)
+    writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
     if not check_mode:
         writer.lock()
     try:
@@ -64,13 +66,14 @@ def _act(result, writer, lists, verdict, key, entry, note=None):
         lists.add(key)
 
 
-def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None, report_floor=None):
+def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None, report_floor=None, on_warning=None):
     """The detector's run (spec rules 3 to 6). ``emit(line)`` gets each console line as it
-    happens. With ``report_floor``, also return the counts a fleet run sums.
-    Raises BotDetectorError; nothing is half-written when it does."""
-    result = Result(check_mode, emit)
+    happens, ``on_warning(line)`` each warning. With ``report_floor``, also return the
+    counts a fleet run sums. Raises BotDetectorError (see BlocklistWriter.block for what an
+    append failure leaves)."""
+    result = Result(check_mode, emit, on_warning)
     start = int(time.time())
-    rules, counts, server_ips = _count(settings, logs, now, resolver)
+    rules, counts, server_ips = _count(settings, logs, now, resolver, result)
     result.scans = [scan.as_dict() for scan in counts.scans]
     if report_floor is not None:
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
@@ -99,7 +102,7 @@ def report(settings, logs, floor=None, now=None, resolver=None):
     threshold) or more requests, and this host's own blocks. No list is read or written."""
     result = Result()
     start = int(time.time())
-    rules, counts, server_ips = _count(settings, logs, now, resolver)
+    rules, counts, server_ips = _count(settings, logs, now, resolver, result)
     result.scans = [scan.as_dict() for scan in counts.scans]
     result.counts = reported_counts(rules, counts, server_ips, settings.threshold if floor is None else floor)
     result.local_blocks = local_blocks(settings.activity_log)

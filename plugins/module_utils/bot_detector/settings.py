@@ -241,11 +241,16 @@ SETTINGS = (
             'spec; on for the module and the role.',
             off_flag='--no-rotated', module_default=True, role_default=True),
     Setting('seek', 'bool', True,
-            'In a time-ordered plain log, find where the windows start by binary search on the line timestamps '
-            'and read only from there; off reads every log whole, as the reference does.',
+            'In a plain log in time order, find where the windows can start from the line timestamps (probes '
+            'spread over the file) and read only from there; off reads every log whole, as the reference does.',
             off_flag='--full-scan'),
     Setting('seek_margin', 'int', 600,
-            'Seconds lines may be out of time order; the seek starts this much before the previous-hour window.',
+            'Seconds lines may be out of time order; the seek starts this much before the earliest moment a '
+            "line of the windows can have been written.",
+            metavar='SECONDS', minimum=0),
+    Setting('lock_timeout', 'int', 60,
+            'Seconds a run waits for the lock on the blocklist while another run holds it (the lists are read and '
+            'appended to under it); then it fails with exit status 3.',
             metavar='SECONDS', minimum=0),
     Setting('rules', 'str', 'spec',
             "spec: the reference script's rules, quirks included. precise: bot and search-engine tests on the "

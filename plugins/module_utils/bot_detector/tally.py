@@ -12,14 +12,15 @@ from __future__ import absolute_import, division, print_function
 
 import os
 import pickle
+import re
 import zlib
 from collections import Counter
 from itertools import compress, repeat
 from operator import contains
 
+from . import messages
 from .errors import BotDetectorError
-from .logfile import Scan, is_gzip, line_start_after, open_log, rotated_sibling, seek_offset, time_after
-from .clock import window_start
+from .logfile import PROBE_BYTES, Scan, has_gzip_header, line_start_after, open_log, plan_seek, rotated_sibling
 
 __metaclass__ = type
 
@@ -28,6 +29,12 @@ DENSITY_SAMPLE = 64 * 1024
 # Ranges of at least this size are counted by one forked process per core (at most MAX_WORKERS).
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 4
+# A line longer than READ_CHUNK is read piece by piece (LongLine); its first field must be
+# at most this long: longer, it is no address, and the line is not counted.
+LONG_FIELD = 1024 * 1024
+
+_BLANK = re.compile(br'[ \t]')
+_NOT_BLANK = re.compile(br'[^ \t]')
 
 
 class WindowCounts:
@@ -38,6 +45,7 @@ class WindowCounts:
         self.windows = windows
         self.counters = [Counter() for dummy in windows]
         self.scans = []
+        self.warnings = []      # files left out, one line each
 
     def __iter__(self):
         """(window, Counter) pairs, previous hour first."""
@@ -99,31 +107,143 @@ def lines_holding(buf, stamp, limit):
     return found
 
 
-def count_stream(stream, tally, scan):
-    """Count a stream read to its end (a gzip file): chunks, with the unfinished last line carried over."""
+class LongLine:
+    """One line longer than a read chunk, judged piece by piece in bounded memory.
+
+    The spec's line filter depends only on which of its needles a line holds and on its
+    first field (LineFilter.needles), so a short stand-in line with the same first field
+    and the same needles is counted in its place: the counts are those of the whole line.
+    A first field longer than LONG_FIELD is never an address, and its line is not counted;
+    nor is any long line under a filter without needles (the precise rules)."""
+
+    def __init__(self, tally):
+        self.tally = tally
+        needles = getattr(tally.line_filter, 'needles', None)
+        self.skip = needles is None
+        self.exact, self.folded = ([], []) if self.skip else (list(needles[0]), list(needles[1]))
+        self.exact += [window.stamp for window in tally.counts.windows]
+        # A byte no needle holds, to join them: the stand-in then holds no needle the line lacks.
+        used = set(bytearray(b''.join(self.exact + self.folded)))
+        self.joint = bytes(bytearray([next(byte for byte in range(256) if byte not in used)]))
+        self.found = set()
+        self.overlap = max([len(n) for n in self.exact + self.folded] or [1]) - 1
+        self.tail = b''
+        self.field, self.field_length, self.separator = [], 0, None
+        self.state = 'leading'      # blanks before the first field, then 'in', 'done' or 'too long'
+
+    def feed(self, piece):
+        if self.skip:
+            return
+        self._first_field(piece)
+        if self.state == 'too long':
+            self.skip = True
+            return
+        text = self.tail + piece
+        for needle in self.exact:
+            if needle not in self.found and needle in text:
+                self.found.add(needle)
+        if self.folded:
+            lowered = text.lower()
+            for needle in self.folded:
+                if (needle, 'folded') not in self.found and needle in lowered:
+                    self.found.add((needle, 'folded'))
+        self.tail = text[-self.overlap:] if self.overlap else b''
+
+    def _first_field(self, piece):
+        """awk's $1 (rules.first_field), across pieces."""
+        at = 0
+        if self.state == 'leading':
+            match = _NOT_BLANK.search(piece)
+            if match is None:
+                return
+            self.state, at = 'in', match.start()
+        if self.state == 'in':
+            match = _BLANK.search(piece, at)
+            end = len(piece) if match is None else match.start()
+            self.field.append(piece[at:end])
+            self.field_length += end - at
+            if self.field_length > LONG_FIELD:
+                self.state, self.field = 'too long', []
+            elif match is not None:
+                self.state, self.separator = 'done', piece[end:end + 1]
+
+    def finish(self):
+        if self.skip or self.state == 'leading':
+            return
+        field = b''.join(self.field)
+        if self.separator is None:
+            stand_in = field        # the whole line is its first field: the needles are in it
+        else:
+            held = [n for n in self.exact if n in self.found] + [n for n in self.folded if (n, 'folded') in self.found]
+            stand_in = field + self.separator + self.joint + self.joint.join(held)
+        for window, counter in self.tally.counts:
+            if window.stamp in self.found:
+                self.tally.line_filter.count_into([stand_in], counter)
+
+
+def count_stream(pieces, tally):
+    """Count a stream of byte pieces (a decompressed gzip file) to its end: whole lines per
+    piece, the unfinished last line carried over (never more than a chunk: a longer line
+    goes to LongLine), so the work is linear in the stream's length."""
     carry = b''
-    while True:
-        chunk = stream.read(READ_CHUNK)
-        if not chunk:
-            break
-        scan.bytes_read += len(chunk)
-        if carry:
-            chunk = carry + chunk
-        cut = chunk.rfind(b'\n')
-        if cut == -1:
-            carry = chunk
-            continue
-        tally.chunk(chunk, limit=cut)
-        carry = chunk[cut + 1:]
-    if carry:
+    long_line = None
+    for piece in pieces:
+        if long_line is not None:
+            cut = piece.find(b'\n')
+            if cut == -1:
+                long_line.feed(piece)
+                continue
+            long_line.feed(piece[:cut])
+            long_line.finish()
+            long_line = None
+            piece = piece[cut + 1:]
+        elif carry:
+            piece = carry + piece
+        carry = b''
+        cut = piece.rfind(b'\n')
+        if cut != -1:
+            tally.chunk(piece, limit=cut)
+            piece = piece[cut + 1:]
+        if len(piece) >= READ_CHUNK:
+            long_line = LongLine(tally)
+            long_line.feed(piece)
+        else:
+            carry = piece
+    if long_line is not None:
+        long_line.finish()
+    elif carry:
         tally.chunk(carry)
+
+
+def count_long_line(fd, position, chunk, tally):
+    """Count the line starting at ``position``, longer than ``chunk`` (its first READ_CHUNK
+    bytes), piece by piece. Returns (its length with its newline, the bytes read)."""
+    line = LongLine(tally)
+    line.feed(chunk)
+    consumed, read = len(chunk), 0
+    while True:
+        more = os.pread(fd, READ_CHUNK, position + consumed)
+        read += len(more)
+        if not more:
+            break
+        cut = more.find(b'\n')
+        if cut == -1:
+            line.feed(more)
+            consumed += len(more)
+            continue
+        line.feed(more[:cut])
+        consumed += cut + 1
+        break
+    line.finish()
+    return consumed, read
 
 
 def count_range(fd, start, end, tally):
     """Count the lines that start in [start, end) of a plain file; ``start`` is a line
     start. Each chunk is counted up to its last newline and the next chunk is read from
-    just after it, so no chunk is copied. pread, so forked workers sharing ``fd`` do not
-    share a file offset. Returns the bytes read."""
+    just after it, so no chunk is copied; a line longer than a chunk is read piece by
+    piece (count_long_line). pread, so forked workers sharing ``fd`` do not share a file
+    offset. Returns the bytes read."""
     position, read = start, 0
     while position < end:
         chunk = os.pread(fd, READ_CHUNK, position)
@@ -133,22 +253,23 @@ def count_range(fd, start, end, tally):
         if position + len(chunk) >= end:
             # The last line to count is the one holding byte end - 1.
             stop = chunk.find(b'\n', end - position - 1)
-        else:
-            stop = chunk.rfind(b'\n')
-        while stop == -1:           # a line longer than the chunk (or the file's last line)
-            more = os.pread(fd, READ_CHUNK, position + len(chunk))
-            read += len(more)
-            if not more:
-                stop = len(chunk)
+            if stop != -1:
+                if chunk.find(b'\n', stop + 1) != -1:
+                    tally.chunk(chunk[:stop])     # the range ends mid-chunk: once per range
+                else:
+                    tally.chunk(chunk, limit=stop)
                 break
-            stop = more.find(b'\n')
-            stop = -1 if stop == -1 else len(chunk) + stop
-            chunk += more
-        if stop < len(chunk) and chunk.find(b'\n', stop + 1) != -1:
-            tally.chunk(chunk[:stop])     # the range ends mid-chunk: once per range
-        else:
+        stop = chunk.rfind(b'\n')
+        if stop != -1:
             tally.chunk(chunk, limit=stop)
-        position += stop + 1
+            position += stop + 1
+        elif len(chunk) < READ_CHUNK:
+            tally.chunk(chunk)                  # the file's last line, without a newline
+            position += len(chunk)
+        else:
+            consumed, more = count_long_line(fd, position, chunk, tally)
+            read += more
+            position += consumed
     return read
 
 
@@ -199,43 +320,124 @@ def count_parallel(path, handle, start, end, tally):
     return read
 
 
-def scan_file(path, handle, tally, target, margin, seek):
-    """Count one open log from where the windows can start (or all of it)."""
+class DamagedGzip(Exception):
+    """A gzip file that does not decompress to its end (truncated while logrotate
+    compresses it, or corrupt)."""
+
+
+def gzip_problem(fd):
+    """None when the file is gzip: a valid gzip header, and its first PROBE_BYTES decompress
+    cleanly. Otherwise why not; such a file is read as plain (a plain log whose first bytes
+    happen to be 1f 8b), unless its name says gzip."""
+    head = os.pread(fd, PROBE_BYTES, 0)
+    if not has_gzip_header(head):
+        return 'no gzip header'
     try:
-        if is_gzip(handle):
-            import gzip
+        zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, READ_CHUNK)
+    except zlib.error as exc:
+        return 'damaged gzip data (%s)' % exc
+    return None
+
+
+def gunzip(handle, scan):
+    """The decompressed content of a gzip file (every member; NUL padding after a member is
+    allowed, as gzip allows it), in pieces of at most READ_CHUNK. Raises DamagedGzip."""
+    handle.seek(0)
+    decompressor, fed, members, pending = zlib.decompressobj(16 + zlib.MAX_WBITS), False, 0, b''
+    while True:
+        if not pending:
+            pending = handle.read(READ_CHUNK)
+            scan.bytes_read += len(pending)
+            if not pending:
+                if fed:
+                    raise DamagedGzip('it ends before its end-of-stream marker (truncated, or still being written)')
+                return
+        if members and not fed:
+            pending = pending.lstrip(b'\x00')
+            if not pending:
+                continue
+        try:
+            piece = decompressor.decompress(pending, READ_CHUNK)
+        except zlib.error as exc:
+            raise DamagedGzip('damaged gzip data (%s)' % exc)
+        fed = True
+        pending = decompressor.unconsumed_tail
+        if piece:
+            yield piece
+        if decompressor.eof:        # a member is complete; another may follow
+            members += 1
+            pending = decompressor.unused_data
+            decompressor, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+
+
+def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=False):
+    """Count one open log from where the windows can start (or all of it). With
+    ``gzip_name`` (a rotated LOG.1.gz) the file must be gzip. Returns (its Scan, its
+    SeekPlan or None)."""
+    try:
+        fd = handle.fileno()
+        problem = gzip_problem(fd)
+        if problem is None:
             scan = Scan(path, 'full-gzip')
-            count_stream(gzip.GzipFile(fileobj=handle, mode='rb'), tally, scan)
-            return scan
-        size = os.fstat(handle.fileno()).st_size
-        start = seek_offset(handle, size, target, margin) if seek and target is not None else None
-        scan = Scan(path, 'full' if start is None else 'seek', line_start_after(handle, start or 0))
+            count_stream(gunzip(handle, scan), tally)
+            return scan, None
+        if gzip_name:
+            raise DamagedGzip(problem)
+        size = os.fstat(fd).st_size
+        plan = plan_seek(fd, size, stamps, margin) if seek or rotated else None
+        start = plan.start if seek and plan is not None else None
+        scan = Scan(path, 'full' if start is None else 'seek', start or 0)
         count_parallel(path, handle, scan.start, size, tally)
         scan.bytes_read = size - scan.start     # the part of the file scanned
-        return scan
+        return scan, plan
+    except DamagedGzip as exc:
+        raise BotDetectorError('cannot read %s: %s' % (path, exc))
     except (OSError, IOError, EOFError, zlib.error) as exc:
         raise BotDetectorError('cannot read %s: %s' % (path, getattr(exc, 'strerror', None) or exc))
 
 
-def count_windows(logs, windows, line_filter, now=None, seek=False, margin=600, rotated=False):
+def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=False):
     """Read each log once, in chunks, and count requests per key for every window.
 
-    With ``seek``, start each plain log where lines older than the previous-hour window
-    less ``margin`` end. With ``rotated``, also read the most recent rotated file when
-    the log starts after that point. Counts of all files are summed. Returns a WindowCounts.
-    """
+    With ``seek``, start each plain log where lines older than the windows less ``margin``
+    end (logfile.plan_seek). With ``rotated``, also read the most recent rotated file when
+    the log starts after that point; one that cannot be read whole is left out with a
+    warning (WindowCounts.warnings). A file already read (same device and inode: a log
+    given twice, LOG.1 a link to LOG) is not read again. Counts of all files are summed.
+    Returns a WindowCounts."""
     counts = WindowCounts(windows)
     tally = Tally(counts, line_filter)
-    target = None if now is None else window_start(now - 3600) - margin
+    stamps = [window.stamp for window in windows]
+    seen = set()
+
+    def first_time(handle):
+        info = os.fstat(handle.fileno())
+        if (info.st_dev, info.st_ino) in seen:
+            return False
+        seen.add((info.st_dev, info.st_ino))
+        return True
+
     for path in logs:
+        plan = None
         with open_log(path) as handle:
-            starts_late = False
-            if rotated and target is not None:
-                first = time_after(handle, 0)
-                starts_late = first is None or first > target
-            counts.scans.append(scan_file(path, handle, tally, target, margin, seek))
-        sibling = rotated_sibling(path) if starts_late else None
-        if sibling is not None:
+            if first_time(handle):
+                scan, plan = scan_file(path, handle, tally, stamps, margin, seek, rotated)
+                counts.scans.append(scan)
+        # The log starts after the windows can begin (or shows no time near its start):
+        # logrotate ran meanwhile, and the rotated file holds the rest.
+        late = rotated and plan is not None and (plan.first is None or plan.first > plan.target)
+        sibling = rotated_sibling(path) if late else None
+        if sibling is None:
+            continue
+        part = tally.fresh()
+        try:
             with open_log(sibling) as handle:
-                counts.scans.append(scan_file(sibling, handle, tally, target, margin, seek))
+                if not first_time(handle):
+                    continue
+                scan, dummy = scan_file(sibling, handle, part, stamps, margin, seek, False, sibling.endswith('.gz'))
+        except BotDetectorError as exc:
+            counts.warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
+            continue
+        counts.add(part.counts.counters)
+        counts.scans.append(scan)
     return counts

@@ -1,0 +1,64 @@
+"""The activity log's date is what `date` prints in its default format, in the run's
+locale and zone (issue 10, finding 11), checked against the real `date`."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import loggen
+from conftest import CORE, REFERENCE, Files, in_timezone
+
+NOW = '2026-11-21 04:13:43'
+GERMAN = 'de_DE.UTF-8'
+
+
+def require_german_locale():
+    listed = subprocess.run(['locale', '-a'], stdout=subprocess.PIPE, check=True).stdout.lower().split()
+    if b'de_de.utf8' not in listed:
+        message = '%s is missing: tests/tools/install-prereqs.sh generates it' % GERMAN
+        if os.environ.get('CI') == 'true':
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def environment(tz, **locale_vars):
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith('LC_') and k != 'LANG')
+    env.update(locale_vars, TZ=tz)
+    return env
+
+
+def dates_between(start, end, env):
+    """What `date` prints for each second from ``start`` to ``end``, in ``env``."""
+    return set(subprocess.run(['date', '-d', '@%d' % second], env=env, stdout=subprocess.PIPE, check=True).stdout.rstrip(b'\n')
+               for second in range(start, end + 1))
+
+
+@pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin'])
+@pytest.mark.parametrize('locale_vars', [{'LC_ALL': GERMAN}, {'LANG': 'C.UTF-8', 'LC_TIME': GERMAN}, {'LANG': GERMAN},
+                                         {'LC_ALL': 'C.UTF-8'}], ids=['LC_ALL', 'LC_TIME', 'LANG', 'C'])
+def test_activity_date_is_dates_in_the_runs_locale_and_zone(tmp_path, tz, locale_vars):
+    require_german_locale()
+    env = environment(tz, **locale_vars)
+    log = tmp_path / 'access.log'
+    epoch = in_timezone(tz, lambda: time.mktime(time.strptime(NOW, '%Y-%m-%d %H:%M:%S')))
+    log.write_bytes(in_timezone(tz, lambda: loggen.planted_log(epoch, previous={'203.0.113.7': 1200})))
+    ours, theirs = Files(tmp_path / 'ours'), Files(tmp_path / 'reference')
+    start = int(time.time())
+    got = subprocess.run([sys.executable, str(CORE)] + [str(a) for a in ours.options()] + ['--server-ip', '10.0.0.5', '--now', NOW, str(log)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, check=False)
+    ref = subprocess.run([str(REFERENCE), str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+                         env=dict(env, BD_BLOCKLIST=str(theirs.blocklist), BD_EXCLUSIONS=str(theirs.exclusions),
+                                  BD_ACTIVITY_LOG=str(theirs.activity_log), BD_SERVER_IP='10.0.0.5',
+                                  BD_NOW=NOW))
+    end = int(time.time())
+    assert got.returncode == 0 and ref.returncode == 0, (got.stderr, ref.stderr)
+    expected = dates_between(start, end, env)
+    for files in (ours, theirs):
+        date, rest = files.read('activity_log').rstrip(b'\n').split(b' | ')
+        assert date in expected, (date, expected)
+        assert rest == b'IP addess 203.0.113.7 added to the block list, RPH=1200'
+    in_c = dates_between(start, end, environment(tz, LC_ALL='C'))
+    german = 'C.UTF-8' not in locale_vars.values() or locale_vars.get('LC_TIME') == GERMAN
+    assert (ours.read('activity_log').split(b' | ')[0] in in_c) is not german
