@@ -69,7 +69,7 @@ options:
     description:
       - Return RV(counts), every address with this many requests or more per window. With O(mode=report),
         defaults to O(threshold).
-      - For exact fleet counts over N hosts it must be at most C(ceil(fleet threshold / N)), as the fleet playbook
+      - For exact fleet counts over N hosts it must be at most the fleet threshold over N, rounded up, as the fleet playbook
         sets it. An address with the fleet threshold over the hosts then has at least the floor on one of them.
       - A higher floor (the playbook's C(bot_detector_report_floor)) sends fewer addresses but loses exactness.
         An address under the floor on every host is never counted, though its total can reach N times
