@@ -36,7 +36,7 @@ help:
 	@echo "make cores   the venvs of the older ansible-core releases tested ($(OLDER_CORES))"
 	@echo "make docs    regenerate the role READMEs (from meta/argument_specs.yml) and CHANGELOG.md"
 	@echo "make build   build the collection tarball"
-	@echo "make bench   speed and memory against the reference pipeline (docs/benchmarks.md; not in make test)"
+	@echo "make bench   speed and memory against the reference pipeline, and fleet mode at scale (docs/benchmarks.md; not in make test)"
 	@echo "make clean   remove the build products (.build, scratch, tarballs, tests/output)"
 
 $(BIN)/.installed: requirements-dev.txt
@@ -87,9 +87,11 @@ integration: setup
 	$(BIN)/pytest tests/integration -q
 
 # Not part of `make test`: minutes, and a few GB of generated logs in .cache/bench.
-bench:
+# The fleet part (aggregation and playbook) needs ansible-core: the venv's interpreter.
+bench: setup
 	@[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
 	$(PYTHON) tests/bench/run_bench.py
+	$(BIN)/python tests/bench/fleet_bench.py
 
 # Generated documentation: the role READMEs from their argument specs, CHANGELOG.md from
 # changelogs/changelog.yaml. `make test` fails when either is stale.

@@ -106,6 +106,7 @@ all:
         bot_detector_blocklist: "$tmp/{{ inventory_hostname }}/ipblocklist.txt"
         bot_detector_exclusions_file: "$tmp/{{ inventory_hostname }}/ipexcludedlist.txt"
         bot_detector_activity_log: "$tmp/{{ inventory_hostname }}/bot-detector.log"
+        bot_detector_config_file: "$tmp/{{ inventory_hostname }}/bot-detector.conf"
         bot_detector_cron_output: "$tmp/{{ inventory_hostname }}/cron.log"
         bot_detector_lib_dir: "$tmp/{{ inventory_hostname }}/lib"
         bot_detector_command: "$tmp/{{ inventory_hostname }}/bot-detector.sh"
@@ -153,6 +154,12 @@ cron_before=$(ls /etc/cron.d)
     deployment_planned "$(ansible-playbook -i inventory.yml jobboard.bot_detector.site --check --diff)"
     echo "installed tarball: ansible-playbook jobboard.bot_detector.site --check --diff plans the deployment, writes nothing"
 
+    # The fleet playbook reads each host's config file, which the check run above did not
+    # write: write what the role would (it also writes /etc/cron.d, which this step keeps out of).
+    for host in web-a web-b; do
+        printf '[bot_detector]\nblocklist = %s\nexclusions_file = %s\nactivity_log = %s\nserver_ips =\n    10.255.255.1\n' \
+            "$tmp/$host/ipblocklist.txt" "$tmp/$host/ipexcludedlist.txt" "$tmp/$host/bot-detector.log" >"$tmp/$host/bot-detector.conf"
+    done
     fleet=$(ansible-playbook -i inventory.yml jobboard.bot_detector.fleet)
     expect 'web-a +: ok=[0-9]+ +changed=1 +unreachable=0 +failed=0' "$fleet"
     for host in web-a web-b; do
@@ -161,7 +168,7 @@ cron_before=$(ls /etc/cron.d)
     done
     echo "installed tarball: ansible-playbook jobboard.bot_detector.fleet blocked the fleet's scraper (600 + 600 requests) on both hosts"
 )
-rm -f "$tmp"/web-?/ipblocklist.txt "$tmp"/web-?/bot-detector.log
+rm -f "$tmp"/web-?/ipblocklist.txt "$tmp"/web-?/bot-detector.log "$tmp"/web-?/bot-detector.conf
 # The checkout's documented entry point imports the same play.
 deployment_planned "$(ansible-playbook -i "$tmp/inventory.yml" site.yml --check --diff)"
 echo "checkout: ansible-playbook site.yml --check --diff plans the same deployment"

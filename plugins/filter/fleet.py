@@ -2,125 +2,208 @@
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
+"""Fleet counting in two phases, exact at any fleet size.
+
+Phase 1: every host reports each key (address, or network with grouping) with at least
+its floor F requests in a window, F = ceil(T / N) for N hosts. A key with T or more over
+the hosts has at least T / N on one of them, so it is reported somewhere. fleet_candidates:
+a key is a candidate when its reported counts plus, for each reporting host that did not
+report it, F - 1 (the most that host can have) reach T; it is open when such a host with
+F above 1 exists. Phase 2: the hosts return their exact counts of the open candidates
+only, and fleet_totals decides on the sums. The module's reports hold each window's
+counts as one compact text (Ansible handles one value far faster than thousands).
+"""
+
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
----
-name: fleet_totals
-short_description: Sum the bot_detector reports of a fleet and decide what to block everywhere
-version_added: 1.0.0
-description:
-  - Takes the web hosts' names and their registered C(jobboard.bot_detector.bot_detector) results from
-    O(jobboard.bot_detector.bot_detector#module:mode=report) runs, sums each address's requests per window across the hosts, and returns the
-    addresses at or over the fleet O(threshold) as decisions to apply on every host.
-  - With O(sync), it also returns, as decisions, the addresses any host's own runs blocked (its
-    C(local_blocks)), so that the other hosts block them too.
-  - Its cost is proportional to the addresses reported, whatever the number of requests.
-  - A host without a usable report (unreachable, failed, skipped) is listed in C(missing) and left out.
-author:
-  - Bot Detector maintainers (@jobboard)
-positional: hosts, hostvars
-options:
-  _input:
-    description: The hosts' names, for example C(groups['web']).
-    type: list
-    elements: str
-    required: true
-  hostvars:
-    description: C(hostvars).
-    type: dict
-    required: true
-  result_var:
-    description: The name of the variable each host registered its report in.
-    type: str
-    default: bot_detector_report
-  threshold:
-    description: Requests in one window, summed over the hosts, that block an address everywhere.
-    type: int
-    default: 1000
-  sync:
-    description: Also return each host's own blocks as decisions for the others.
-    type: bool
-    default: false
-'''
-
-EXAMPLES = r'''
-- name: Sum the reports and decide
-  ansible.builtin.set_fact:
-    bot_detector_fleet: "{{ groups['web'] | jobboard.bot_detector.fleet_totals(hostvars, threshold=1000, sync=true) }}"
-'''
-
-RETURN = r'''
-_value:
-  description: The fleet's totals and decisions.
-  type: dict
-  contains:
-    threshold:
-      description: The fleet threshold applied.
-      type: int
-    hosts:
-      description: The hosts whose reports were summed.
-      type: list
-      elements: str
-    missing:
-      description: The hosts without a usable report.
-      type: list
-      elements: str
-    totals:
-      description: Per window, each reported address's requests summed over the hosts.
-      type: dict
-    offenders:
-      description: Addresses at or over the threshold, C({address, count, window, reason=fleet}), highest first.
-      type: list
-      elements: dict
-    sync:
-      description: With O(sync), each host's own blocks, C({address, count, reason=sync, source}).
-      type: list
-      elements: dict
-    decisions:
-      description: RV(_value.offenders), then the O(sync) addresses not among them, for the module's O(jobboard.bot_detector.bot_detector#module:mode=apply).
-      type: list
-      elements: dict
-'''
+from collections import Counter
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.run import parse_compact_counts
 
 
-def fleet_totals(hosts, hostvars, result_var='bot_detector_report', threshold=1000, sync=False):
+class Report:
+    """One host's phase-1 report: its floor, and its counts per window (hour stamp), read
+    from the module's result when first needed (fleet_totals needs them only from hosts
+    that phase 2 asked)."""
+
+    def __init__(self, name, host, floor, raw):
+        self.name, self.host, self.floor, self.raw = name, host, floor, raw
+        self._windows = None
+
+    @property
+    def windows(self):
+        if self._windows is None:
+            self._windows = self.read()
+        return self._windows
+
+    def read(self):
+        """The counts per window, not kept: a pass over every host holds one at a time."""
+        return self._windows if self._windows is not None else _window_counts(self.name, self.host, self.raw)
+
+
+def _check_threshold(name, threshold):
     if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
-        raise AnsibleFilterError('fleet_totals: threshold must be a whole number of at least 1, got %r' % (threshold,))
-    totals, reporting, missing, local = {}, [], [], []
+        raise AnsibleFilterError('%s: threshold must be a whole number of at least 1, got %r' % (name, threshold))
+
+
+def _usable(report):
+    return (isinstance(report, dict) and not report.get('failed') and not report.get('skipped')
+            and not report.get('unreachable') and isinstance(report.get('counts'), dict))
+
+
+def _window_counts(name, host, report):
+    """{window: {key: count}}, each window named by its hour stamp when the report gives
+    it, so that hosts whose runs fall either side of an hour's end are summed per hour.
+    A window's counts are a mapping, or the module's compact text (compact_counts)."""
+    stamps = dict((w.get('name'), w.get('hour_stamp')) for w in report.get('windows') or () if isinstance(w, dict))
+    windows = {}
+    for window, counts in report['counts'].items():
+        if isinstance(counts, str):
+            try:
+                counts = parse_compact_counts(counts)
+            except ValueError as exc:
+                raise AnsibleFilterError('%s: the report of %s, window %s: %s' % (name, host, window, exc))
+        windows[stamps.get(window) or window] = counts or {}
+    return windows
+
+
+def _phase1(name, hosts, hostvars, result_var):
+    """The reporting hosts' Reports, and the missing hosts."""
+    reporting, missing = [], []
     for host in hosts:
-        report = hostvars.get(host, {}).get(result_var) if host in hostvars else None
-        if not isinstance(report, dict) or report.get('failed') or report.get('skipped') or 'counts' not in report:
+        report = hostvars[host].get(result_var) if host in hostvars else None
+        if not _usable(report):
             missing.append(host)
             continue
-        reporting.append(host)
-        for window, counts in (report.get('counts') or {}).items():
-            window_totals = totals.setdefault(window, {})
-            for address, count in counts.items():
-                window_totals[address] = window_totals.get(address, 0) + int(count)
-        for block in report.get('local_blocks') or []:
-            local.append(dict(block, source=host))
-    best = {}
-    for window, window_totals in totals.items():
-        for address, count in window_totals.items():
-            if count >= threshold and count > best.get(address, {}).get('count', -1):
-                best[address] = {'address': address, 'count': count, 'window': window, 'reason': 'fleet'}
+        floor = report.get('report_floor')
+        if not isinstance(floor, int) or isinstance(floor, bool) or floor < 1:
+            raise AnsibleFilterError('%s: the report of %s in %s has no report_floor (a whole number of at least 1), got %r'
+                                     % (name, host, result_var, floor))
+        reporting.append(Report(name, host, floor, report))
+    return reporting, missing
+
+
+def _candidates(name, reporting, threshold):
+    """Phase 1's verdict, per window: {key: reported sum} of every candidate (a key whose
+    bound reaches the threshold), the candidates still open (sorted: some host that did
+    not report them may hold up to its floor - 1, so phase 2 must count them), and whether
+    no unreported key can reach the threshold (the floors less one, summed, under it).
+
+    The bound of a key is its reported sum + the floors less one of the hosts that did not
+    report it = reported sum + slack - (floors less one of the hosts that did), with slack
+    the floors less one of every host counting the window. So one pass adds up the counts,
+    and the hosts reporting each key are counted per floor (in C)."""
+    sums, seen, slack = {}, {}, {}
+    for report in reporting:
+        margin = report.floor - 1
+        for window, counts in report.read().items():
+            slack[window] = slack.get(window, 0) + margin
+            window_sums = sums.setdefault(window, {})
+            get = window_sums.get
+            try:
+                for key, count in counts.items():
+                    window_sums[key] = get(key, 0) + count
+            except TypeError:
+                raise AnsibleFilterError('%s: the report of %s holds a count that is not a whole number in %s'
+                                         % (name, report.host, window))
+            if margin:
+                seen.setdefault(window, {}).setdefault(margin, Counter()).update(counts.keys())
+    candidates, open_keys = {}, {}
+    for window, window_sums in sums.items():
+        margins = seen.get(window, {}).items()
+        unknown = dict((key, slack[window] - sum(margin * hosts[key] for margin, hosts in margins))
+                       for key, total in window_sums.items() if total + slack[window] >= threshold)
+        candidates[window] = dict((key, window_sums[key]) for key, more in unknown.items()
+                                  if window_sums[key] + more >= threshold)
+        open_keys[window] = sorted(key for key in candidates[window] if unknown[key] > 0)
+    return candidates, open_keys, all(value < threshold for value in slack.values())
+
+
+def fleet_candidates(hosts, hostvars, result_var='bot_detector_report', threshold=1000):
+    """Phase 1 on the control node: the keys that phase 2 must count exactly."""
+    _check_threshold('fleet_candidates', threshold)
+    reporting, missing = _phase1('fleet_candidates', hosts, hostvars, result_var)
+    sums, open_keys, exact = _candidates('fleet_candidates', reporting, threshold)
+    return {'threshold': threshold, 'hosts': [r.host for r in reporting], 'missing': missing, 'exact': exact,
+            'sums': sums, 'total': sum(len(keys) for keys in sums.values()),
+            'candidates': open_keys, 'count': sum(len(keys) for keys in open_keys.values())}
+
+
+def fleet_totals(hosts, hostvars, result_var='bot_detector_report', threshold=1000, sync=False,
+                 exact_var='bot_detector_exact', candidates=None):
+    """Phase 2 on the control node: the candidates' sums, and the decisions. ``candidates``,
+    fleet_candidates' result on the same reports, spares computing them again."""
+    _check_threshold('fleet_totals', threshold)
+    reporting, missing = _phase1('fleet_totals', hosts, hostvars, result_var)
+    if candidates is None:
+        sums, open_keys, exact = _candidates('fleet_totals', reporting, threshold)
+    elif isinstance(candidates, dict) and isinstance(candidates.get('sums'), dict) \
+            and candidates.get('threshold') == threshold:
+        sums, open_keys, exact = candidates['sums'], candidates['candidates'], candidates['exact']
+    else:
+        raise AnsibleFilterError('fleet_totals: candidates must be the result of fleet_candidates with the same threshold')
+
+    # Per window and candidate: the known sum (phase 1's counts, then phase 2's of the
+    # hosts that did not report it), and the floors less one of the hosts whose count of
+    # it is unknown (under their floor in phase 1, and no phase-2 answer).
+    known = dict((window, dict(window_sums)) for window, window_sums in sums.items())
+    unknown = dict((window, {}) for window in sums)
+    wanted = dict((window, set(keys)) for window, keys in open_keys.items() if keys)
+    missing_exact, answers = [], {}
+    for report in reporting:
+        if not wanted or report.floor == 1:
+            continue                      # with a floor of 1, not reporting a key is counting 0 of it
+        answer = hostvars[report.host].get(exact_var)
+        answer = _window_counts('fleet_totals', report.host, answer) if _usable(answer) else None
+        if answer is None:
+            missing_exact.append(report.host)
+        answers[report.host] = answer or {}
+        for window, keys in wanted.items():
+            if window not in report.windows:
+                continue                  # this host did not count this hour: not part of its sum
+            exact_counts = answers[report.host].get(window, {})
+            window_known, window_unknown = known[window], unknown[window]
+            try:
+                for key in keys.difference(report.windows[window]):
+                    count = exact_counts.get(key)
+                    if count is None:
+                        window_unknown[key] = window_unknown.get(key, 0) + report.floor - 1
+                    else:
+                        window_known[key] += count
+            except TypeError:
+                raise AnsibleFilterError('fleet_totals: the answer of %s holds a count that is not a whole number in %s'
+                                         % (report.host, window))
+
+    best, undecided = {}, []
+    for window, window_known in known.items():
+        for key, count in window_known.items():
+            if count >= threshold and count > best.get(key, {}).get('count', -1):
+                best[key] = {'address': key, 'count': count, 'window': window, 'reason': 'fleet'}
+    for window in sorted(unknown):
+        for key in sorted(unknown[window]):
+            count, bound = known[window][key], known[window][key] + unknown[window][key]
+            if key not in best and count < threshold <= bound:
+                undecided.append({'address': key, 'window': window, 'known': count, 'bound': bound, 'hosts': [
+                    r.host for r in reporting if r.floor > 1 and window in r.windows
+                    and key not in answers[r.host].get(window, ()) and key not in r.windows[window]]})
     offenders = sorted(best.values(), key=lambda d: (-d['count'], d['address']))
+
     synced, seen = [], set(best)
     if sync:
-        for block in local:
-            if block['address'] not in seen:
-                seen.add(block['address'])
-                synced.append({'address': block['address'], 'count': int(block.get('count') or 0), 'reason': 'sync',
-                               'source': block['source']})
-    return {'threshold': threshold, 'hosts': reporting, 'missing': missing, 'totals': totals,
-            'offenders': offenders, 'sync': synced, 'decisions': offenders + synced}
+        for report in reporting:
+            for block in report.raw.get('local_blocks') or []:
+                if block['address'] not in seen:
+                    seen.add(block['address'])
+                    synced.append({'address': block['address'], 'count': int(block.get('count') or 0), 'reason': 'sync',
+                                   'source': report.host})
+    return {'threshold': threshold, 'hosts': [r.host for r in reporting], 'missing': missing,
+            'missing_exact': missing_exact, 'exact': exact, 'candidates': open_keys, 'totals': known,
+            'offenders': offenders, 'undecided': undecided, 'sync': synced, 'decisions': offenders + synced}
 
 
 class FilterModule(object):
     def filters(self):
-        return {'fleet_totals': fleet_totals}
+        return {'fleet_candidates': fleet_candidates, 'fleet_totals': fleet_totals}

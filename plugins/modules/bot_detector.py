@@ -54,9 +54,11 @@ options:
   mode:
     description:
       - V(detect) is the detector's run, as the reference script's.
-      - V(report) counts and returns RV(counts) (every address at or over O(report_floor) per window) and
-        RV(local_blocks) (this host's own additions, from its activity log), and reads or writes no list.
-        C(changed) is always false. The fleet playbook sums these reports across the hosts.
+      - V(report) counts and reads or writes no list; C(changed) is always false. Without O(candidates) (the
+        fleet's phase 1) it returns RV(counts), every address at or over O(report_floor) per window, and
+        RV(local_blocks), this host's own additions, from its activity log. With O(candidates) (phase 2) it
+        returns the exact counts of the addresses asked. The fleet playbook C(jobboard.bot_detector.fleet) sums
+        these reports across the hosts.
       - V(apply) reads no log; it appends O(addresses), decisions taken elsewhere (for example by the fleet
         playbook), with the same checks as a run (already listed, allow-listed, only addresses) and an
         activity log line noted with each decision's C(reason), C(RPH=3000 (fleet)).
@@ -67,7 +69,28 @@ options:
     description:
       - Return RV(counts), every address with this many requests or more per window. With O(mode=report),
         defaults to O(threshold).
+      - For exact fleet counts over N hosts it must be at most the fleet threshold over N, rounded up, as the fleet playbook
+        sets it. An address with the fleet threshold over the hosts then has at least the floor on one of them.
+      - A higher floor (the playbook's C(bot_detector_report_floor)) sends fewer addresses but loses exactness.
+        An address under the floor on every host is never counted, though its total can reach N times
+        (floor - 1).
+      - Not used with O(candidates).
     type: int
+  candidates:
+    description:
+      - With O(mode=report), the fleet's phase 2. Per window, named by its hour stamp (as the windows of
+        RV(windows), C(21/Nov/2026:03)) or by its name (C(previous), C(current)), the addresses (keys, as
+        RV(counts) reports them, networks with grouping) whose exact counts to return in RV(counts), 0
+        included. O(report_floor) is not used, and RV(local_blocks) is not returned.
+      - Pass phase 1's RV(now) as O(now), so that both phases count the same hours.
+    type: dict
+  compact:
+    description:
+      - With O(mode=report), return each window's RV(counts) as one text, a line C(<count> <address>) per
+        address (as C(uniq -c) prints records), instead of a mapping. Ansible carries one text per window far
+        more cheaply than thousands of values; the fleet playbook uses it and the fleet filters read both forms.
+    type: bool
+    default: false
   addresses:
     description: With O(mode=apply), the decisions to apply.
     type: list
@@ -103,7 +126,8 @@ options:
     default: /etc/bot-detector/bot-detector.conf
   now:
     description:
-      - Evaluate as if the run started at this local time, C(YYYY-MM-DD HH:MM:SS). For replays and tests.
+      - Evaluate as if the run started at this local time, C(YYYY-MM-DD HH:MM:SS), or at C(@SECONDS) since the
+        epoch (as RV(now) returns it). For replays, tests and the fleet's phase 2.
       - Defaults to the current time.
     type: str
 extends_documentation_fragment:
@@ -178,7 +202,9 @@ skipped_invalid:
   type: list
   elements: dict
 windows:
-  description: Per window, its name, its hour stamp and the records examined (the top O(top) after the server address drop).
+  description:
+    - Per window, its name, its hour stamp and the records examined (the top O(top) after the server address drop).
+    - With O(mode=report), C(records) is empty.
   returned: always
   type: list
   elements: dict
@@ -207,16 +233,29 @@ scans:
   elements: dict
   sample: [{path: /var/log/nginx/access.log, mode: seek, start: 704643072, bytes_read: 52428800}]
 counts:
-  description: With O(report_floor) or O(mode=report), per window name, every address with that many requests or more.
+  description:
+    - With O(report_floor) or O(mode=report), per window name, every address with that many requests or more.
+    - With O(candidates), per window name, each address asked for that window with its exact count, 0 included.
+    - With O(compact), each window's counts are one text, a line C(<count> <address>) each.
   returned: when O(report_floor) is set or O(mode=report)
   type: dict
   sample: {previous: {203.0.113.7: 400, 198.51.100.4: 73}, current: {}}
 local_blocks:
-  description: With O(mode=report), the additions this host's own runs made, from its activity log, once each.
-  returned: when O(mode=report)
+  description: With O(mode=report) without O(candidates), the additions this host's own runs made, from its activity log, once each.
+  returned: when O(mode=report) without O(candidates)
   type: list
   elements: dict
   sample: [{address: 203.0.113.7, count: 1450}]
+report_floor:
+  description: With O(mode=report) without O(candidates), the floor applied to RV(counts).
+  returned: when O(mode=report) without O(candidates)
+  type: int
+  sample: 42
+now:
+  description: With O(mode=report), the instant evaluated, in whole seconds since the epoch; C(@) and it make phase 2's O(now).
+  returned: when O(mode=report)
+  type: int
+  sample: 1795234423
 rules:
   description: The rules the run applied, C(spec) or C(precise).
   returned: always
@@ -247,7 +286,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import parse_now
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.run import apply, detect, report
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.run import apply, compact_counts, detect, report
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import (
     DEFAULT_CONFIG, SETTINGS, resolve,
 )
@@ -274,6 +313,8 @@ def argument_spec():
         config=dict(type='path', default=DEFAULT_CONFIG),
         mode=dict(type='str', default='detect', choices=['detect', 'report', 'apply']),
         report_floor=dict(type='int'),
+        candidates=dict(type='dict'),
+        compact=dict(type='bool', default=False),
         addresses=dict(type='list', elements='dict', default=[], options=dict(
             address=dict(type='str', required=True),
             count=dict(type='int', default=0),
@@ -297,6 +338,9 @@ def main():
     try:
         if p['report_floor'] is not None and p['report_floor'] < 1:
             raise BotDetectorError('report_floor: must be a whole number of at least 1, got %r' % p['report_floor'], 2)
+        for option in ('candidates', 'compact'):
+            if p[option] not in (None, False) and mode != 'report':
+                raise BotDetectorError('%s: only with mode=report' % option, 2)
         explicit = dict((setting.name, p[setting.name]) for setting in SETTINGS)
         # The default config path may be missing; one named explicitly must exist.
         settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
@@ -305,7 +349,7 @@ def main():
         if mode == 'apply':
             result = apply(settings, p['addresses'], check_mode=module.check_mode)
         elif mode == 'report':
-            result = report(settings, p['log'], floor=p['report_floor'], now=now)
+            result = report(settings, p['log'], floor=p['report_floor'], candidates=p['candidates'], now=now)
         else:
             result = detect(settings, p['log'], now=now, check_mode=module.check_mode, report_floor=p['report_floor'])
     except BotDetectorError as exc:
@@ -315,7 +359,9 @@ def main():
     output.pop('check_mode')
     for warning in output.pop('warnings'):
         module.warn(warning)
-    for key in ('counts', 'local_blocks'):
+    if p['compact']:
+        output['counts'] = dict((window, compact_counts(counts)) for window, counts in output['counts'].items())
+    for key in ('counts', 'local_blocks', 'report_floor', 'now'):
         if output[key] is None:
             del output[key]
     summary = dict((key, output[key]) for key in ('blocked', 'already_blocked', 'allow_listed', 'skipped_invalid', 'windows'))

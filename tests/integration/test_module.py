@@ -144,7 +144,36 @@ def test_report_mode_counts_and_touches_nothing(case):
     assert res['counts'] == {'previous': {'198.51.100.1': 2000, '203.0.113.7': 1450},
                              'current': {'2001:db8::7': 1000, '203.0.113.7': 30}}
     assert res['local_blocks'] == [{'address': '192.0.2.9', 'count': 1300}]     # not the fleet's
+    assert res['report_floor'] == 30 and res['now'] == NOW_EPOCH
+    windows = [(w['name'], w['hour_stamp']) for w in res['windows']]
+    assert windows == [('previous', '21/Nov/2026:03'), ('current', '21/Nov/2026:04')]
     assert (tmp_path / 'blocklist').read_bytes() == b'192.0.2.1\n'
+
+
+def test_report_phase_2_returns_the_exact_counts_asked_with_grouped_keys(case):
+    """The fleet's phase 2: candidates by hour stamp or window name, networks as phase 1
+    reported them, zeros included, the hours of phase 1's instant (@seconds)."""
+    tmp_path, args = case
+    log = tmp_path / 'access.log'
+    log.write_bytes(loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1450, '2001:db8:1:2::5': 20, '2001:db8:1:2::6': 7},
+                                       current={'203.0.113.7': 30}))
+    precise = dict(args, rules='precise', ipv6_prefix=64, mode='report', now='@%d' % (NOW_EPOCH - 7200))
+    rc, res = ansible(dict(precise, report_floor=25))
+    assert rc == 0, res                 # two hours earlier: nothing in those windows
+    assert res['counts'] == {'previous': {}, 'current': {}} and res['now'] == NOW_EPOCH - 7200
+    rc, res = ansible(dict(precise, now='@%d' % NOW_EPOCH, report_floor=25, compact=True))
+    assert res['counts'] == {'previous': '1450 203.0.113.7\n27 2001:db8:1:2::/64\n', 'current': '30 203.0.113.7\n'}
+    asked = {'21/Nov/2026:03': ['2001:db8:1:2::/64', '192.0.2.77'], 'current': ['203.0.113.7'], '21/Nov/2026:05': ['x']}
+    rc, res = ansible(dict(precise, now='@%d' % NOW_EPOCH, candidates=asked))
+    assert rc == 0, res
+    assert res['counts'] == {'previous': {'2001:db8:1:2::/64': 27, '192.0.2.77': 0}, 'current': {'203.0.113.7': 30}}
+    assert 'local_blocks' not in res and 'report_floor' not in res
+    rc, res = ansible(dict(args, candidates=asked))
+    assert rc != 0 and res['msg'] == 'candidates: only with mode=report'
+    rc, res = ansible(dict(args, compact=True))
+    assert rc != 0 and res['msg'] == 'compact: only with mode=report'
+    rc, res = ansible(dict(precise, candidates={'previous': 'x'}))
+    assert rc != 0 and res['msg'].startswith('candidates must map each window (name or hour stamp) to a list of keys')
 
 
 def test_apply_mode_appends_decisions_with_the_hosts_checks(case):

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import addresses, clock, errors, rules, settings, tally
+from conftest import in_timezone
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import addresses, clock, errors, rules, run, settings, tally
 
 ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe']
 
@@ -179,5 +180,25 @@ def test_settings_reject_bad_values():
         with pytest.raises(errors.BotDetectorError) as err:
             settings.Settings(**kwargs)
         assert err.value.exit_status == errors.EXIT_BAD_OPTION
-    with pytest.raises(errors.BotDetectorError):
-        clock.parse_now('yesterday')
+    for text in ('yesterday', '@', '@-5', '@1.5', '@ 1'):
+        with pytest.raises(errors.BotDetectorError):
+            clock.parse_now(text)
+
+
+def test_now_in_seconds_since_the_epoch_names_one_instant_even_in_a_dst_night():
+    # 02:30 on 2026-10-25 happens twice in Berlin, CEST then CET; '@' tells them apart.
+    def windows(epoch):
+        return [w.stamp for w in clock.hour_windows(clock.parse_now('@%d' % epoch))]
+    assert in_timezone('Europe/Berlin', lambda: windows(1792888200)) == [b'25/Oct/2026:01', b'25/Oct/2026:02']
+    assert in_timezone('Europe/Berlin', lambda: windows(1792891800)) == [b'25/Oct/2026:02', b'25/Oct/2026:02']
+    assert clock.parse_now('@1792888200') == 1792888200
+
+
+def test_compact_counts_round_trip_any_key_the_log_can_give():
+    counts = {'203.0.113.7': 1450, '2001:db8:1:2::/64': 27, 'odd\rkey': 3, '\\xff\u00e9': 1, '1.2.3.4,5.6.7.8': 0}
+    text = run.compact_counts(counts)
+    assert text.count('\n') == len(counts) and '1450 203.0.113.7\n' in text
+    assert run.parse_compact_counts(text) == counts and run.parse_compact_counts('') == {}
+    for bad in ('1450\n', '1450 \n', 'x 1.2.3.4\n', ' 5 1.2.3.4\n'):
+        with pytest.raises(ValueError):
+            run.parse_compact_counts(bad)

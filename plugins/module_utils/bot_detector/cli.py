@@ -61,7 +61,8 @@ def build_parser():
             parser.add_argument(setting.flag, dest=setting.name, metavar=setting.metavar, choices=setting.choices,
                                 help=setting.help + default)
     parser.add_argument('--now', metavar="'YYYY-MM-DD HH:MM:SS'",
-                        help='evaluate as if the run started at this local time (replays, tests)')
+                        help="evaluate as if the run started at this local time, or at '@SECONDS' since the epoch "
+                             '(replays, tests)')
     parser.add_argument('--check', action='store_true', help='report what would be blocked; change nothing')
     parser.add_argument('--json', action='store_true',
                         help='print one JSON document (what the Ansible module returns) instead of the text lines')

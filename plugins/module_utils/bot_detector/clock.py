@@ -25,11 +25,14 @@ class Window:
 
 
 def parse_now(text):
-    """'YYYY-MM-DD HH:MM:SS' in local time -> seconds since the epoch."""
+    """'YYYY-MM-DD HH:MM:SS' in local time, or '@SECONDS' since the epoch (as ``date -d``
+    takes it; unambiguous in a DST night) -> seconds since the epoch."""
     try:
+        if text.startswith('@') and text[1:].isdigit():
+            return float(text[1:])
         return time.mktime(time.strptime(text, '%Y-%m-%d %H:%M:%S'))
     except (ValueError, OverflowError):
-        raise bad_option("now must be 'YYYY-MM-DD HH:MM:SS', got %r" % (text,))
+        raise bad_option("now must be 'YYYY-MM-DD HH:MM:SS' or '@SECONDS', got %r" % (text,))
 
 
 def hour_stamp(epoch):

@@ -36,7 +36,9 @@ class Result:
         self.rules = 'spec'
         self.verifications = []
         self.counts = None           # report: {window: {key: count}}
-        self.local_blocks = None     # report: this host's own additions, from its activity log
+        self.local_blocks = None     # report with a floor: this host's own additions, from its activity log
+        self.report_floor = None     # report with a floor: the floor
+        self.now = None              # report: the instant evaluated, whole seconds since the epoch
         self.duration = 0
 
     @property
@@ -92,4 +94,6 @@ class Result:
             'counts': self.counts,
             'local_blocks': self.local_blocks,
             'warnings': self.warnings,
+            'report_floor': self.report_floor,
+            'now': self.now,
         })

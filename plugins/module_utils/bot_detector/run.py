@@ -15,13 +15,14 @@ import time
 
 from .addresses import server_addresses
 from .clock import hour_windows
+from .errors import bad_option
 from .lists import count_lines, read_list
 from .logfile import check_readable
 from .messages import ACTIVITY_ADDED_PATTERN, EXECUTION_TIME
 from .result import Result
 from .rules import BELOW_THRESHOLD, BLOCK, decide, rules_for
 from .tally import count_windows
-from .text import to_bytes, to_text
+from .text import printable, to_bytes, to_text
 from .writer import BlocklistWriter
 
 __metaclass__ = type
@@ -97,15 +98,37 @@ def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None,
     return result
 
 
-def report(settings, logs, floor=None, now=None, resolver=None):
-    """Count only, for the fleet: per window every key with ``floor`` (default: the
-    threshold) or more requests, and this host's own blocks. No list is read or written."""
+def report(settings, logs, floor=None, candidates=None, now=None, resolver=None):
+    """Count only, for the fleet; no list is read or written. Each window's counts are
+    those of every key, with the rules' filters, grouping and server drop.
+
+    Phase 1 (``candidates`` None): per window every key with ``floor`` (default: the
+    threshold) or more requests, and this host's own blocks. Phase 2: ``candidates``,
+    {window name or hour stamp: [key]}, gets the exact count of each key asked, 0
+    included, in the windows named; the floor is not used. ``now`` (epoch) in phase 2
+    is phase 1's, so that both count the same hours."""
+    if candidates is not None and not (isinstance(candidates, dict) and all(
+            isinstance(keys, (list, tuple)) and all(isinstance(key, str) for key in keys) for keys in candidates.values())):
+        raise bad_option('candidates must map each window (name or hour stamp) to a list of keys, got %r' % (candidates,))
     result = Result()
     start = int(time.time())
+    now = time.time() if now is None else now
     rules, counts, server_ips = _count(settings, logs, now, resolver, result)
     result.scans = [scan.as_dict() for scan in counts.scans]
-    result.counts = reported_counts(rules, counts, server_ips, settings.threshold if floor is None else floor)
-    result.local_blocks = local_blocks(settings.activity_log)
+    result.now = int(now)
+    if candidates is None:
+        floor = settings.threshold if floor is None else floor
+        result.counts = reported_counts(rules, counts, server_ips, floor)
+        result.report_floor = floor
+        result.local_blocks = local_blocks(settings.activity_log)
+    else:
+        result.counts = {}
+        for window, counter in counts:
+            asked = candidates.get(window.name, candidates.get(to_text(window.stamp), ()))
+            every = _key_counts(rules, counter, server_ips) if asked else {}
+            result.counts[window.name] = dict((key, every.get(key, 0)) for key in asked)
+    for window, dummy in counts:
+        result.window(window, [])
     result.rules = rules.name
     result.verifications = rules.verifications
     result.duration = int(time.time()) - start
@@ -132,14 +155,39 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
     return result
 
 
+def _key_counts(rules, counter, server_ips):
+    """{key: count} of one window: every key the rules rank, as the module returns it."""
+    return dict((printable(to_text(key)), count) for count, key in rules.examined(counter, server_ips, len(counter) or 1))
+
+
 def reported_counts(rules, counts, server_ips, floor):
     """Per window, every key with ``floor`` or more requests, with the rules' filters and
     server drop: what a fleet run sums across hosts."""
     reported = {}
     for window, counter in counts:
-        records = rules.examined(counter, server_ips, len(counter) or 1)
-        reported[window.name] = dict((to_text(key), count) for count, key in records if count >= floor)
+        reported[window.name] = dict((key, count) for key, count in _key_counts(rules, counter, server_ips).items()
+                                     if count >= floor)
     return reported
+
+
+def compact_counts(counts):
+    """One window's {key: count} as one text, a line '<count> <key>' each (a record's form,
+    as ``uniq -c`` prints it): one value for Ansible to carry instead of thousands. Keys
+    hold no blank (a log's first field) and no newline."""
+    return ''.join('%d %s\n' % (count, key) for key, count in counts.items())
+
+
+_COMPACT_LINE = re.compile(r'^([0-9]+) ([^\n]+)$', re.M)
+
+
+def parse_compact_counts(text):
+    """compact_counts' text back to {key: count}; ValueError naming the first bad line."""
+    pairs = _COMPACT_LINE.findall(text)
+    if len(pairs) != text.count('\n') or not (text.endswith('\n') or not text):
+        for line in text.split('\n')[:-1] if text.endswith('\n') else text.split('\n'):
+            if not _COMPACT_LINE.match(line):
+                raise ValueError('not a line <count> <key>: %r' % line)
+    return dict((key, int(count)) for count, key in pairs)
 
 
 def local_blocks(activity_log):

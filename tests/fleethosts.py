@@ -1,0 +1,94 @@
+"""A fleet of `ansible_connection: local` web hosts for playbooks/fleet.yml, each with its
+own access log, blocklist, exclusion list, activity log and config file in a scratch
+directory: shared by the end-to-end test and the playbook benchmark."""
+import os
+import subprocess
+import sys
+import time
+
+import yaml
+
+import loggen
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
+# `make setup` links the checkout as .build/ansible_collections/jobboard/bot_detector.
+sys.path.insert(0, os.path.join(ROOT, '.build'))
+
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import (  # noqa: E402
+    format_config,  # pylint: disable=wrong-import-position
+)
+
+PLAYBOOK = os.path.join(ROOT, 'playbooks', 'fleet.yml')
+HOST_PYTHON = '/usr/bin/python3'       # the hosts' interpreter (design.md)
+SERVER_IP = '10.0.0.5'
+
+
+class Host:
+    """One web host's scratch files."""
+
+    def __init__(self, base, name):
+        self.name = name
+        self.dir = os.path.join(base, name)
+        os.makedirs(self.dir)
+        self.log = os.path.join(self.dir, 'access.log')
+        self.blocklist = os.path.join(self.dir, 'ipblocklist.txt')
+        self.exclusions = os.path.join(self.dir, 'ipexcludedlist.txt')
+        self.activity_log = os.path.join(self.dir, 'bot-detector.log')
+        self.config = os.path.join(self.dir, 'bot-detector.conf')
+
+    def read(self, path):
+        with open(path) as f:
+            return f.read()
+
+    def blocked(self):
+        return self.read(self.blocklist).split('\n')[:-1] if os.path.exists(self.blocklist) else []
+
+
+def make_fleet(base, current, names, group_vars=None, unreachable=(), exclusions=None, activity=None, host_vars=None):
+    """Hosts ``names`` under ``base``, each host's log holding ``current[name]`` ({address:
+    requests}) stamped now, in the current hour (a run crossing the hour's end still counts
+    it, as the previous hour). ``unreachable`` hosts get an SSH address where nothing
+    listens. Returns (inventory directory, {name: Host})."""
+    hosts, inventory = {}, {}
+    now = time.time()
+    for name in names:
+        host = hosts[name] = Host(base, name)
+        with open(host.log, 'wb') as f:
+            f.write(loggen.planted_log(now, current=current.get(name, {})))
+        with open(host.blocklist, 'w') as f:
+            f.write('192.0.2.1\n')
+        with open(host.exclusions, 'w') as f:
+            f.write(''.join(a + '\n' for a in (exclusions or {}).get(name, [])))
+        with open(host.activity_log, 'w') as f:
+            f.write((activity or {}).get(name, ''))
+        with open(host.config, 'w') as f:
+            f.write(format_config({'blocklist': host.blocklist, 'exclusions_file': host.exclusions,
+                                   'activity_log': host.activity_log, 'server_ips': [SERVER_IP]}, header='# test host'))
+        inventory[name] = {'bot_detector_logs': [host.log], 'bot_detector_config_file': host.config}
+        inventory[name].update((host_vars or {}).get(name, {}))
+        if name in unreachable:
+            inventory[name].update(ansible_connection='ssh', ansible_host='127.0.0.1', ansible_port=1,
+                                   ansible_ssh_common_args='-o ConnectTimeout=5')
+        else:
+            inventory[name].update(ansible_connection='local', ansible_python_interpreter=HOST_PYTHON)
+    directory = os.path.join(base, 'inventory')
+    os.makedirs(os.path.join(directory, 'group_vars'))
+    with open(os.path.join(directory, 'hosts.yml'), 'w') as f:
+        yaml.safe_dump({'all': {'children': {'web': {'hosts': inventory}}}}, f)
+    if group_vars:
+        with open(os.path.join(directory, 'group_vars', 'web.yml'), 'w') as f:
+            yaml.safe_dump(group_vars, f)
+    return directory, hosts
+
+
+def run_playbook(inventory, forks=None, extra=()):
+    """ansible-playbook playbooks/fleet.yml on the inventory; returns (CompletedProcess, seconds)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_STDOUT_CALLBACK='ansible.builtin.default', ANSIBLE_HOST_KEY_CHECKING='False')
+    argv = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', inventory, PLAYBOOK]
+    if forks:
+        argv += ['-f', str(forks)]
+    started = time.perf_counter()
+    proc = subprocess.run(argv + list(extra), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    return proc, time.perf_counter() - started
