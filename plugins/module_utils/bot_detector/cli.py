@@ -6,7 +6,6 @@
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -124,5 +123,6 @@ def _main(argv):
             sys.stderr.write('bot-detector: error: %s\n' % exc.message)
         return exc.exit_status
     if args.json:
+        import json
         emit(json.dumps(result.as_dict(), sort_keys=True))
     return EXIT_OK

@@ -16,7 +16,6 @@ built-in default (the spec's).
 
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import re
 
@@ -158,6 +157,7 @@ class Setting:
         if kind == 'list':
             return self.check([_unquote(line, where) for line in text.splitlines() if line.strip()], where)
         if kind == 'dict':
+            import json
             try:
                 value = json.loads(text)
             except ValueError as exc:
@@ -172,6 +172,7 @@ class Setting:
         if self.kind == 'list':
             return ''.join('\n    %s' % _quote(item) for item in value)
         if self.kind == 'dict':
+            import json
             return json.dumps(value, sort_keys=True)
         return str(value)
 
@@ -190,6 +191,7 @@ class Setting:
 def _quote(item):
     """A list item on its own line: JSON-quoted when blanks around it, a leading quote or a
     comment character would otherwise change it (``GET /job/`` ends in a space)."""
+    import json     # json: only config files and docs need it, not every run
     if item != item.strip() or item[:1] in ('"', '#', ';') or json.dumps(item)[1:-1] != item:
         return json.dumps(item)
     return item
@@ -199,6 +201,7 @@ def _unquote(line, where):
     line = line.strip()
     if not line.startswith('"'):
         return line
+    import json
     try:
         value = json.loads(line)
     except ValueError:

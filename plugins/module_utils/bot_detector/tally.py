@@ -11,7 +11,6 @@ is Counter.update: the interpreter never loops per line.
 from __future__ import absolute_import, division, print_function
 
 import os
-import pickle
 import re
 import zlib
 from collections import Counter
@@ -26,7 +25,7 @@ __metaclass__ = type
 
 READ_CHUNK = 1 * 1024 * 1024
 DENSITY_SAMPLE = 64 * 1024
-# Ranges of at least this size are counted by one forked process per core (at most MAX_WORKERS).
+# Ranges of at least this size are counted by one forked process per idle core (workers_for).
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 4
 # A line longer than READ_CHUNK is read piece by piece (LongLine); its first field must be
@@ -41,9 +40,9 @@ class WindowCounts:
     """What reading the logs yields: requests per key for each window, and how each
     file was read. The one object that carries counts to the ranking stage."""
 
-    def __init__(self, windows):
+    def __init__(self, windows, counters=None):
         self.windows = windows
-        self.counters = [Counter() for dummy in windows]
+        self.counters = counters if counters is not None else [Counter() for dummy in windows]
         self.scans = []
         self.warnings = []      # files left out, one line each
 
@@ -51,45 +50,80 @@ class WindowCounts:
         """(window, Counter) pairs, previous hour first."""
         return iter(zip(self.windows, self.counters))
 
-    def add(self, counters):
-        for mine, theirs in zip(self.counters, counters):
-            mine.update(theirs)
-
 
 class Tally:
-    """Counts lines into a WindowCounts: the windows' stamps (rule 5.3.1) matched here,
-    the rules' line filter (5.3.2-5.3.7) applied to the lines that hold one."""
+    """Counts lines per hour stamp: the stamps (rule 5.3.1) matched here, the rules' line
+    filter (5.3.2-5.3.7) applied to the lines that hold one, each line counted once under
+    every stamp it holds (as the reference's separate greps do).
 
-    def __init__(self, counts, line_filter):
-        self.counts = counts
+    ``stamps`` (the windows') are looked for in every chunk. ``tracked`` (an incremental
+    run's other hours still in play, bytes) are rare in a chunk: one search per date
+    tells whether any is there at all."""
+
+    def __init__(self, stamps, line_filter, tracked=()):
+        self.stamps = []
+        for stamp in stamps:
+            if stamp not in self.stamps:       # both windows hold the same text on a DST night
+                self.stamps.append(stamp)
+        self.tracked = [stamp for stamp in tracked if stamp not in self.stamps]
         self.line_filter = line_filter
+        self.counters = dict((stamp, Counter()) for stamp in self.stamps + self.tracked)
+        self._finders = _stamp_finders(self.tracked)
 
     def fresh(self):
-        """An empty tally with the same windows and filter (a forked worker's)."""
-        return Tally(WindowCounts(self.counts.windows), self.line_filter)
+        """An empty tally with the same stamps and filter (a forked worker's)."""
+        return Tally(self.stamps, self.line_filter, self.tracked)
+
+    def add(self, counters):
+        """Add another tally's counters ({stamp: Counter}), the smaller into the larger."""
+        for stamp, theirs in counters.items():
+            mine = self.counters[stamp]
+            if len(theirs) > len(mine):
+                mine, theirs = theirs, mine
+                self.counters[stamp] = mine
+            if theirs:
+                mine.update(theirs)
+
+    def window_counts(self, windows):
+        return WindowCounts(windows, [self.counters[window.stamp] for window in windows])
 
     def chunk(self, buf, limit=None):
         """Count the lines of ``buf[:limit]`` (whole lines; a missing final newline is fine).
         ``limit``, the index of the chunk's last newline, spares the caller a copy without
-        its unfinished last line. A line that holds both stamps counts in both windows, as
-        with two separate greps."""
+        its unfinished last line."""
         if limit is None:
             limit = len(buf)
         lines = None
         sample = buf[:DENSITY_SAMPLE]
         sample_lines = sample.count(b'\n') + 1
-        for window, counter in self.counts:
+        for stamp in self.stamps:
             # A stamp on under a quarter of the sampled lines: find its lines; else split all.
-            if sample.count(window.stamp) * 4 < sample_lines:
-                selected = lines_holding(buf, window.stamp, limit)
+            if sample.count(stamp) * 4 < sample_lines:
+                selected = lines_holding(buf, stamp, limit)
             else:
                 if lines is None:
                     lines = buf.split(b'\n')
                     if limit < len(buf):
                         lines.pop()     # the unfinished line after ``limit``
-                selected = list(compress(lines, map(contains, lines, repeat(window.stamp))))
+                selected = list(compress(lines, map(contains, lines, repeat(stamp))))
             if selected:
-                self.line_filter.count_into(selected, counter)
+                self.line_filter.count_into(selected, self.counters[stamp])
+        for date, finder in self._finders:
+            if buf.find(date, 0, limit) != -1:
+                for stamp in set(finder.findall(buf, 0, limit)):
+                    self.line_filter.count_into(lines_holding(buf, stamp, limit), self.counters[stamp])
+
+
+def _stamp_finders(stamps):
+    """[(date, regex)]: per date text ('21/Nov/2026:'), a regex matching exactly those of
+    ``stamps`` on that date. The regex starts with the date, a literal, which the regex
+    engine searches for quickly; the date alone, rarer still, is checked first."""
+    by_date = {}
+    for stamp in stamps:
+        date, hour = stamp[:-2], stamp[-2:]
+        by_date.setdefault(date, []).append(hour)
+    return [(date, re.compile(re.escape(date) + b'(?:' + b'|'.join(re.escape(h) for h in sorted(hours)) + b')'))
+            for date, hours in sorted(by_date.items())]
 
 
 def lines_holding(buf, stamp, limit):
@@ -121,7 +155,7 @@ class LongLine:
         needles = getattr(tally.line_filter, 'needles', None)
         self.skip = needles is None
         self.exact, self.folded = ([], []) if self.skip else (list(needles[0]), list(needles[1]))
-        self.exact += [window.stamp for window in tally.counts.windows]
+        self.exact += list(tally.counters)
         # A byte no needle holds, to join them: the stand-in then holds no needle the line lacks.
         used = set(bytearray(b''.join(self.exact + self.folded)))
         self.joint = bytes(bytearray([next(byte for byte in range(256) if byte not in used)]))
@@ -176,8 +210,8 @@ class LongLine:
         else:
             held = [n for n in self.exact if n in self.found] + [n for n in self.folded if (n, 'folded') in self.found]
             stand_in = field + self.separator + self.joint + self.joint.join(held)
-        for window, counter in self.tally.counts:
-            if window.stamp in self.found:
+        for stamp, counter in self.tally.counters.items():
+            if stamp in self.found:
                 self.tally.line_filter.count_into([stand_in], counter)
 
 
@@ -273,12 +307,28 @@ def count_range(fd, start, end, tally):
     return read
 
 
+def workers_for(size):
+    """How many processes count a range of ``size`` bytes: one per idle core (at most
+    MAX_WORKERS) for a range large enough to repay a fork and the sum of the counters
+    (PARALLEL_MIN_BYTES), else one. Idle going by the load average: on a busy host a
+    worker would add CPU time without shortening the run."""
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    cores = min(os.cpu_count() or 1, MAX_WORKERS)
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)
+    except (AttributeError, OSError):
+        busy = 0
+    return max(1, cores - busy)
+
+
 def count_parallel(path, handle, start, end, tally):
     """Count [start, end) in one forked process per core, each over a line-aligned part,
     and add up their counters. Returns the bytes read."""
-    workers = min(os.cpu_count() or 1, MAX_WORKERS)
-    if workers < 2 or end - start < PARALLEL_MIN_BYTES:
+    workers = workers_for(end - start)
+    if workers < 2:
         return count_range(handle.fileno(), start, end, tally)
+    import pickle       # only runs that fork pay for it
     bounds = [start] + [line_start_after(handle, start + (end - start) * i // workers) for i in range(1, workers)] + [end]
     children = []
     for part in range(1, workers):
@@ -290,9 +340,9 @@ def count_parallel(path, handle, start, end, tally):
                 os.close(reader)
                 mine = tally.fresh()
                 read = count_range(handle.fileno(), bounds[part], bounds[part + 1], mine)
-                payload = pickle.dumps((None, mine.counts.counters, read), protocol=2)
+                payload = pickle.dumps((None, mine.counters, read), protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # pylint: disable=broad-except
-                payload = pickle.dumps((str(exc), None, 0), protocol=2)
+                payload = pickle.dumps((str(exc), None, 0), protocol=pickle.HIGHEST_PROTOCOL)
                 status = 1
             with os.fdopen(writer, 'wb') as pipe:
                 pipe.write(payload)
@@ -313,7 +363,7 @@ def count_parallel(path, handle, start, end, tally):
             if error is not None:
                 failure = error
                 continue
-            tally.counts.add(counters)
+            tally.add(counters)
             read += part_read
     if failure is not None:
         raise BotDetectorError('cannot read %s: %s' % (path, failure))
@@ -405,9 +455,9 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
     warning (WindowCounts.warnings). A file already read (same device and inode: a log
     given twice, LOG.1 a link to LOG) is not read again. Counts of all files are summed.
     Returns a WindowCounts."""
-    counts = WindowCounts(windows)
-    tally = Tally(counts, line_filter)
     stamps = [window.stamp for window in windows]
+    tally = Tally(stamps, line_filter)
+    scans, warnings = [], []
     seen = set()
 
     def first_time(handle):
@@ -422,7 +472,7 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
         with open_log(path) as handle:
             if first_time(handle):
                 scan, plan = scan_file(path, handle, tally, stamps, margin, seek, rotated)
-                counts.scans.append(scan)
+                scans.append(scan)
         # The log starts after the windows can begin (or shows no time near its start):
         # logrotate ran meanwhile, and the rotated file holds the rest.
         late = rotated and plan is not None and (plan.first is None or plan.first > plan.target)
@@ -436,8 +486,10 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
                     continue
                 scan, dummy = scan_file(sibling, handle, part, stamps, margin, seek, False, sibling.endswith('.gz'))
         except BotDetectorError as exc:
-            counts.warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
+            warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
             continue
-        counts.add(part.counts.counters)
-        counts.scans.append(scan)
+        tally.add(part.counters)
+        scans.append(scan)
+    counts = tally.window_counts(windows)
+    counts.scans, counts.warnings = scans, warnings
     return counts
