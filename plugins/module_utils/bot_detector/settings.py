@@ -255,6 +255,12 @@ SETTINGS = (
             'Seconds a run waits for the lock on the blocklist while another run holds it (the lists are read and '
             'appended to under it); then it fails with exit status 3.',
             metavar='SECONDS', minimum=0),
+    Setting('state_dir', 'path', None,
+            'Where each run keeps what it counted, per log (what it read up to, the counts per address for the '
+            'hours still in play), so that the next run reads only the lines appended since; the decisions are '
+            "those of a run without it. Off, every run reads the logs' windows, as the reference does.",
+            metavar='DIR', role_default='/var/lib/bot-detector',
+            default_text='off (the role: /var/lib/bot-detector)'),
     Setting('rules', 'str', 'spec',
             "spec: the reference script's rules, quirks included. precise: bot and search-engine tests on the "
             'user agent only, crawlers exempt only when their address verifies by reverse and forward DNS, '
