@@ -50,8 +50,8 @@ def test_batch_filter_equals_per_line_rules(lines, search_engine):
 def test_tally_equals_per_line_rules(lines, final_newline, dense):
     """Every stamp counted, the windows' by the fast path and the others as tracked ones,
     over chunks cut at a newline or not, whatever share of the lines holds a stamp."""
-    if dense:
-        lines = [l + b' [' + STAMPS[0] + b':00:00 +0000]' for l in lines]
+    if dense:       # most lines hold the first stamp (an incremental run's chunk), some do not
+        lines = [l + b' [' + STAMPS[0] + b':00:00 +0000]' if i % 7 else l for i, l in enumerate(lines)]
     line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
     buf = b'\n'.join(lines) + (b'\n' if final_newline else b'')
     counted = tally.Tally(STAMPS[:2], line_filter, tracked=STAMPS[1:])
@@ -125,3 +125,24 @@ def test_workers_fork_only_for_large_ranges_on_idle_cores(monkeypatch):
     monkeypatch.setattr(os, 'cpu_count', lambda: 64)
     monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))
     assert tally.workers_for(10 * tally.PARALLEL_MIN_BYTES) == tally.MAX_WORKERS
+
+
+def test_an_hours_chunk_finds_the_other_stamps_on_its_other_lines():
+    """A chunk mostly of one hour (an incremental run's): late lines of the previous hour,
+    a line stamped ahead, a referrer with another hour on a line of the hour."""
+    line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
+
+    def request(address, stamp, extra=b''):
+        return b'%s - - [%s:10:00 +0000] "GET /job/1 HTTP/1.1" 200 1 "%s" "curl"' % (address, stamp, extra)
+    lines = [request(b'10.0.0.%d' % (i % 9), STAMPS[1]) for i in range(400)]
+    lines[5] = request(b'10.9.9.1', STAMPS[0])                       # late: the previous hour
+    lines[9] = request(b'10.9.9.2', STAMPS[2])                       # ahead: a tracked hour
+    lines[11] = request(b'10.9.9.3', STAMPS[3])                      # tomorrow: tracked
+    for with_referrer in (False, True):
+        if with_referrer:
+            lines[20] = request(b'10.9.9.4', STAMPS[1], b'https://x/?t=' + STAMPS[2])
+        counted = tally.Tally(STAMPS[:2], line_filter, tracked=STAMPS[2:4])
+        counted.chunk(b'\n'.join(lines) + b'\n')
+        for stamp in STAMPS[:4]:
+            assert counted.counters[stamp] == per_line_counts(line_filter, lines, stamp), stamp
+        assert counted.counters[STAMPS[0]] == {b'10.9.9.1': 1}

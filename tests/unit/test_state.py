@@ -1,6 +1,7 @@
 """The incremental state's file: what it keeps, how it is written, and that a damaged or
 foreign one is never trusted. (Runs with a state against cold runs and the reference:
 test_incremental.py.)"""
+import binascii
 import json
 import os
 import random
@@ -62,52 +63,126 @@ def test_round_trip_keeps_every_byte_and_claim():
     original = sample_state()
     again = state.loads(original.dumps(), LOG)
     assert again.dumps() == original.dumps()
-    assert again.files[0].counts[original.stamps[0]][b'\xff\x00odd'] == 2
-    assert again.files[0].counts[original.stamps[0]][(b'66.249.66.1', 'google')] == 7
+    assert again.files[0].counts.get(original.stamps[0])[b'\xff\x00odd'] == 2
+    assert again.files[0].counts.get(original.stamps[0])[(b'66.249.66.1', 'google')] == 7
     assert (again.files[1].gzip, again.files[1].offset, again.files[0].head) == (True, 777, original.files[0].head)
+    assert again.dumps() == original.dumps()        # parsed sections are written back the same
 
 
 def test_prune_drops_the_hours_no_later_run_can_have():
     st = sample_state()
     st.prune(st.now + 2 * 3600)     # two hours later, the first two tracked hours are out of play
     assert st.stamps == state.stamps_in_play(st.now + 2 * 3600, st.horizon)
-    assert not st.files[0].counts and not st.files[1].counts
+    assert not st.files[0].counts.stamps() and not st.files[1].counts.stamps()
 
 
-def damaged_texts():
-    good = json.loads(sample_state().dumps())
-    stamp = good['stamps'][0]
+def header_and_sections(data):
+    cut = data.index(b'\n')
+    return json.loads(data[:cut]), data[cut + 1:]
 
-    def changed(fn):
-        doc = json.loads(json.dumps(good))
-        fn(doc)
-        return json.dumps(doc)
+
+def with_header(data, change):
+    header, body = header_and_sections(data)
+    change(header)
+    return json.dumps(header).encode() + b'\n' + body
+
+
+def forged_section(data, content, part='counts'):
+    """The first section's ``part`` line ('top' or 'counts') replaced by ``content``, its
+    length and CRC made to fit: damage the checksum cannot see, found when it is parsed."""
+    header, body = header_and_sections(data)
+    first = header['files'][0]['sections'][0]
+    top_length, counts_length = first['top'][0], first['counts'][0]
+    raw = json.dumps(content).encode() + b'\n'
+    if part == 'top':
+        body = raw + body[top_length:]
+    else:
+        body = body[:top_length] + raw + body[top_length + counts_length:]
+    first[part] = [len(raw), binascii.crc32(raw)]
+    return json.dumps(header).encode() + b'\n' + body
+
+
+def damaged_files():
+    good = sample_state().dumps()
+    stamp = sample_state().stamps[0].decode()
+    flipped = bytearray(good)
+    flipped[-5] ^= 1
     return {
-        'truncated': sample_state().dumps()[:-40],
-        'not json': 'cos\nsystem\n(S"echo pwned"\ntR.',        # a pickle: never unpickled
-        'other format': changed(lambda d: d.update(format='something else')),
-        'other log': changed(lambda d: d.update(log='/var/log/other.log')),
-        'count as text': changed(lambda d: d['files'][0]['counts'][stamp].__setitem__(1, '5')),
-        'negative count': changed(lambda d: d['files'][0]['counts'][stamp].__setitem__(1, -5)),
-        'bool count': changed(lambda d: d['files'][0]['counts'][stamp].__setitem__(1, True)),
-        'odd list': changed(lambda d: d['files'][0]['counts'][stamp].pop()),
-        'key twice': changed(lambda d: d['files'][0]['counts'][stamp].extend(d['files'][0]['counts'][stamp][:2])),
-        'untracked stamp': changed(lambda d: d['files'][0]['counts'].__setitem__('01/Jan/2020:00', ['1.1.1.1', 1])),
-        'bad stamp': changed(lambda d: d['stamps'].append('yesterday')),
-        'no files': changed(lambda d: d.update(files=[])),
-        'three files': changed(lambda d: d.update(files=d['files'] * 3)),
-        'offset as text': changed(lambda d: d['files'][0].update(offset='4096')),
-        'negative offset': changed(lambda d: d['files'][0].update(offset=-1)),
-        'head not hex': changed(lambda d: d['files'][0].update(head='zz')),
-        'now missing': changed(lambda d: d.pop('now')),
-        'wide key': changed(lambda d: d['files'][0]['counts'][stamp].__setitem__(0, '\u20ac')),
+        'truncated': good[:-40],
+        'a byte flipped': bytes(flipped),
+        'not json': b'cos\nsystem\n(S"echo pwned"\ntR.',        # a pickle: never unpickled
+        'other format': with_header(good, lambda h: h.update(format='something else')),
+        'other log': with_header(good, lambda h: h.update(log='/var/log/other.log')),
+        'untracked stamp': with_header(good, lambda h: h['files'][0]['sections'][0].update(stamp='01/Jan/2020:00')),
+        'bad stamp': with_header(good, lambda h: h['stamps'].append('yesterday')),
+        'no files': with_header(good, lambda h: h.update(files=[])),
+        'three files': with_header(good, lambda h: h.update(files=h['files'] * 3)),
+        'offset as text': with_header(good, lambda h: h['files'][0].update(offset='4096')),
+        'negative offset': with_header(good, lambda h: h['files'][0].update(offset=-1)),
+        'head not hex': with_header(good, lambda h: h['files'][0].update(head='zz')),
+        'now missing': with_header(good, lambda h: h.pop('now')),
+        'bytes after': good + b'{}\n',
+        'a stamp twice': with_header(good, lambda h: h['files'][0]['sections'].__setitem__(1, dict(
+            h['files'][0]['sections'][1], stamp=stamp))),
     }
 
 
-@pytest.mark.parametrize('name', sorted(damaged_texts()))
+def forged_sections():
+    good = sample_state().dumps()
+    return {
+        'count as text': forged_section(good, {'keys': 'a', 'counts': ['5']}),
+        'negative count': forged_section(good, {'keys': 'a', 'counts': [-5]}),
+        'bool count': forged_section(good, {'keys': 'a', 'counts': [True]}),
+        'more keys than counts': forged_section(good, {'keys': 'a b', 'counts': [1]}),
+        'keys but no counts': forged_section(good, {'keys': 'a', 'counts': []}),
+        'key twice': forged_section(good, {'keys': 'a a', 'counts': [1, 2]}),
+        'claim twice': forged_section(good, {'keys': '', 'counts': [], 'claims': [['a', 'g', 1], ['a', 'g', 2]]}),
+        'bad claim': forged_section(good, {'keys': '', 'counts': [], 'claims': [['a', 'g', '1']]}),
+        'wide key': forged_section(good, {'keys': '\u20ac', 'counts': [1]}),
+        'not an object': forged_section(good, ['a', 1]),
+    }
+
+
+def forged_tops():
+    good = sample_state().dumps()
+    return {
+        'count as text': forged_section(good, {'complete': True, 'keys': ['a'], 'counts': ['5']}, 'top'),
+        'complete as text': forged_section(good, {'complete': 'yes', 'keys': ['a'], 'counts': [5]}, 'top'),
+        'more keys': forged_section(good, {'complete': False, 'keys': ['a', 'b'], 'counts': [5]}, 'top'),
+        'not an object': forged_section(good, [], 'top'),
+    }
+
+
+@pytest.mark.parametrize('name', sorted(damaged_files()))
 def test_a_damaged_state_is_refused(name):
     with pytest.raises(state.StateError):
-        state.loads(damaged_texts()[name], LOG)
+        state.loads(damaged_files()[name], LOG)
+
+
+@pytest.mark.parametrize('name', sorted(forged_tops()))
+def test_damaged_first_entries_are_refused_when_read(name):
+    loaded = state.loads(forged_tops()[name], LOG)
+    with pytest.raises(state.StateError):
+        loaded.files[0].counts.prefix(loaded.stamps[0])
+
+
+def test_an_untouched_hour_is_ranked_from_its_first_entries():
+    counts = Counter(dict((b'10.0.%d.%d' % (i // 256, i % 256), 1 + i % 977) for i in range(5000)))
+    st = sample_state()
+    st.files[0].counts = state.Counts({st.stamps[0]: counts})
+    loaded = state.loads(st.dumps(), LOG)
+    prefix = loaded.files[0].counts.prefix(st.stamps[0])
+    assert len(prefix) == state.TOP_ENTRIES and not prefix.complete
+    assert list(prefix.items()) == sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:state.TOP_ENTRIES]
+    assert prefix.full() == counts
+    assert loaded.dumps() == st.dumps()
+
+
+@pytest.mark.parametrize('name', sorted(forged_sections()))
+def test_a_damaged_section_is_refused_when_read(name):
+    loaded = state.loads(forged_sections()[name], LOG)
+    with pytest.raises(state.StateError):
+        loaded.files[0].counts.get(loaded.stamps[0])
 
 
 def test_load_ignores_what_it_cannot_trust_with_one_warning(tmp_path):
@@ -117,10 +192,10 @@ def test_load_ignores_what_it_cannot_trust_with_one_warning(tmp_path):
     assert state.save(directory, [sample_state()]) is None
     loaded, warning = state.load(directory, LOG)
     assert warning is None and loaded.dumps() == sample_state().dumps()
-    with open(path, 'w') as handle:
-        handle.write(damaged_texts()['truncated'])
+    with open(path, 'wb') as handle:
+        handle.write(damaged_files()['truncated'])
     loaded, warning = state.load(directory, LOG)
-    assert loaded is None and warning.startswith('state file %s ignored: not JSON' % path)
+    assert loaded is None and warning.startswith('state file %s ignored: ' % path) and 'cut short' in warning
     os.unlink(path)
     os.symlink('/etc/passwd', path)
     loaded, warning = state.load(directory, LOG)

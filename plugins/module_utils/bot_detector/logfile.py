@@ -192,9 +192,10 @@ class Scan:
 
     def __init__(self, path, mode, start=0):
         self.path = path
-        self.mode = mode          # 'seek', 'full', or 'full-gzip'
+        self.mode = mode          # 'seek', 'full', 'full-gzip', or 'incremental' (state.py)
         self.start = start
         self.bytes_read = 0
+        self.end = 0              # where the lines counted end (tally.scan_file)
 
     def as_dict(self):
         return {'path': self.path, 'mode': self.mode, 'start': self.start, 'bytes_read': self.bytes_read}

@@ -185,8 +185,12 @@ class SpecRules:
         self.verifications = []
 
     def examined(self, counter, server_ips, top):
-        """The records of one window that get a verdict: [(count, key)]."""
-        return top_records(counter, server_ips, top)
+        """The records of one window that get a verdict: [(count, key)]. A Prefix (the
+        first entries of a window's counts) answers when it yields ``top`` records."""
+        records = top_records(counter, server_ips, top)
+        if len(records) < top and getattr(counter, 'complete', True) is False:
+            records = top_records(counter.full(), server_ips, top)
+        return records
 
     @staticmethod
     def decision_key(address):

@@ -30,9 +30,11 @@ import errno
 import os
 import stat
 from collections import Counter
-from itertools import chain, repeat
 
 from .clock import hour_stamp
+from .errors import BotDetectorError
+from .rules import largest
+from .tally import Prefix
 
 __metaclass__ = type
 
@@ -40,6 +42,7 @@ FORMAT = 'jobboard.bot_detector state 1'
 HORIZON = 24 * 3600           # the stamps tracked reach this far ahead of the run that starts a state
 STAMP_STEP = 300              # hour_stamp is sampled this often: every local hour lasts longer
 HEAD_BYTES = 1024             # a file's identity: device, inode and its first bytes
+TOP_ENTRIES = 100             # an hour's first entries kept apart: enough to rank it unread
 MAX_STATE_BYTES = 512 * 1024 * 1024
 # What decides which lines are counted and how, and which files are read: a state made
 # under other values is not used.
@@ -68,6 +71,66 @@ def stamps_in_play(now, horizon):
         epoch = min(horizon, (epoch // STAMP_STEP + 1) * STAMP_STEP)
 
 
+class Counts:
+    """A segment's counts per stamp: {stamp: Counter}. Read from a file, each stamp's
+    section is parsed only when asked for: an hour no new line touched is ranked from the
+    first entries its file keeps (prefix) and written back as it was read."""
+
+    def __init__(self, counters=None):
+        self._counters = dict(counters or {})
+        self._raw = {}                # stamp -> (top line, counts line, where): not parsed yet
+
+    def get(self, stamp):
+        """The Counter of ``stamp``, or None. Raises StateError for a damaged section."""
+        if stamp in self._raw:
+            top, raw, where = self._raw.pop(stamp)
+            self._counters[stamp] = _section_counter(raw, where)
+        return self._counters.get(stamp)
+
+    def prefix(self, stamp):
+        """A tally.Prefix of ``stamp``'s counts when they are not parsed yet, else None."""
+        if stamp not in self._raw:
+            return None
+        top, dummy, where = self._raw[stamp]
+        entries, complete = _top_entries(top, where)
+
+        def load():
+            try:
+                return self.get(stamp)
+            except StateError as exc:   # its checksum was right: not a disk's damage
+                raise BotDetectorError('the state file is damaged (%s); remove it, the next run starts cold' % exc)
+        return Prefix(entries, complete, load)
+
+    def add(self, stamp, counter):
+        """Add ``counter`` to ``stamp``'s counts (the smaller into the larger)."""
+        if not counter:
+            return
+        mine = self.get(stamp)
+        if mine is None or len(counter) > len(mine):
+            mine, counter = counter, mine
+            self._counters[stamp] = mine
+        if counter:
+            mine.update(counter)
+
+    def stamps(self):
+        return [stamp for stamp in list(self._counters) + list(self._raw) if stamp in self._raw or self._counters[stamp]]
+
+    def drop(self, stamp):
+        self._counters.pop(stamp, None)
+        self._raw.pop(stamp, None)
+
+    def sections(self):
+        """[(stamp, top line, counts line)] in stamp order: parsed ones serialised, the
+        others as read."""
+        out = []
+        for stamp in sorted(self.stamps()):
+            if stamp in self._raw:
+                out.append((stamp,) + self._raw[stamp][:2])
+            else:
+                out.append((stamp, _top_line(self._counters[stamp]), _section(self._counters[stamp])))
+        return out
+
+
 class Segment:
     """One file of the state: its identity, how far it was read, and its counts per stamp."""
 
@@ -77,7 +140,7 @@ class Segment:
         self.head = head              # its first bytes (at most HEAD_BYTES)
         self.offset = offset          # read up to here (a line start; for gzip, in the decompressed bytes)
         self.gzip = gzip
-        self.counts = counts if counts is not None else {}    # {stamp: Counter}
+        self.counts = counts if isinstance(counts, Counts) else Counts(counts)
 
     def matches(self, info, head):
         """True when the file of ``info`` (an fstat) starting with ``head`` holds this
@@ -88,11 +151,6 @@ class Segment:
         if self.gzip:
             return (info.st_dev, info.st_ino) == (self.dev, self.ino)
         return info.st_size >= self.offset
-
-    def as_json(self):
-        return {'dev': self.dev, 'ino': self.ino, 'head': binascii.hexlify(self.head).decode('ascii'),
-                'offset': self.offset, 'gzip': self.gzip,
-                'counts': dict((stamp.decode('ascii'), _flat(counter)) for stamp, counter in self.counts.items() if counter)}
 
 
 class LogState:
@@ -111,44 +169,107 @@ class LogState:
         keep = set(stamps_in_play(now, max(now, self.horizon)))
         self.stamps = [stamp for stamp in self.stamps if stamp in keep]
         for segment in self.files:
-            for stamp in list(segment.counts):
+            for stamp in segment.counts.stamps():
                 if stamp not in keep:
-                    del segment.counts[stamp]
+                    segment.counts.drop(stamp)
 
     def dumps(self):
+        """The file: a header line (JSON), then for each segment and stamp two lines (JSON):
+        the first entries of its counts in sort -nr order, and all its counts; the header
+        gives each line's length and CRC-32."""
         import json
-        return json.dumps({'format': FORMAT, 'log': self.log, 'settings': self.settings, 'now': self.now,
-                           'horizon': self.horizon, 'stamps': [s.decode('ascii') for s in self.stamps],
-                           'files': [segment.as_json() for segment in self.files]},
-                          separators=(',', ':'), sort_keys=True)
+        files, body = [], []
+        for segment in self.files:
+            sections = segment.counts.sections()
+            files.append({'dev': segment.dev, 'ino': segment.ino, 'head': binascii.hexlify(segment.head).decode('ascii'),
+                          'offset': segment.offset, 'gzip': segment.gzip,
+                          'sections': [{'stamp': stamp.decode('ascii'), 'top': [len(top), binascii.crc32(top)],
+                                        'counts': [len(raw), binascii.crc32(raw)]} for stamp, top, raw in sections]})
+            for dummy, top, raw in sections:
+                body.extend((top, raw))
+        header = json.dumps({'format': FORMAT, 'log': self.log, 'settings': self.settings, 'now': self.now,
+                             'horizon': self.horizon, 'stamps': [s.decode('ascii') for s in self.stamps],
+                             'files': files}, separators=(',', ':'), sort_keys=True)
+        return b''.join([header.encode('utf-8'), b'\n'] + body)
 
 
-def _flat(counter):
-    """A Counter as [key, count, key, count, ...]: keys as latin-1 text (every byte one
-    character), a precise-rules claim (field, crawler) as 'field crawler' (a field holds no
-    blank)."""
-    keys = [key.decode('latin-1') if isinstance(key, bytes) else key[0].decode('latin-1') + ' ' + key[1]
-            for key in counter]
-    return list(chain.from_iterable(zip(keys, counter.values())))
+def _top_line(counter):
+    """The first TOP_ENTRIES of ``counter`` in sort -nr order, and whether that is all of
+    them, as a line of JSON; none for precise-rules counts (ranked whole)."""
+    import json
+    if any(not isinstance(key, bytes) for key in counter):
+        entries, complete = [], False
+    else:
+        entries = largest(counter, TOP_ENTRIES)
+        complete = len(entries) == len(counter)
+    keys = [key.decode('latin-1') for key, count in entries]
+    return json.dumps({'complete': complete, 'keys': keys, 'counts': [count for key, count in entries]},
+                      separators=(',', ':')).encode('ascii') + b'\n'
 
 
-def _counter(flat, where):
-    if not isinstance(flat, list) or len(flat) % 2:
-        raise StateError('%s: not a list of keys and counts' % where)
-    keys, values = flat[0::2], flat[1::2]
-    if not all(isinstance(k, str) for k in keys) or not all(type(v) is int and v > 0 for v in values):  # noqa: E721
-        raise StateError('%s: a key that is not text or a count that is not a positive whole number' % where)
+def _top_entries(raw, where):
+    import json
     try:
-        if any(' ' in k for k in keys):
-            keys = [(k.split(' ', 1)[0].encode('latin-1'), k.split(' ', 1)[1]) if ' ' in k else k.encode('latin-1')
-                    for k in keys]
-        else:
-            keys = list(map(str.encode, keys, repeat('latin-1')))
+        doc = json.loads(raw.decode('ascii'))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError('%s: not JSON (%s)' % (where, exc))
+    complete, keys, counts = (_field(doc, 'complete', bool, where), _field(doc, 'keys', list, where),
+                              _field(doc, 'counts', list, where))
+    if (len(keys) != len(counts) or set(map(type, keys)) - {str} or set(map(type, counts)) - {int}
+            or (counts and min(counts) <= 0)):
+        raise StateError('%s: first entries that are not keys and positive counts' % where)
+    try:
+        return list(zip([key.encode('latin-1') for key in keys], counts)), complete
     except UnicodeEncodeError:
         raise StateError('%s: a key with a character that is not a byte' % where)
+
+
+def _section(counter):
+    """One stamp's counts as a line of JSON: the keys as latin-1 text (every byte one
+    character) joined by blanks (a first field holds none), the counts in the same order;
+    precise-rules claims ((field, crawler) keys) apart, as [field, crawler, count]."""
+    import json
+    try:
+        keys = b' '.join(counter).decode('latin-1')
+        counts, claims = list(counter.values()), []
+    except TypeError:       # claims among the keys
+        plain = [(k, n) for k, n in counter.items() if isinstance(k, bytes)]
+        keys = b' '.join(k for k, n in plain).decode('latin-1')
+        counts = [n for k, n in plain]
+        claims = [[k[0].decode('latin-1'), k[1], n] for k, n in counter.items() if not isinstance(k, bytes)]
+    doc = {'keys': keys, 'counts': counts}
+    if claims:
+        doc['claims'] = claims
+    return json.dumps(doc, separators=(',', ':')).encode('ascii') + b'\n'
+
+
+def _section_counter(raw, where):
+    import json
+    try:
+        doc = json.loads(raw.decode('ascii'))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError('%s: not JSON (%s)' % (where, exc))
+    text, counts = _field(doc, 'keys', str, where), _field(doc, 'counts', list, where)
+    try:
+        keys = text.encode('latin-1').split(b' ') if counts else []
+    except UnicodeEncodeError:
+        raise StateError('%s: a key with a character that is not a byte' % where)
+    if len(keys) != len(counts) or (not counts and text):
+        raise StateError('%s: %d keys, %d counts' % (where, len(keys), len(counts)))
+    if set(map(type, counts)) - {int} or (counts and min(counts) <= 0):
+        raise StateError('%s: a count that is not a positive whole number' % where)
+    pairs = list(zip(keys, counts))
+    for claim in doc.get('claims', ()):
+        if (not isinstance(claim, list) or len(claim) != 3 or not isinstance(claim[0], str)
+                or not isinstance(claim[1], str) or type(claim[2]) is not int or claim[2] <= 0):  # noqa: E721
+            raise StateError('%s: a claim that is not [field, crawler, count]' % where)
+        try:
+            pairs.append(((claim[0].encode('latin-1'), claim[1]), claim[2]))
+        except UnicodeEncodeError:
+            raise StateError('%s: a key with a character that is not a byte' % where)
     counter = Counter()
-    dict.update(counter, zip(keys, values))
-    if len(counter) != len(keys):
+    dict.update(counter, pairs)
+    if len(counter) != len(pairs):
         raise StateError('%s: a key twice' % where)
     return counter
 
@@ -165,12 +286,21 @@ def _field(doc, name, kind, where):
     return value
 
 
-def loads(text, log):
-    """A LogState from the file's text. Raises StateError naming what is wrong."""
+def _pair(doc, name, where):
+    value = _field(doc, name, list, where)
+    if len(value) != 2 or not all(type(v) is int and v >= 0 for v in value):  # noqa: E721
+        raise StateError('%s: %s is not [length, crc]' % (where, name))
+    return value
+
+
+def loads(data, log):
+    """A LogState from the file's bytes; its sections are checked against their CRC-32s
+    and parsed when needed. Raises StateError naming what is wrong."""
     import json
+    cut = data.find(b'\n')
     try:
-        doc = json.loads(text)
-    except ValueError as exc:
+        doc = json.loads(data[:cut if cut != -1 else len(data)].decode('utf-8'))
+    except (UnicodeDecodeError, ValueError) as exc:
         raise StateError('not JSON (%s)' % exc)
     if not isinstance(doc, dict) or doc.get('format') != FORMAT:
         raise StateError('not a state file of this version (format %r)' % (doc.get('format') if isinstance(doc, dict) else None,))
@@ -186,10 +316,9 @@ def loads(text, log):
     files = _field(doc, 'files', list, 'state')
     if not 1 <= len(files) <= 2:
         raise StateError('files: one or two expected')
-    segments = []
+    segments, position = [], cut + 1
     for i, item in enumerate(files):
         where = 'files[%d]' % i
-        counts = _field(item, 'counts', dict, where)
         try:
             head = binascii.unhexlify(_field(item, 'head', str, where))
         except (binascii.Error, ValueError):
@@ -198,11 +327,22 @@ def loads(text, log):
                           _field(item, 'offset', int, where), _field(item, 'gzip', bool, where))
         if segment.offset < 0 or len(head) > HEAD_BYTES:
             raise StateError('%s: offset or head out of range' % where)
-        for stamp, flat in counts.items():
-            if stamp.encode('ascii', 'replace') not in stamps:
-                raise StateError('%s: counts under %r, a stamp not tracked' % (where, stamp))
-            segment.counts[stamp.encode('ascii')] = _counter(flat, '%s %s' % (where, stamp))
+        for section in _field(item, 'sections', list, where):
+            stamp = _field(section, 'stamp', str, where).encode('ascii', 'replace')
+            lines = []
+            for part in ('top', 'counts'):
+                length, crc = _pair(section, part, where)
+                raw = data[position:position + length]
+                position += length
+                if len(raw) != length or binascii.crc32(raw) != crc:
+                    raise StateError('%s: the section of %s is damaged or cut short' % (where, stamp.decode('ascii')))
+                lines.append(raw)
+            if stamp not in stamps or stamp in segment.counts.stamps():
+                raise StateError('%s: a section of %s, not tracked or twice' % (where, stamp.decode('ascii')))
+            segment.counts._raw[stamp] = (lines[0], lines[1], '%s %s' % (where, stamp.decode('ascii')))  # pylint: disable=protected-access
         segments.append(segment)
+    if position != len(data):
+        raise StateError('%d bytes after the last section' % (len(data) - position))
     return LogState(log, settings, now, horizon, stamps, segments)
 
 
@@ -244,9 +384,7 @@ def load(state_dir, log):
     finally:
         os.close(fd)
     try:
-        return loads(b''.join(chunks).decode('utf-8'), log), None
-    except UnicodeDecodeError:
-        return None, 'state file %s ignored: not UTF-8 text' % path
+        return loads(b''.join(chunks), log), None
     except StateError as exc:
         return None, 'state file %s ignored: %s' % (path, exc)
 
@@ -288,7 +426,7 @@ def save(state_dir, states):
     _remove_leftovers(state_dir)
     for state in states:
         path = state_path(state_dir, state.log)
-        data = state.dumps().encode('utf-8')
+        data = state.dumps()
         temporary = os.path.join(state_dir, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
         fd = None
         try:

@@ -15,7 +15,7 @@ import re
 import zlib
 from collections import Counter
 from itertools import compress, repeat
-from operator import contains
+from operator import contains, not_
 
 from . import messages
 from .errors import BotDetectorError
@@ -51,6 +51,26 @@ class WindowCounts:
         return iter(zip(self.windows, self.counters))
 
 
+class Prefix(Counter):
+    """A window's counts known only in part: the first entries in ``sort -nr`` order (an
+    incremental state keeps them for an hour no new line touched), enough to rank unless
+    server addresses take too many places. ``full()`` reads all of them."""
+
+    def __init__(self, entries, complete, load):
+        super(Prefix, self).__init__()
+        dict.update(self, entries)
+        self.complete = complete      # the entries are all there are
+        self._load = load
+
+    def full(self):
+        return self if self.complete else self._load()
+
+
+def whole(counter):
+    """``counter`` with every entry (a Prefix read in full)."""
+    return counter.full() if isinstance(counter, Prefix) else counter
+
+
 class Tally:
     """Counts lines per hour stamp: the stamps (rule 5.3.1) matched here, the rules' line
     filter (5.3.2-5.3.7) applied to the lines that hold one, each line counted once under
@@ -69,6 +89,9 @@ class Tally:
         self.line_filter = line_filter
         self.counters = dict((stamp, Counter()) for stamp in self.stamps + self.tracked)
         self._finders = _stamp_finders(self.tracked)
+        # '/Nov/2026:', when every stamp has it: each stamp's text holds it once (chunk_one_hour).
+        months = set(stamp[2:12] for stamp in self.counters)
+        self._month = months.pop() if len(months) == 1 else None
 
     def fresh(self):
         """An empty tally with the same stamps and filter (a forked worker's)."""
@@ -96,6 +119,10 @@ class Tally:
         lines = None
         sample = buf[:DENSITY_SAMPLE]
         sample_lines = sample.count(b'\n') + 1
+        if self.tracked and self._month is not None:
+            dense = [stamp for stamp in self.stamps if sample.count(stamp) * 4 >= sample_lines]
+            if len(dense) == 1 and self._chunk_one_hour(buf, limit, dense[0]):
+                return
         for stamp in self.stamps:
             # A stamp on under a quarter of the sampled lines: find its lines; else split all.
             if sample.count(stamp) * 4 < sample_lines:
@@ -112,6 +139,34 @@ class Tally:
             if buf.find(date, 0, limit) != -1:
                 for stamp in set(finder.findall(buf, 0, limit)):
                     self.line_filter.count_into(lines_holding(buf, stamp, limit), self.counters[stamp])
+
+
+    def _chunk_one_hour(self, buf, limit, stamp):
+        """A chunk whose lines mostly hold ``stamp`` (what an incremental run reads): count
+        them, and look for the other stamps only on the lines without it, when one count
+        shows that the lines with it hold no other stamp of the month (each holds the
+        month's text '/Nov/2026:' once: in ``stamp``). False when they may: count it all."""
+        lines = buf.split(b'\n')
+        if limit < len(buf):
+            lines.pop()
+        holds = list(map(contains, lines, repeat(stamp)))
+        selected = list(compress(lines, holds))
+        rest = b'\n'.join(compress(lines, map(not_, holds)))
+        if buf.count(self._month, 0, limit) != len(selected) + rest.count(self._month):
+            return False
+        if selected:
+            self.line_filter.count_into(selected, self.counters[stamp])
+        if rest:
+            for other in self.stamps:
+                if other != stamp:
+                    found = lines_holding(rest, other, len(rest))
+                    if found:
+                        self.line_filter.count_into(found, self.counters[other])
+            for date, finder in self._finders:
+                if rest.find(date) != -1:
+                    for other in set(finder.findall(rest)):
+                        self.line_filter.count_into(lines_holding(rest, other, len(rest)), self.counters[other])
+        return True
 
 
 def _stamp_finders(stamps):
@@ -420,16 +475,19 @@ def gunzip(handle, scan):
             decompressor, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
 
 
-def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=False):
+def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=False, tail=None):
     """Count one open log from where the windows can start (or all of it). With
-    ``gzip_name`` (a rotated LOG.1.gz) the file must be gzip. Returns (its Scan, its
-    SeekPlan or None)."""
+    ``gzip_name`` (a rotated LOG.1.gz) the file must be gzip. With ``tail`` (a Tally), a
+    last line without its newline yet is counted there instead: an incremental run keeps
+    it out of its state, as the line may still grow. ``scan.end`` is where the lines
+    counted into ``tally`` end (in a gzip file, its decompressed length). Returns (its
+    Scan, its SeekPlan or None)."""
     try:
         fd = handle.fileno()
         problem = gzip_problem(fd)
         if problem is None:
             scan = Scan(path, 'full-gzip')
-            count_stream(gunzip(handle, scan), tally)
+            count_stream(_measured(gunzip(handle, scan), scan), tally)
             return scan, None
         if gzip_name:
             raise DamagedGzip(problem)
@@ -437,13 +495,36 @@ def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=Fals
         plan = plan_seek(fd, size, stamps, margin) if seek or rotated else None
         start = plan.start if seek and plan is not None else None
         scan = Scan(path, 'full' if start is None else 'seek', start or 0)
-        count_parallel(path, handle, scan.start, size, tally)
+        scan.end = size if tail is None else lines_end(fd, scan.start, size)
+        count_parallel(path, handle, scan.start, scan.end, tally)
+        if scan.end < size:
+            count_range(fd, scan.end, size, tail)
         scan.bytes_read = size - scan.start     # the part of the file scanned
         return scan, plan
     except DamagedGzip as exc:
         raise BotDetectorError('cannot read %s: %s' % (path, exc))
     except (OSError, IOError, EOFError, zlib.error) as exc:
         raise BotDetectorError('cannot read %s: %s' % (path, getattr(exc, 'strerror', None) or exc))
+
+
+def _measured(pieces, scan):
+    for piece in pieces:
+        scan.end += len(piece)
+        yield piece
+
+
+def lines_end(fd, start, size):
+    """The offset just after the last newline in [start, size) of a file: where its
+    finished lines end (``start`` when there is none)."""
+    position = size
+    while position > start:
+        step = min(READ_CHUNK, position - start)
+        block = os.pread(fd, step, position - step)
+        cut = block.rfind(b'\n')
+        if cut != -1:
+            return position - step + cut + 1
+        position -= len(block) if block else step
+    return start
 
 
 def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=False):
