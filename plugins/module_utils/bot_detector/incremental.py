@@ -137,7 +137,8 @@ class Reading:
                 scan, plan = scan_file(self.path, handle, log_tally, self.stamps, settings.seek_margin, settings.seek,
                                        settings.rotated, tail=self.tail)
                 self.scans.append(scan)
-                self.segments.append(state.Segment(info.st_dev, info.st_ino, _head(fd), scan.end, counts=log_tally.counters))
+                self.segments.append(state.Segment(info.st_dev, info.st_ino, _head(fd), scan.end, counts=log_tally.counters,
+                                                   before=state.bytes_before(fd, scan.end)))
             else:
                 keep_state = False
         self.done = True
@@ -154,7 +155,8 @@ class Reading:
                                                 False, sibling.endswith('.gz'), tail=part_tail)
                         gzip = scan.mode == 'full-gzip'
                         head = _gzip_head(handle) if gzip else _head(fd)
-                        self.segments.append(state.Segment(info.st_dev, info.st_ino, head, scan.end, gzip, part.counters))
+                        before = None if gzip else state.bytes_before(fd, scan.end)
+                        self.segments.append(state.Segment(info.st_dev, info.st_ino, head, scan.end, gzip, part.counters, before))
                         self.tail.add(part_tail.counters)
                         self.use_rotated = True
                         self.scans.append(scan)
@@ -194,14 +196,14 @@ class Reading:
             head = _head(fd)
             if not self._first_time(info) or gzip_problem(fd) is None:
                 raise Unusable()
-            grown = (info.st_dev, info.st_ino) == (logged.dev, logged.ino) and not logged.gzip and logged.matches(info, head)
+            grown = (info.st_dev, info.st_ino) == (logged.dev, logged.ino) and not logged.gzip and logged.matches(fd, info, head)
             if grown:
                 segment = self._read_on(self.path, handle, info, head, logged, old.stamps)
             elif settings.rotated:
                 # The log was rotated: its old bytes go on in LOG.1 (or LOG.1.gz); then the new log from its start.
-                rotated = self._follow(logged, old.stamps)
                 segment = self._read_on(self.path, handle, info, head, state.Segment(info.st_dev, info.st_ino, b'', 0),
                                         old.stamps)
+                rotated = self._follow(logged, old.stamps)
             else:
                 raise Unusable()
             self.segments.append(segment)
@@ -230,7 +232,7 @@ class Reading:
         self.scans.append(scan)
         for stamp, counter in fresh.counters.items():
             segment.counts.add(stamp, counter)
-        return state.Segment(info.st_dev, info.st_ino, head, end, counts=segment.counts)
+        return state.Segment(info.st_dev, info.st_ino, head, end, counts=segment.counts, before=state.bytes_before(fd, end))
 
     def _follow(self, logged, tracked):
         """The log's old file after a rotation: LOG.1 holding its bytes (the same file, or a
@@ -245,7 +247,7 @@ class Reading:
                 raise Unusable()
             if gzip_problem(fd) is None:
                 return self._read_on_gzip(sibling, handle, info, logged, tracked)
-            if sibling.endswith('.gz') or logged.gzip or not logged.matches(info, _head(fd)):
+            if sibling.endswith('.gz') or logged.gzip or not logged.matches(fd, info, _head(fd)):
                 raise Unusable()
             return self._read_on(sibling, handle, info, _head(fd), logged, tracked)
 
@@ -264,7 +266,7 @@ class Reading:
                 if rotated.gzip and (info.st_dev, info.st_ino) == (rotated.dev, rotated.ino):
                     return rotated                  # the same compressed file: nothing new
                 return self._read_on_gzip(sibling, handle, info, rotated, tracked)
-            if rotated.gzip or sibling.endswith('.gz') or not rotated.matches(info, _head(fd)):
+            if rotated.gzip or sibling.endswith('.gz') or not rotated.matches(fd, info, _head(fd)):
                 raise Unusable()
             return self._read_on(sibling, handle, info, _head(fd), rotated, tracked)
 

@@ -42,6 +42,7 @@ FORMAT = 'jobboard.bot_detector state 1'
 HORIZON = 24 * 3600           # the stamps tracked reach this far ahead of the run that starts a state
 STAMP_STEP = 300              # hour_stamp is sampled this often: every local hour lasts longer
 HEAD_BYTES = 1024             # a file's identity: device, inode and its first bytes
+BEFORE_BYTES = 4096           # ... and the bytes before where it was read up to
 TOP_ENTRIES = 100             # an hour's first entries kept apart: enough to rank it unread
 MAX_STATE_BYTES = 512 * 1024 * 1024
 # What decides which lines are counted and how, and which files are read: a state made
@@ -134,23 +135,32 @@ class Counts:
 class Segment:
     """One file of the state: its identity, how far it was read, and its counts per stamp."""
 
-    def __init__(self, dev, ino, head, offset, gzip=False, counts=None):
+    def __init__(self, dev, ino, head, offset, gzip=False, counts=None, before=None):
         self.dev = dev
         self.ino = ino
         self.head = head              # its first bytes (at most HEAD_BYTES)
         self.offset = offset          # read up to here (a line start; for gzip, in the decompressed bytes)
         self.gzip = gzip
         self.counts = counts if isinstance(counts, Counts) else Counts(counts)
+        self.before = before          # [length, CRC-32] of the bytes just before ``offset`` (plain files)
 
-    def matches(self, info, head):
-        """True when the file of ``info`` (an fstat) starting with ``head`` holds this
-        segment's bytes: its first bytes are ours and it is at least as long (a plain file;
-        for gzip, the same file, unchanged)."""
+    def matches(self, fd, info, head):
+        """True when the open file ``fd`` (``info``, its fstat; ``head``, its first bytes)
+        holds this segment's bytes: the same first bytes, at least as long, the same bytes
+        just before the offset (a file truncated and written again differs there); for
+        gzip, the same file, unchanged."""
         if not head.startswith(self.head):
             return False
         if self.gzip:
             return (info.st_dev, info.st_ino) == (self.dev, self.ino)
-        return info.st_size >= self.offset
+        return info.st_size >= self.offset and (self.before is None or bytes_before(fd, self.offset) == self.before)
+
+
+def bytes_before(fd, offset):
+    """[length, CRC-32] of the BEFORE_BYTES (or fewer) bytes of ``fd`` before ``offset``."""
+    length = min(offset, BEFORE_BYTES)
+    data = os.pread(fd, length, offset - length)
+    return [len(data), binascii.crc32(data)]
 
 
 class LogState:
@@ -182,7 +192,7 @@ class LogState:
         for segment in self.files:
             sections = segment.counts.sections()
             files.append({'dev': segment.dev, 'ino': segment.ino, 'head': binascii.hexlify(segment.head).decode('ascii'),
-                          'offset': segment.offset, 'gzip': segment.gzip,
+                          'offset': segment.offset, 'gzip': segment.gzip, 'before': segment.before,
                           'sections': [{'stamp': stamp.decode('ascii'), 'top': [len(top), binascii.crc32(top)],
                                         'counts': [len(raw), binascii.crc32(raw)]} for stamp, top, raw in sections]})
             for dummy, top, raw in sections:
@@ -289,7 +299,7 @@ def _field(doc, name, kind, where):
 def _pair(doc, name, where):
     value = _field(doc, name, list, where)
     if len(value) != 2 or not all(type(v) is int and v >= 0 for v in value):  # noqa: E721
-        raise StateError('%s: %s is not [length, crc]' % (where, name))
+        raise StateError('%s: %s is not [length, CRC]' % (where, name))
     return value
 
 
@@ -327,6 +337,8 @@ def loads(data, log):
                           _field(item, 'offset', int, where), _field(item, 'gzip', bool, where))
         if segment.offset < 0 or len(head) > HEAD_BYTES:
             raise StateError('%s: offset or head out of range' % where)
+        if item.get('before') is not None:
+            segment.before = _pair(item, 'before', where)
         for section in _field(item, 'sections', list, where):
             stamp = _field(section, 'stamp', str, where).encode('ascii', 'replace')
             lines = []
