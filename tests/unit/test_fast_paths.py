@@ -146,3 +146,29 @@ def test_an_hours_chunk_finds_the_other_stamps_on_its_other_lines():
         for stamp in STAMPS[:4]:
             assert counted.counters[stamp] == per_line_counts(line_filter, lines, stamp), stamp
         assert counted.counters[STAMPS[0]] == {b'10.9.9.1': 1}
+
+
+@hsettings(max_examples=2000, deadline=None)
+@given(year=st.integers(1, 9999), month=st.integers(1, 12), day=st.integers(1, 31), hour=st.integers(0, 23),
+       minute=st.integers(0, 59), second=st.integers(0, 60))
+def test_utc_seconds_is_calendar_timegm(year, month, day, hour, minute, second):
+    import calendar
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import logfile
+    assert logfile.utc_seconds(year, month, day, hour, minute, second) == calendar.timegm(
+        (year, month, day, hour, minute, second, 0, 0, 0))
+
+
+def test_a_timestamp_of_year_zero_is_no_time(tmp_path):
+    """calendar refused year 0 with a traceback; such a line is garbage, counted by its text."""
+    from conftest import Files, mask_duration, run_core, run_reference
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(b'1.2.3.%d - - [01/Jan/0000:00:00:00 +0000] "GET /job/1 HTTP/1.1" 200 1 "-" "x"\n' % i
+                             for i in range(5)) + b'9.9.9.9 - - [21/Nov/2026:04:00:00 +0000] "GET /job/1" 200 1 "-" "x"\n')
+    theirs = Files(tmp_path / 'theirs')
+    ref = run_reference(log, theirs.blocklist, theirs.exclusions, theirs.activity_log, ['10.0.0.5'], '2026-11-21 04:13:43',
+                        extra_env={'BD_THRESHOLD': '1'})
+    for extra in ([], ['--rotated'], ['--state-dir', str(tmp_path / 'state')]):
+        ours = Files(tmp_path / ('ours%s' % ''.join(extra).replace('/', '')))
+        got = run_core(ours.options() + ['--server-ip', '10.0.0.5', '--threshold', '1', '--now', '2026-11-21 04:13:43'] + extra + [log])
+        assert got.returncode == 0 and got.stderr == b'', got.stderr
+        assert mask_duration(got.stdout) == mask_duration(ref.stdout) and b'9.9.9.9' in got.stdout
