@@ -5,8 +5,9 @@ engine, static files and ordinary visitors.
 
     python3 generate.py HOURS OUT [--shuffled]       HOURS hours ending at END
     python3 generate.py day OUT --index INDEX        the cron day: DAY_START to DAY_END, and
-                                                     INDEX (JSON): for each cron run of the day,
-                                                     the size of the log when it starts
+                                                     INDEX (JSON): for each cron run of the day
+                                                     (and the warm-up run before them), the size
+                                                     of the log when it starts
 
 The cron day's log is written in the order a server appends it: each line when its
 request completes (its start stamp plus up to 30 s); a run at time T sees exactly the
@@ -22,6 +23,7 @@ END = '2026-11-21 04:13:43'        # UTC; the benchmark runs with TZ=UTC and --n
 DAY_START = '2026-11-21 00:00:00'  # the cron day: the log starts at midnight ...
 DAY_END = '2026-11-21 17:50:00'    # ... and grows until the last run
 DAY_RUNS = ('2026-11-21 12:00:00', 600, 36)   # first run, interval, runs: 12:00 to 17:50
+DAY_WARM_UP = '2026-11-21 11:50:00'           # the cron run before them (it leaves the state they start from)
 REQUESTS_PER_HOUR = 170000
 MONTHS = ('Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec')
 AGENTS = [
@@ -43,8 +45,9 @@ def utc(text):
 
 
 def run_times():
+    """The warm-up run's time, then the day's runs'."""
     first, interval, count = DAY_RUNS
-    return [utc(first) + i * interval for i in range(count)]
+    return [utc(DAY_WARM_UP)] + [utc(first) + i * interval for i in range(count)]
 
 
 def stamp(epoch):

@@ -94,7 +94,7 @@ class Side:
             env = dict(ENV, BD_BLOCKLIST=self.blocklist, BD_EXCLUSIONS=self.exclusions, BD_ACTIVITY_LOG=self.activity,
                        BD_SERVER_IP=SERVER_IP, BD_NOW=now)
             return measure([REFERENCE, log], env)
-        argv = [PYTHON, CORE, '--blocklist', self.blocklist, '--exclusions', self.exclusions, '--activity-log', self.activity,
+        argv = [PYTHON, '-S', CORE, '--blocklist', self.blocklist, '--exclusions', self.exclusions, '--activity-log', self.activity,
                 '--server-ip', SERVER_IP, '--now', now]
         if self.state_dir:
             argv += ['--state-dir', self.state_dir]
@@ -123,8 +123,12 @@ def run_cold(log, reps):
 
 
 def run_day():
-    """The 36 cron runs on the growing log; totals per side, and the runs whose output differs."""
+    """The cron runs on the growing log: totals per side, the runs whose output differs,
+    and the state after the last run. The first time of the index is the run before the
+    day's (11:50): it is run first, untimed, by each side, so the day's runs find what a
+    day of cron runs leaves (the lists, and for --state-dir, the state)."""
     source, sizes = day_log()
+    times = sorted(sizes)
     scratch = tempfile.mkdtemp()
     try:
         live = os.path.join(scratch, 'access.log')
@@ -133,13 +137,15 @@ def run_day():
         differ = []
         subprocess.run(['cat', source], stdout=subprocess.DEVNULL, check=True)
         with open(source, 'rb') as src, open(live, 'wb') as dst:
-            for i, now in enumerate(sorted(sizes)):
+            for i, now in enumerate(times):
                 dst.write(src.read(sizes[now] - dst.tell()))        # the lines completed by this run's time
                 dst.flush()
                 outputs = {}
                 for side in sides[i % 3:] + sides[:i % 3]:
                     result = side.run(live, now)
                     outputs[side.who] = masked(result['stdout'])
+                    if i == 0:
+                        continue                                    # the warm-up run
                     total = totals[side.who]
                     total['wall'] += result['wall']
                     total['cpu'] += result['cpu']
@@ -152,27 +158,27 @@ def run_day():
             with open(side.blocklist, 'rb') as mine, open(sides[0].blocklist, 'rb') as theirs:
                 if mine.read() != theirs.read():
                     differ.append(('the blocklist at the end', side.who))
-        state_bytes = sum(os.path.getsize(os.path.join(sides[1].state_dir, n)) for n in os.listdir(sides[1].state_dir))
-        return len(sizes), sizes, totals, differ, state_bytes
+        [name] = os.listdir(sides[1].state_dir)
+        kept = state_size(os.path.join(sides[1].state_dir, name), live)
+        return len(times) - 1, totals, differ, kept
     finally:
         shutil.rmtree(scratch)
 
 
-def state_addresses(sizes):
-    """Distinct addresses counted in the hours the last run's state keeps (its previous and
-    current hour), to state the state's size per address."""
-    source, dummy = day_log()
-    last = sorted(sizes)[-1]
-    hours = [time.strftime('%d/%b/%Y:%H', time.gmtime(time.mktime(time.strptime(last, '%Y-%m-%d %H:%M:%S')) - d))
-             for d in (3600, 0)]
-    keys = set()
-    with open(source, 'rb') as handle:
-        handle.seek(max(0, sizes[last] - 80 * 1024 * 1024))
-        for line in handle.read(min(sizes[last], 80 * 1024 * 1024)).split(b'\n'):
-            for hour in hours:
-                if hour.encode() in line:
-                    keys.add((hour, line.split(b' ', 1)[0]))
-    return len(keys)
+def state_size(path, log):
+    """(bytes, counts kept, distinct keys) of a state file, read with the core's own parser."""
+    sys.path.insert(0, os.path.dirname(CORE))
+    from bot_detector import state     # pylint: disable=import-error
+    with open(path, 'rb') as handle:
+        data = handle.read()
+    kept = state.loads(data, log)
+    counts, keys = 0, set()
+    for segment in kept.files:
+        for stamp in segment.counts.stamps():
+            counter = segment.counts.get(stamp)
+            counts += len(counter)
+            keys.update(counter)
+    return len(data), counts, len(keys)
 
 
 def machine():
@@ -206,7 +212,7 @@ def main():
             label, size / 1e6, reps, reps, ref['wall'], cmd['wall'], ref['wall'] / cmd['wall'],
             ref['cpu'], cmd['cpu'], ref['cpu'] / cmd['cpu'], ref['rss'], cmd['rss']))
         print(cold[-1], flush=True)
-    runs, sizes, totals, differ, state_bytes = run_day()
+    runs, totals, differ, (state_bytes, state_counts, state_keys) = run_day()
     ref = totals['reference']
     day = ['| side | runs | CPU, all runs | **CPU ratio** | median CPU per run | wall, all runs | wall ratio | peak RSS | output identical to the reference |',
            '|---|---|---|---|---|---|---|---|---|']
@@ -218,9 +224,9 @@ def main():
             label, runs, t['cpu'], ref['cpu'] / t['cpu'], statistics.median(t['runs']), t['wall'], ref['wall'] / t['wall'],
             t['rss'], same))
         print(day[-1], flush=True)
-    addresses = state_addresses(sizes)
-    state_line = ('The state after the last run: %d bytes for %d (hour, address) counts, %.0f bytes per counted '
-                  'address and hour.' % (state_bytes, addresses, state_bytes / max(1, addresses)))
+    state_line = ('The state after the last run: %d bytes, holding %d counts (address and hour) of %d distinct '
+                  'addresses: %.0f bytes per count, %.0f bytes per distinct address.' % (
+                      state_bytes, state_counts, state_keys, state_bytes / max(1, state_counts), state_bytes / max(1, state_keys)))
     print(state_line)
     load = 'Load average when the benchmark started: %.2f; when it ended: %.2f.' % (load_before, os.getloadavg()[0])
     with open(os.path.join(ROOT, 'docs', 'benchmarks.md.in')) as f:

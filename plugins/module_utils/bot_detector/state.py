@@ -207,7 +207,7 @@ def _top_line(counter):
     """The first TOP_ENTRIES of ``counter`` in sort -nr order, and whether that is all of
     them, as a line of JSON; none for precise-rules counts (ranked whole)."""
     import json
-    if any(not isinstance(key, bytes) for key in counter):
+    if set(map(type, counter)) - {bytes}:
         entries, complete = [], False
     else:
         entries = largest(counter, TOP_ENTRIES)
@@ -268,18 +268,18 @@ def _section_counter(raw, where):
         raise StateError('%s: %d keys, %d counts' % (where, len(keys), len(counts)))
     if set(map(type, counts)) - {int} or (counts and min(counts) <= 0):
         raise StateError('%s: a count that is not a positive whole number' % where)
-    pairs = list(zip(keys, counts))
-    for claim in doc.get('claims', ()):
+    counter = Counter()
+    dict.update(counter, zip(keys, counts))
+    claims = doc.get('claims', ())
+    for claim in claims:
         if (not isinstance(claim, list) or len(claim) != 3 or not isinstance(claim[0], str)
                 or not isinstance(claim[1], str) or type(claim[2]) is not int or claim[2] <= 0):  # noqa: E721
             raise StateError('%s: a claim that is not [field, crawler, count]' % where)
         try:
-            pairs.append(((claim[0].encode('latin-1'), claim[1]), claim[2]))
+            dict.__setitem__(counter, (claim[0].encode('latin-1'), claim[1]), claim[2])
         except UnicodeEncodeError:
             raise StateError('%s: a key with a character that is not a byte' % where)
-    counter = Counter()
-    dict.update(counter, pairs)
-    if len(counter) != len(pairs):
+    if len(counter) != len(keys) + len(claims):
         raise StateError('%s: a key twice' % where)
     return counter
 
