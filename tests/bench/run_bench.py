@@ -10,7 +10,8 @@ generated logs, in one run, with alternating repetitions. Writes docs/benchmarks
   so is the blocklist at the end; a difference fails the benchmark.
 
 Both sides run with the interpreter the role uses on hosts, /usr/bin/python3 (BENCH_PYTHON
-overrides it), never through a version manager's shim. CPU time is user + system of the
+overrides it), never through a version manager's shim; the command runs as the role's
+bot-detector.sh runs it (python3 -S .../bot_detector/__main__.py). CPU time is user + system of the
 whole process tree; peak RSS is that of its largest single process, as GNU time reports
 them (wait4(2) from this process would count this process's own size, which a forked
 child inherits). Runs are warm-cache: each log is read once (by cat) before timing.
@@ -94,7 +95,7 @@ class Side:
             env = dict(ENV, BD_BLOCKLIST=self.blocklist, BD_EXCLUSIONS=self.exclusions, BD_ACTIVITY_LOG=self.activity,
                        BD_SERVER_IP=SERVER_IP, BD_NOW=now)
             return measure([REFERENCE, log], env)
-        argv = [PYTHON, '-S', CORE, '--blocklist', self.blocklist, '--exclusions', self.exclusions, '--activity-log', self.activity,
+        argv = [PYTHON, '-S', os.path.join(CORE, '__main__.py'), '--blocklist', self.blocklist, '--exclusions', self.exclusions, '--activity-log', self.activity,
                 '--server-ip', SERVER_IP, '--now', now]
         if self.state_dir:
             argv += ['--state-dir', self.state_dir]
