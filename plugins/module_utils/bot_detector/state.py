@@ -111,7 +111,7 @@ class Counts:
             mine, counter = counter, mine
             self._counters[stamp] = mine
         if counter:
-            mine.update(counter)
+            mine.update(counter.elements())     # counted in C, not a loop over the keys
 
     def stamps(self):
         return [stamp for stamp in list(self._counters) + list(self._raw) if stamp in self._raw or self._counters[stamp]]

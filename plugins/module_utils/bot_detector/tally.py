@@ -105,7 +105,7 @@ class Tally:
                 mine, theirs = theirs, mine
                 self.counters[stamp] = mine
             if theirs:
-                mine.update(theirs)
+                mine.update(theirs.elements())     # counted in C, not a loop over the keys
 
     def window_counts(self, windows):
         return WindowCounts(windows, [self.counters[window.stamp] for window in windows])
@@ -151,9 +151,12 @@ class Tally:
             lines.pop()
         holds = list(map(contains, lines, repeat(stamp)))
         selected = list(compress(lines, holds))
-        rest = b'\n'.join(compress(lines, map(not_, holds)))
-        if buf.count(self._month, 0, limit) != len(selected) + rest.count(self._month):
-            return False
+        months = buf.count(self._month, 0, limit)
+        rest = b''
+        if months != len(selected):         # (equal: no other line holds the month's text at all)
+            rest = b'\n'.join(compress(lines, map(not_, holds)))
+            if months != len(selected) + rest.count(self._month):
+                return False
         if selected:
             self.line_filter.count_into(selected, self.counters[stamp])
         if rest:
