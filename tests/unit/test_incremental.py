@@ -308,3 +308,72 @@ def test_a_log_truncated_and_written_past_the_old_offset_is_counted_cold(tmp_pat
     assert day.log.stat().st_size > offset
     result = day.run(day.clock)
     assert [scan['mode'] for scan in result.scans] != ['incremental']
+
+
+def test_precise_rules_with_a_state_verify_as_a_cold_run_does(tmp_path):
+    """Crawler claims are counted apart (address, crawler) and carried so; each run verifies
+    the claimers that reach its records, with or without a state."""
+    from test_precise import GOOGLEBOT, FakeResolver
+    day = Afternoon(tmp_path, 7, rotated=False)
+    resolver = FakeResolver(reverse={'66.249.66.1': ['crawl-66-249-66-1.googlebot.com']},
+                            forward={'crawl-66-249-66-1.googlebot.com': ['66.249.66.1']})
+
+    def crawl(minutes):
+        def append():
+            with open(str(day.log), 'ab') as handle:
+                for dummy in range(minutes):
+                    day.clock += 60
+                    for address in ('66.249.66.1', '66.249.66.2'):      # the second claims Google falsely
+                        handle.write(b''.join(loggen.line(address, day.clock - 30, path='/job/%d' % i, agent=GOOGLEBOT)
+                                              for i in range(3)))
+        in_timezone('UTC', append)
+    for dummy in range(4):
+        crawl(20)
+        day.write(day.log, 5, 20)
+        outputs = []
+        for name, state_dir in (('with', day.state_dir), ('cold', None)):
+            files = Files(tmp_path / name)
+            chosen = day.settings(rules='precise', state_dir=None if state_dir is None else str(state_dir),
+                                  blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
+                                  activity_log=str(files.activity_log))
+            result = in_timezone('UTC', lambda: run.detect(chosen, [str(day.log)], now=day.clock, resolver=resolver))
+            outputs.append((result.windows, result.messages[:-1], result.by_verdict, files.read('blocklist')))
+        assert outputs[0] == outputs[1]
+    assert any(record['address'] == '66.249.66.2' for window in outputs[0][0] for record in window['records'])
+    assert not any(record['address'] == '66.249.66.1' for window in outputs[0][0] for record in window['records'])
+
+
+def test_report_mode_reads_the_state_and_writes_none(tmp_path):
+    day = Afternoon(tmp_path, 8, rotated=True)
+    day.write(day.log, 70, 30)
+    day.run(day.clock)
+    [name] = os.listdir(str(day.state_dir))
+    before = (day.state_dir / name).read_bytes()
+    day.write(day.log, 10, 30)
+    counts = []
+    for state_dir in (day.state_dir, None):
+        chosen = day.settings(state_dir=None if state_dir is None else str(state_dir))
+        counts.append(in_timezone('UTC', lambda: run.report(chosen, [str(day.log)], floor=1, now=day.clock)).counts)
+    assert counts[0] == counts[1] and counts[0]['previous']
+    assert (day.state_dir / name).read_bytes() == before
+
+
+def test_several_logs_each_keep_a_state_and_are_summed(tmp_path):
+    (tmp_path / 'a').mkdir()
+    (tmp_path / 'b').mkdir()
+    first, second = Afternoon(tmp_path / 'a', 9, rotated=False), Afternoon(tmp_path / 'b', 10, rotated=False)
+    for minutes in (60, 10, 10):
+        first.write(first.log, minutes, 20)
+        second.clock = first.clock - minutes * 60
+        second.write(second.log, minutes, 20)
+        printed = []
+        for name, state_dir in (('with', tmp_path / 'state'), ('cold', None)):
+            files = Files(tmp_path / name)
+            chosen = first.settings(state_dir=None if state_dir is None else str(state_dir),
+                                    blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
+                                    activity_log=str(files.activity_log))
+            result = in_timezone('UTC', lambda: run.detect(chosen, [str(first.log), str(second.log)], now=first.clock))
+            printed.append((result.messages[:-1], result.windows, files.read('blocklist')))
+        assert printed[0] == printed[1]
+    assert sorted(os.listdir(str(tmp_path / 'state'))) == sorted(
+        os.path.basename(state.state_path('', str(log))) for log in (first.log, second.log))
