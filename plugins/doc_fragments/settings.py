@@ -111,6 +111,17 @@ options:
       - >-
         Default: the host config file's C(lock_timeout) when set there, else 60.
     type: int
+  state_dir:
+    description:
+      - >-
+        Where each run keeps what it counted, per log (what it read up to, the counts per address
+        for the hours still in play), so that the next run reads only the lines appended since; the
+        decisions are those of a run without it. Off, every run reads the logs' windows, as the
+        reference does.
+      - >-
+        Default: the host config file's C(state_dir) when set there, else off (the role:
+        /var/lib/bot-detector).
+    type: path
   rules:
     description:
       - >-

@@ -1,16 +1,29 @@
-"""Seeded combined-format access logs for the benchmark: HOURS hours ending at END, about
-170,000 requests an hour (a 24-hour log is about 750 MB and 4 million lines), in time
-order with up to 30 s of disorder (Apache logs a request's start time), with planted
-scrapers, bots, a search engine, static files and ordinary visitors.
+"""Seeded combined-format access logs for the benchmark: about 170,000 requests an hour
+(a 24-hour log is about 780 MB and 4 million lines), in time order with up to 30 s of
+disorder (Apache logs a request's start time), with planted scrapers, bots, a search
+engine, static files and ordinary visitors.
 
-    python3 generate.py HOURS OUT [--shuffled]
+    python3 generate.py HOURS OUT [--shuffled]       HOURS hours ending at END
+    python3 generate.py day OUT --index INDEX        the cron day: DAY_START to DAY_END, and
+                                                     INDEX (JSON): for each cron run of the day
+                                                     (and the warm-up run before them), the size
+                                                     of the log when it starts
+
+The cron day's log is written in the order a server appends it: each line when its
+request completes (its start stamp plus up to 30 s); a run at time T sees exactly the
+lines completed by T.
 """
 import argparse
 import calendar
+import json
 import random
 import time
 
 END = '2026-11-21 04:13:43'        # UTC; the benchmark runs with TZ=UTC and --now END
+DAY_START = '2026-11-21 00:00:00'  # the cron day: the log starts at midnight ...
+DAY_END = '2026-11-21 17:50:00'    # ... and grows until the last run
+DAY_RUNS = ('2026-11-21 12:00:00', 600, 36)   # first run, interval, runs: 12:00 to 17:50
+DAY_WARM_UP = '2026-11-21 11:50:00'           # the cron run before them (it leaves the state they start from)
 REQUESTS_PER_HOUR = 170000
 MONTHS = ('Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec')
 AGENTS = [
@@ -27,28 +40,39 @@ JOB = ['/job/', '/jobs/', '/stelle/', '/stellen/', '/de/stelle/', '/de/stellen/'
 OTHER = ['/', '/search?q=developer', '/company/', '/static/app.js', '/files/logo.png', '/login']
 
 
+def utc(text):
+    return calendar.timegm(time.strptime(text, '%Y-%m-%d %H:%M:%S'))
+
+
+def run_times():
+    """The warm-up run's time, then the day's runs'."""
+    first, interval, count = DAY_RUNS
+    return [utc(DAY_WARM_UP)] + [utc(first) + i * interval for i in range(count)]
+
+
 def stamp(epoch):
     t = time.gmtime(epoch)
     return '%02d/%s/%04d:%02d:%02d:%02d +0000' % (t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour, t.tm_min, t.tm_sec)
 
 
-def generate(hours, seed=2026):
+def generate(start, end, seed=2026):
+    """(completion time, line) in the order of completion, for requests started in [start, end)."""
     rng = random.Random(seed)
-    end = calendar.timegm(time.strptime(END, '%Y-%m-%d %H:%M:%S'))
-    start = end - hours * 3600
+    hours = (end - start + 3599) // 3600
     visitors = ['%d.%d.%d.%d' % (rng.randint(1, 223), rng.randrange(256), rng.randrange(256), rng.randint(1, 254))
                 for dummy in range(60000)]
     visitors += ['2a02:%x:%x::%x' % (rng.randrange(65536), rng.randrange(65536), rng.randrange(65536)) for dummy in range(15000)]
-    total = hours * REQUESTS_PER_HOUR
+    total = (end - start) * REQUESTS_PER_HOUR // 3600
     events = []
     for hour in range(hours):
         base = start + hour * 3600
+        span = min(3600, end - base)
         for dummy in range(rng.randint(2, 6)):          # scrapers of this hour, some over 1000
             address = '185.%d.%d.%d' % (rng.randrange(256), rng.randrange(256), rng.randint(1, 254))
-            for dummy2 in range(rng.randint(700, 2400)):
-                events.append((base + rng.randrange(3600), address, 'GET', rng.choice(JOB[:6]) + str(rng.randrange(10 ** 6)), SCRAPER_AGENT))
+            for dummy2 in range(rng.randint(700, 2400) * span // 3600):
+                events.append((base + rng.randrange(span), address, 'GET', rng.choice(JOB[:6]) + str(rng.randrange(10 ** 6)), SCRAPER_AGENT))
     for dummy in range(total - len(events)):
-        epoch = start + rng.randrange(hours * 3600)
+        epoch = start + rng.randrange(end - start)
         roll = rng.random()
         if roll < 0.10:
             events.append((epoch, '66.249.%d.%d' % (rng.randrange(64, 96), rng.randrange(256)), 'GET',
@@ -58,34 +82,64 @@ def generate(hours, seed=2026):
         else:
             events.append((epoch, rng.choice(visitors), rng.choice(('GET', 'GET', 'POST', 'HEAD')), rng.choice(OTHER), rng.choice(AGENTS)))
     # Logged in time order of completion, stamped with the start: up to 30 s of disorder.
-    events.sort(key=lambda e: e[0] + rng.random() * 30)
+    events = sorted(((e[0] + rng.random() * 30,) + e for e in events), key=lambda e: e[0])
     stamps = {}
-    for epoch, address, method, path, agent in events:
+    for done, epoch, address, method, path, agent in events:
         text = stamps.get(epoch)
         if text is None:
             text = stamps[epoch] = stamp(epoch)
-        yield '%s - - [%s] "%s %s HTTP/1.1" 200 %d "-" "%s"\n' % (
+        yield done, '%s - - [%s] "%s %s HTTP/1.1" 200 %d "-" "%s"\n' % (
             address, text, method, path, 2000 + (epoch % 50000), agent)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('hours', type=int)
-    parser.add_argument('out')
-    parser.add_argument('--shuffled', action='store_true', help='the same lines in random order')
-    args = parser.parse_args()
-    lines = generate(args.hours)
-    if args.shuffled:
-        lines = list(lines)
-        random.Random(7).shuffle(lines)
-    with open(args.out, 'w') as out:
+def write(lines, out):
+    with open(out, 'w') as handle:
         batch = []
         for line in lines:
             batch.append(line)
             if len(batch) == 100000:
-                out.write(''.join(batch))
+                handle.write(''.join(batch))
                 batch = []
-        out.write(''.join(batch))
+        handle.write(''.join(batch))
+
+
+def write_day(out, index):
+    """The cron day's log, and {run time: log size when the run starts}."""
+    runs = run_times()
+    sizes, size, pending = {}, 0, list(runs)
+    with open(out, 'w') as handle:
+        batch = []
+        for done, line in generate(utc(DAY_START), utc(DAY_END)):
+            while pending and done > pending[0]:
+                handle.write(''.join(batch))
+                size += sum(len(l) for l in batch)
+                batch = []
+                sizes[time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(pending.pop(0)))] = size
+            batch.append(line)
+        handle.write(''.join(batch))
+        size += sum(len(l) for l in batch)
+    for run in pending:
+        sizes[time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(run))] = size
+    with open(index, 'w') as handle:
+        json.dump(sizes, handle, indent=0, sort_keys=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('hours', help="hours of log ending at END, or 'day' for the cron day")
+    parser.add_argument('out')
+    parser.add_argument('--shuffled', action='store_true', help='the same lines in random order')
+    parser.add_argument('--index', help="the cron day's run index (JSON)")
+    args = parser.parse_args()
+    if args.hours == 'day':
+        write_day(args.out, args.index)
+        return
+    end = utc(END)
+    lines = (line for done, line in generate(end - int(args.hours) * 3600, end))
+    if args.shuffled:
+        lines = list(lines)
+        random.Random(7).shuffle(lines)
+    write(lines, args.out)
 
 
 if __name__ == '__main__':

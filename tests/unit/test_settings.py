@@ -98,7 +98,7 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'top': 3, 'job_prefixes': [' GET /x ', '#GET', '"q"', 'GET /é/'], 'search_engine': 'Bing;x',
               'server_ips': ['10.0.0.5', '::1'], 'rotated': False, 'seek': False, 'seek_margin': 0, 'rules': 'precise',
               'crawlers': {'a': {'user_agent': 'A|B', 'domains': ['a.example']}}, 'ipv6_prefix': 64, 'dns_timeout': 0.5,
-              'lock_timeout': 5}
+              'lock_timeout': 5, 'state_dir': '/srv/state'}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'
     path.write_text(settings.format_config(values, header='# managed'))

@@ -115,3 +115,16 @@ def test_planted_log_blocks_expected_addresses(host):
     assert 'IP address %s is already blocked.' % scraper in second.stdout
     assert ('IP address 203.0.113.8 is already blocked.' in second.stdout) == blocked_now
     assert 'Blocking' not in second.stdout
+
+
+def test_runs_keep_their_state_where_only_root_can_read_it(host):
+    """The planted-log runs above went through the wrapper with the role's state_dir."""
+    directory = host.file('/var/lib/bot-detector')
+    assert (directory.is_directory, directory.user, directory.group, directory.mode) == (True, 'root', 'root', 0o700)
+    names = host.run('ls -A /var/lib/bot-detector').stdout.split()
+    assert names and all(n.endswith('.json') for n in names), names
+    for name in names:
+        kept = host.file('/var/lib/bot-detector/' + name)
+        assert (kept.user, kept.mode) == ('root', 0o600)
+    again = host.run('/usr/local/sbin/bot-detector.sh %s' % LOGS[0])
+    assert again.rc == 0 and again.stderr == '', again.stderr

@@ -6,7 +6,6 @@
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -27,6 +26,31 @@ EXIT_STATUSES = ('Exit status: 0 done (a rotated file left out is a warning on s
                  'a failed append takes back its blocklist and activity lines where it can, and says when it cannot).')
 
 
+_COLUMNS = []
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, told the terminal's width as shutil would find it (the
+    COLUMNS variable, else the terminal, else 80): argparse would import shutil for it, and
+    its compression modules, on every run."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        if width is None:
+            if not _COLUMNS:
+                try:
+                    columns = int(os.environ.get('COLUMNS', '0'))
+                except ValueError:
+                    columns = 0
+                if columns <= 0:
+                    try:
+                        columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+                    except (AttributeError, ValueError, OSError):
+                        columns = 0
+                _COLUMNS.append(columns or 80)
+            width = _COLUMNS[0] - 2
+        super(_Formatter, self).__init__(prog, indent_increment, max_help_position, width)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         # One line, exit 2: argparse's default adds the usage block.
@@ -36,7 +60,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser():
     parser = _Parser(
-        prog='bot-detector.sh',
+        prog='bot-detector.sh', formatter_class=_Formatter,
         description='Count requests to job-listing pages per client address in the previous and the current '
                     'hour of an access log, and append each address with THRESHOLD or more requests to the '
                     'blocklist (unless it is already listed or allow-listed). Without options and without a '
@@ -125,5 +149,6 @@ def _main(argv):
             sys.stderr.write('bot-detector: error: %s\n' % exc.message)
         return exc.exit_status
     if args.json:
+        import json
         emit(json.dumps(result.as_dict(), sort_keys=True))
     return EXIT_OK

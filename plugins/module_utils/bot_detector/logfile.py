@@ -5,7 +5,6 @@
 
 from __future__ import absolute_import, division, print_function
 
-import calendar
 import os
 import re
 import stat
@@ -75,9 +74,9 @@ def _instant(match):
     month = _MONTH_NUMBER.get(month)
     offset = (int(off_hours) * 3600 + int(off_minutes) * 60) * (-1 if sign == b'-' else 1)
     if (month is None or not 1 <= int(day) <= 31 or int(hour) > 23 or int(minute) > 59 or int(second) > 60
-            or int(off_minutes) > 59 or abs(offset) > MAX_UTC_OFFSET):
+            or int(off_minutes) > 59 or abs(offset) > MAX_UTC_OFFSET or int(year) < 1):
         return None
-    clock_text = calendar.timegm((int(year), month, int(day), int(hour), int(minute), int(second), 0, 0, 0))
+    clock_text = utc_seconds(int(year), month, int(day), int(hour), int(minute), int(second))
     return clock_text - offset, offset
 
 
@@ -87,7 +86,19 @@ def stamp_clock(stamp):
     hour later."""
     day, month, rest = stamp.split(b'/')
     year, hour = rest.split(b':')
-    return calendar.timegm((int(year), _MONTH_NUMBER[month], int(day), int(hour), 0, 0, 0, 0, 0))
+    return utc_seconds(int(year), _MONTH_NUMBER[month], int(day), int(hour), 0, 0)
+
+
+def utc_seconds(year, month, day, hour, minute, second):
+    """calendar.timegm of these fields (the proleptic Gregorian calendar; a day past the
+    month's end runs on into the next), by arithmetic: calendar's import costs every run
+    more than this, and it refuses year 0."""
+    year -= month <= 2
+    era = year // 400
+    of_era = year - era * 400
+    of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
+    days = era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
+    return ((days * 24 + hour) * 60 + minute) * 60 + second
 
 
 def probe(fd, offset):
@@ -192,9 +203,10 @@ class Scan:
 
     def __init__(self, path, mode, start=0):
         self.path = path
-        self.mode = mode          # 'seek', 'full', or 'full-gzip'
+        self.mode = mode          # 'seek', 'full', 'full-gzip', or 'incremental' (state.py)
         self.start = start
         self.bytes_read = 0
+        self.end = 0              # where the lines counted end (tally.scan_file)
 
     def as_dict(self):
         return {'path': self.path, 'mode': self.mode, 'start': self.start, 'bytes_read': self.bytes_read}

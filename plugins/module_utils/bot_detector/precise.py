@@ -17,6 +17,7 @@ from operator import contains, itemgetter, not_
 
 from .addresses import parse_address, parse_network
 from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, first_field, prefix_pattern
+from .tally import whole
 from .text import to_bytes, to_text
 
 __metaclass__ = type
@@ -143,6 +144,7 @@ class PreciseRules:
     def examined(self, counter, server_ips, top):
         """Rank with unverified crawler claims counted; verify the claimers that reach the
         examined records, drop what verifies, and rank again until the records are exact."""
+        counter = whole(counter)
         plain, claims = Counter(), {}
         for key, count in counter.items():
             if isinstance(key, tuple):

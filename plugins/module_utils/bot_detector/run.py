@@ -21,7 +21,7 @@ from .logfile import check_readable
 from .messages import ACTIVITY_ADDED_PATTERN, EXECUTION_TIME
 from .result import Result
 from .rules import BELOW_THRESHOLD, BLOCK, decide, rules_for
-from .tally import count_windows
+from .tally import count_windows, whole
 from .text import printable, to_bytes, to_text
 from .writer import BlocklistWriter
 
@@ -29,17 +29,23 @@ __metaclass__ = type
 
 
 def _count(settings, logs, now, resolver, result):
-    """Rules 2 to 5.3: check the logs, then count them. Returns (rules, counts, server_ips)."""
+    """Rules 2 to 5.3: check the logs, then count them (with ``state_dir``, on from what
+    earlier runs counted). Returns (rules, counts, server_ips, states to save)."""
     for path in logs:       # rule 2, before anything else happens
         check_readable(path)
     now = time.time() if now is None else now
     server_ips = [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
     rules = rules_for(settings, resolver)
-    counts = count_windows(logs, hour_windows(now), rules.line_filter, seek=settings.seek,
-                           margin=settings.seek_margin, rotated=settings.rotated)
+    states = []
+    if settings.state_dir:
+        from .incremental import count_windows as count_on
+        counts, states = count_on(logs, hour_windows(now), rules.line_filter, settings, now, settings.state_dir)
+    else:
+        counts = count_windows(logs, hour_windows(now), rules.line_filter, seek=settings.seek,
+                               margin=settings.seek_margin, rotated=settings.rotated)
     for line in counts.warnings:
         result.warn(line)
-    return rules, counts, server_ips
+    return rules, counts, server_ips, states
 
 
 def _locked_lists(settings, rules, result, check_mode):
@@ -74,7 +80,7 @@ def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None,
     append failure leaves)."""
     result = Result(check_mode, emit, on_warning)
     start = int(time.time())
-    rules, counts, server_ips = _count(settings, logs, now, resolver, result)
+    rules, counts, server_ips, states = _count(settings, logs, now, resolver, result)
     result.scans = [scan.as_dict() for scan in counts.scans]
     if report_floor is not None:
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
@@ -89,6 +95,13 @@ def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None,
                 if verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
                     _act(result, writer, lists, verdict, key, entry)
+        if states and not check_mode:
+            # Under the lock, after the appends: a run killed before this keeps the old state,
+            # which costs the next run a cold start, never a count.
+            from .state import save
+            problem = save(settings.state_dir, states)
+            if problem:
+                result.warn(problem)
     finally:
         writer.unlock()
     result.rules = rules.name
@@ -113,7 +126,7 @@ def report(settings, logs, floor=None, candidates=None, now=None, resolver=None)
     result = Result()
     start = int(time.time())
     now = time.time() if now is None else now
-    rules, counts, server_ips = _count(settings, logs, now, resolver, result)
+    rules, counts, server_ips, dummy = _count(settings, logs, now, resolver, result)    # the state is read, not written
     result.scans = [scan.as_dict() for scan in counts.scans]
     result.now = int(now)
     if candidates is None:
@@ -157,6 +170,7 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
 
 def _key_counts(rules, counter, server_ips):
     """{key: count} of one window: every key the rules rank, as the module returns it."""
+    counter = whole(counter)
     return dict((printable(to_text(key)), count) for count, key in rules.examined(counter, server_ips, len(counter) or 1))
 
 

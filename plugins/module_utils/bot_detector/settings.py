@@ -16,7 +16,6 @@ built-in default (the spec's).
 
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import re
 
@@ -158,6 +157,7 @@ class Setting:
         if kind == 'list':
             return self.check([_unquote(line, where) for line in text.splitlines() if line.strip()], where)
         if kind == 'dict':
+            import json
             try:
                 value = json.loads(text)
             except ValueError as exc:
@@ -172,6 +172,7 @@ class Setting:
         if self.kind == 'list':
             return ''.join('\n    %s' % _quote(item) for item in value)
         if self.kind == 'dict':
+            import json
             return json.dumps(value, sort_keys=True)
         return str(value)
 
@@ -190,6 +191,7 @@ class Setting:
 def _quote(item):
     """A list item on its own line: JSON-quoted when blanks around it, a leading quote or a
     comment character would otherwise change it (``GET /job/`` ends in a space)."""
+    import json     # json: only config files and docs need it, not every run
     if item != item.strip() or item[:1] in ('"', '#', ';') or json.dumps(item)[1:-1] != item:
         return json.dumps(item)
     return item
@@ -199,6 +201,7 @@ def _unquote(line, where):
     line = line.strip()
     if not line.startswith('"'):
         return line
+    import json
     try:
         value = json.loads(line)
     except ValueError:
@@ -252,6 +255,12 @@ SETTINGS = (
             'Seconds a run waits for the lock on the blocklist while another run holds it (the lists are read and '
             'appended to under it); then it fails with exit status 3.',
             metavar='SECONDS', minimum=0),
+    Setting('state_dir', 'path', None,
+            'Where each run keeps what it counted, per log (what it read up to, the counts per address for the '
+            'hours still in play), so that the next run reads only the lines appended since; the decisions are '
+            "those of a run without it. Off, every run reads the logs' windows, as the reference does.",
+            metavar='DIR', role_default='/var/lib/bot-detector',
+            default_text='off (the role: /var/lib/bot-detector)'),
     Setting('rules', 'str', 'spec',
             "spec: the reference script's rules, quirks included. precise: bot and search-engine tests on the "
             'user agent only, crawlers exempt only when their address verifies by reverse and forward DNS, '

@@ -11,12 +11,11 @@ is Counter.update: the interpreter never loops per line.
 from __future__ import absolute_import, division, print_function
 
 import os
-import pickle
 import re
 import zlib
 from collections import Counter
 from itertools import compress, repeat
-from operator import contains
+from operator import contains, not_
 
 from . import messages
 from .errors import BotDetectorError
@@ -26,7 +25,7 @@ __metaclass__ = type
 
 READ_CHUNK = 1 * 1024 * 1024
 DENSITY_SAMPLE = 64 * 1024
-# Ranges of at least this size are counted by one forked process per core (at most MAX_WORKERS).
+# Ranges of at least this size are counted by one forked process per idle core (workers_for).
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 4
 # A line longer than READ_CHUNK is read piece by piece (LongLine); its first field must be
@@ -41,9 +40,9 @@ class WindowCounts:
     """What reading the logs yields: requests per key for each window, and how each
     file was read. The one object that carries counts to the ranking stage."""
 
-    def __init__(self, windows):
+    def __init__(self, windows, counters=None):
         self.windows = windows
-        self.counters = [Counter() for dummy in windows]
+        self.counters = counters if counters is not None else [Counter() for dummy in windows]
         self.scans = []
         self.warnings = []      # files left out, one line each
 
@@ -51,45 +50,138 @@ class WindowCounts:
         """(window, Counter) pairs, previous hour first."""
         return iter(zip(self.windows, self.counters))
 
-    def add(self, counters):
-        for mine, theirs in zip(self.counters, counters):
-            mine.update(theirs)
+
+class Prefix(Counter):
+    """A window's counts known only in part: the first entries in ``sort -nr`` order (an
+    incremental state keeps them for an hour no new line touched), enough to rank unless
+    server addresses take too many places. ``full()`` reads all of them."""
+
+    def __init__(self, entries, complete, load):
+        super(Prefix, self).__init__()
+        dict.update(self, entries)
+        self.complete = complete      # the entries are all there are
+        self._load = load
+
+    def full(self):
+        return self if self.complete else self._load()
+
+
+def whole(counter):
+    """``counter`` with every entry (a Prefix read in full)."""
+    return counter.full() if isinstance(counter, Prefix) else counter
 
 
 class Tally:
-    """Counts lines into a WindowCounts: the windows' stamps (rule 5.3.1) matched here,
-    the rules' line filter (5.3.2-5.3.7) applied to the lines that hold one."""
+    """Counts lines per hour stamp: the stamps (rule 5.3.1) matched here, the rules' line
+    filter (5.3.2-5.3.7) applied to the lines that hold one, each line counted once under
+    every stamp it holds (as the reference's separate greps do).
 
-    def __init__(self, counts, line_filter):
-        self.counts = counts
+    ``stamps`` (the windows') are looked for in every chunk. ``tracked`` (an incremental
+    run's other hours still in play, bytes) are rare in a chunk: one search per date
+    tells whether any is there at all."""
+
+    def __init__(self, stamps, line_filter, tracked=()):
+        self.stamps = []
+        for stamp in stamps:
+            if stamp not in self.stamps:       # both windows hold the same text on a DST night
+                self.stamps.append(stamp)
+        self.tracked = [stamp for stamp in tracked if stamp not in self.stamps]
         self.line_filter = line_filter
+        self.counters = dict((stamp, Counter()) for stamp in self.stamps + self.tracked)
+        self._finders = _stamp_finders(self.tracked)
+        # '/Nov/2026:', when every stamp has it: each stamp's text holds it once (chunk_one_hour).
+        months = set(stamp[2:12] for stamp in self.counters)
+        self._month = months.pop() if len(months) == 1 else None
 
     def fresh(self):
-        """An empty tally with the same windows and filter (a forked worker's)."""
-        return Tally(WindowCounts(self.counts.windows), self.line_filter)
+        """An empty tally with the same stamps and filter (a forked worker's)."""
+        return Tally(self.stamps, self.line_filter, self.tracked)
+
+    def add(self, counters):
+        """Add another tally's counters ({stamp: Counter}), the smaller into the larger."""
+        for stamp, theirs in counters.items():
+            mine = self.counters[stamp]
+            if len(theirs) > len(mine):
+                mine, theirs = theirs, mine
+                self.counters[stamp] = mine
+            if theirs:
+                mine.update(theirs.elements())     # counted in C, not a loop over the keys
+
+    def window_counts(self, windows):
+        return WindowCounts(windows, [self.counters[window.stamp] for window in windows])
 
     def chunk(self, buf, limit=None):
         """Count the lines of ``buf[:limit]`` (whole lines; a missing final newline is fine).
         ``limit``, the index of the chunk's last newline, spares the caller a copy without
-        its unfinished last line. A line that holds both stamps counts in both windows, as
-        with two separate greps."""
+        its unfinished last line."""
         if limit is None:
             limit = len(buf)
         lines = None
         sample = buf[:DENSITY_SAMPLE]
         sample_lines = sample.count(b'\n') + 1
-        for window, counter in self.counts:
+        if self.tracked and self._month is not None:
+            dense = [stamp for stamp in self.stamps if sample.count(stamp) * 4 >= sample_lines]
+            if len(dense) == 1 and self._chunk_one_hour(buf, limit, dense[0]):
+                return
+        for stamp in self.stamps:
             # A stamp on under a quarter of the sampled lines: find its lines; else split all.
-            if sample.count(window.stamp) * 4 < sample_lines:
-                selected = lines_holding(buf, window.stamp, limit)
+            if sample.count(stamp) * 4 < sample_lines:
+                selected = lines_holding(buf, stamp, limit)
             else:
                 if lines is None:
                     lines = buf.split(b'\n')
                     if limit < len(buf):
                         lines.pop()     # the unfinished line after ``limit``
-                selected = list(compress(lines, map(contains, lines, repeat(window.stamp))))
+                selected = list(compress(lines, map(contains, lines, repeat(stamp))))
             if selected:
-                self.line_filter.count_into(selected, counter)
+                self.line_filter.count_into(selected, self.counters[stamp])
+        for date, finder in self._finders:
+            if buf.find(date, 0, limit) != -1:
+                for stamp in set(finder.findall(buf, 0, limit)):
+                    self.line_filter.count_into(lines_holding(buf, stamp, limit), self.counters[stamp])
+
+
+    def _chunk_one_hour(self, buf, limit, stamp):
+        """A chunk whose lines mostly hold ``stamp`` (what an incremental run reads): count
+        them, and look for the other stamps only on the lines without it, when one count
+        shows that the lines with it hold no other stamp of the month (each holds the
+        month's text '/Nov/2026:' once: in ``stamp``). False when they may: count it all."""
+        lines = buf.split(b'\n')
+        if limit < len(buf):
+            lines.pop()
+        holds = list(map(contains, lines, repeat(stamp)))
+        selected = list(compress(lines, holds))
+        months = buf.count(self._month, 0, limit)
+        rest = b''
+        if months != len(selected):         # (equal: no other line holds the month's text at all)
+            rest = b'\n'.join(compress(lines, map(not_, holds)))
+            if months != len(selected) + rest.count(self._month):
+                return False
+        if selected:
+            self.line_filter.count_into(selected, self.counters[stamp])
+        if rest:
+            for other in self.stamps:
+                if other != stamp:
+                    found = lines_holding(rest, other, len(rest))
+                    if found:
+                        self.line_filter.count_into(found, self.counters[other])
+            for date, finder in self._finders:
+                if rest.find(date) != -1:
+                    for other in set(finder.findall(rest)):
+                        self.line_filter.count_into(lines_holding(rest, other, len(rest)), self.counters[other])
+        return True
+
+
+def _stamp_finders(stamps):
+    """[(date, regex)]: per date text ('21/Nov/2026:'), a regex matching exactly those of
+    ``stamps`` on that date. The regex starts with the date, a literal, which the regex
+    engine searches for quickly; the date alone, rarer still, is checked first."""
+    by_date = {}
+    for stamp in stamps:
+        date, hour = stamp[:-2], stamp[-2:]
+        by_date.setdefault(date, []).append(hour)
+    return [(date, re.compile(re.escape(date) + b'(?:' + b'|'.join(re.escape(h) for h in sorted(hours)) + b')'))
+            for date, hours in sorted(by_date.items())]
 
 
 def lines_holding(buf, stamp, limit):
@@ -121,7 +213,7 @@ class LongLine:
         needles = getattr(tally.line_filter, 'needles', None)
         self.skip = needles is None
         self.exact, self.folded = ([], []) if self.skip else (list(needles[0]), list(needles[1]))
-        self.exact += [window.stamp for window in tally.counts.windows]
+        self.exact += list(tally.counters)
         # A byte no needle holds, to join them: the stand-in then holds no needle the line lacks.
         used = set(bytearray(b''.join(self.exact + self.folded)))
         self.joint = bytes(bytearray([next(byte for byte in range(256) if byte not in used)]))
@@ -176,8 +268,8 @@ class LongLine:
         else:
             held = [n for n in self.exact if n in self.found] + [n for n in self.folded if (n, 'folded') in self.found]
             stand_in = field + self.separator + self.joint + self.joint.join(held)
-        for window, counter in self.tally.counts:
-            if window.stamp in self.found:
+        for stamp, counter in self.tally.counters.items():
+            if stamp in self.found:
                 self.tally.line_filter.count_into([stand_in], counter)
 
 
@@ -273,12 +365,28 @@ def count_range(fd, start, end, tally):
     return read
 
 
+def workers_for(size):
+    """How many processes count a range of ``size`` bytes: one per idle core (at most
+    MAX_WORKERS) for a range large enough to repay a fork and the sum of the counters
+    (PARALLEL_MIN_BYTES), else one. Idle going by the load average: on a busy host a
+    worker would add CPU time without shortening the run."""
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    cores = min(os.cpu_count() or 1, MAX_WORKERS)
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)
+    except (AttributeError, OSError):
+        busy = 0
+    return max(1, cores - busy)
+
+
 def count_parallel(path, handle, start, end, tally):
     """Count [start, end) in one forked process per core, each over a line-aligned part,
     and add up their counters. Returns the bytes read."""
-    workers = min(os.cpu_count() or 1, MAX_WORKERS)
-    if workers < 2 or end - start < PARALLEL_MIN_BYTES:
+    workers = workers_for(end - start)
+    if workers < 2:
         return count_range(handle.fileno(), start, end, tally)
+    import pickle       # only runs that fork pay for it
     bounds = [start] + [line_start_after(handle, start + (end - start) * i // workers) for i in range(1, workers)] + [end]
     children = []
     for part in range(1, workers):
@@ -290,9 +398,9 @@ def count_parallel(path, handle, start, end, tally):
                 os.close(reader)
                 mine = tally.fresh()
                 read = count_range(handle.fileno(), bounds[part], bounds[part + 1], mine)
-                payload = pickle.dumps((None, mine.counts.counters, read), protocol=2)
+                payload = pickle.dumps((None, mine.counters, read), protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # pylint: disable=broad-except
-                payload = pickle.dumps((str(exc), None, 0), protocol=2)
+                payload = pickle.dumps((str(exc), None, 0), protocol=pickle.HIGHEST_PROTOCOL)
                 status = 1
             with os.fdopen(writer, 'wb') as pipe:
                 pipe.write(payload)
@@ -313,7 +421,7 @@ def count_parallel(path, handle, start, end, tally):
             if error is not None:
                 failure = error
                 continue
-            tally.counts.add(counters)
+            tally.add(counters)
             read += part_read
     if failure is not None:
         raise BotDetectorError('cannot read %s: %s' % (path, failure))
@@ -370,16 +478,19 @@ def gunzip(handle, scan):
             decompressor, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
 
 
-def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=False):
+def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=False, tail=None):
     """Count one open log from where the windows can start (or all of it). With
-    ``gzip_name`` (a rotated LOG.1.gz) the file must be gzip. Returns (its Scan, its
-    SeekPlan or None)."""
+    ``gzip_name`` (a rotated LOG.1.gz) the file must be gzip. With ``tail`` (a Tally), a
+    last line without its newline yet is counted there instead: an incremental run keeps
+    it out of its state, as the line may still grow. ``scan.end`` is where the lines
+    counted into ``tally`` end (in a gzip file, its decompressed length). Returns (its
+    Scan, its SeekPlan or None)."""
     try:
         fd = handle.fileno()
         problem = gzip_problem(fd)
         if problem is None:
             scan = Scan(path, 'full-gzip')
-            count_stream(gunzip(handle, scan), tally)
+            count_stream(_measured(gunzip(handle, scan), scan), tally)
             return scan, None
         if gzip_name:
             raise DamagedGzip(problem)
@@ -387,13 +498,36 @@ def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=Fals
         plan = plan_seek(fd, size, stamps, margin) if seek or rotated else None
         start = plan.start if seek and plan is not None else None
         scan = Scan(path, 'full' if start is None else 'seek', start or 0)
-        count_parallel(path, handle, scan.start, size, tally)
+        scan.end = size if tail is None else lines_end(fd, scan.start, size)
+        count_parallel(path, handle, scan.start, scan.end, tally)
+        if scan.end < size:
+            count_range(fd, scan.end, size, tail)
         scan.bytes_read = size - scan.start     # the part of the file scanned
         return scan, plan
     except DamagedGzip as exc:
         raise BotDetectorError('cannot read %s: %s' % (path, exc))
     except (OSError, IOError, EOFError, zlib.error) as exc:
         raise BotDetectorError('cannot read %s: %s' % (path, getattr(exc, 'strerror', None) or exc))
+
+
+def _measured(pieces, scan):
+    for piece in pieces:
+        scan.end += len(piece)
+        yield piece
+
+
+def lines_end(fd, start, size):
+    """The offset just after the last newline in [start, size) of a file: where its
+    finished lines end (``start`` when there is none)."""
+    position = size
+    while position > start:
+        step = min(READ_CHUNK, position - start)
+        block = os.pread(fd, step, position - step)
+        cut = block.rfind(b'\n')
+        if cut != -1:
+            return position - step + cut + 1
+        position -= len(block) if block else step
+    return start
 
 
 def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=False):
@@ -405,9 +539,9 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
     warning (WindowCounts.warnings). A file already read (same device and inode: a log
     given twice, LOG.1 a link to LOG) is not read again. Counts of all files are summed.
     Returns a WindowCounts."""
-    counts = WindowCounts(windows)
-    tally = Tally(counts, line_filter)
     stamps = [window.stamp for window in windows]
+    tally = Tally(stamps, line_filter)
+    scans, warnings = [], []
     seen = set()
 
     def first_time(handle):
@@ -422,7 +556,7 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
         with open_log(path) as handle:
             if first_time(handle):
                 scan, plan = scan_file(path, handle, tally, stamps, margin, seek, rotated)
-                counts.scans.append(scan)
+                scans.append(scan)
         # The log starts after the windows can begin (or shows no time near its start):
         # logrotate ran meanwhile, and the rotated file holds the rest.
         late = rotated and plan is not None and (plan.first is None or plan.first > plan.target)
@@ -436,8 +570,10 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
                     continue
                 scan, dummy = scan_file(sibling, handle, part, stamps, margin, seek, False, sibling.endswith('.gz'))
         except BotDetectorError as exc:
-            counts.warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
+            warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
             continue
-        counts.add(part.counts.counters)
-        counts.scans.append(scan)
+        tally.add(part.counters)
+        scans.append(scan)
+    counts = tally.window_counts(windows)
+    counts.scans, counts.warnings = scans, warnings
     return counts

@@ -7,10 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 import errno
 import fcntl
-import hashlib
 import os
 import stat
 import time
+import zlib
 
 from .clock import date_default_format
 from .errors import BotDetectorError
@@ -54,7 +54,10 @@ def lock_directory():
 
 def lock_file(blocklist):
     """The lock file of every run that appends to ``blocklist``, however the path is spelled."""
-    key = hashlib.sha256(to_bytes(os.path.realpath(blocklist))).hexdigest()[:20]
+    # CRC-32 and Adler-32 of the path: hashlib's import (OpenSSL's start) costs a cron run
+    # tens of milliseconds; two paths sharing a key would only share a lock.
+    name = to_bytes(os.path.realpath(blocklist))
+    key = '%08x%08x' % (zlib.crc32(name) & 0xffffffff, zlib.adler32(name) & 0xffffffff)
     return os.path.join(lock_directory(), 'blocklist-%s.lock' % key)
 
 

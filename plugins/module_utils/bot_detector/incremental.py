@@ -1,0 +1,325 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Counting with a state (``--state-dir``): each log's bytes are read once, and each run
+adds what was appended since the previous one to the counts it carries (state.py).
+
+The windows' counts are always those a cold run (tally.count_windows) would find at the
+same moment, with the same settings, as long as the seek's assumption holds (a cold run
+relies on it too): per log, a state is used only when it is the log's, was made under
+the same counting settings by a run at the same time or earlier, and tracks both
+windows' hour texts. Then:
+
+- the log is the same file, grown: its new bytes are read;
+- the log was rotated (``rotated`` on; its old file is now LOG.1 or LOG.1.gz, renamed,
+  copied or compressed, found by its first bytes): the old file is read on from where the
+  state left it, then the new log from its start; its counts are kept apart and added
+  only when a cold run would read LOG.1 (the log starts after the windows can begin);
+- anything else (truncated, replaced, a LOG.1 that is not the old file, a gzip log): the
+  log is counted cold, and a new state starts.
+
+A last line without its newline is counted for this run only, never into the state.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+from collections import Counter
+
+from . import messages, state
+from .errors import BotDetectorError
+from .logfile import Scan, open_log, plan_seek, rotated_sibling
+from .tally import (DamagedGzip, Tally, WindowCounts, count_parallel, count_range, count_stream, gunzip, gzip_problem,
+                    lines_end, scan_file)
+
+__metaclass__ = type
+
+
+class Unusable(Exception):
+    """The state cannot be carried on for this log: count it cold."""
+
+
+def count_windows(logs, windows, line_filter, settings, now, state_dir):
+    """tally.count_windows, with a state per log. Returns (WindowCounts, [LogState]): the
+    states to save once the run's decisions are appended (state.save)."""
+    stamps = [window.stamp for window in windows]
+    parts = dict((stamp, []) for stamp in stamps)
+    scans, warnings, states, seen = [], [], [], set()
+    wanted = state.counting_settings(settings)
+    for path in logs:
+        log = os.path.abspath(path)
+        old, warning = state.load(state_dir, log)
+        if warning:
+            warnings.append(warning)
+        reading = Reading(path, log, stamps, line_filter, settings, now, seen)
+        if old is not None and old.settings == wanted and old.now <= now and all(s in old.stamps for s in stamps):
+            try:
+                reading.carry_on(old)
+            except Unusable as exc:
+                warnings.extend(exc.args[0] if exc.args else [])
+                reading = Reading(path, log, stamps, line_filter, settings, now, seen)
+        if not reading.done:
+            reading.cold()
+        for stamp, counters in reading.parts().items():
+            parts[stamp].extend(counters)
+        scans.extend(reading.scans)
+        warnings.extend(reading.warnings)
+        if reading.new_state is not None:
+            reading.new_state.prune(now)
+            states.append(reading.new_state)
+    # A window's one counter is used as it is (ranking reads it only), an hour no new line
+    # touched as its first entries (spec rules: enough to rank), several summed.
+    summed = {}
+    for stamp, found in parts.items():
+        if len(found) == 1 and isinstance(found[0], state.Counts) and settings.rules == 'spec':
+            summed[stamp] = found[0].prefix(stamp)
+        else:
+            found = [part.get(stamp) if isinstance(part, state.Counts) else part for part in found]
+            summed[stamp] = (found[0] if len(found) == 1 else sum_counters(found)) if found else Counter()
+    counts = WindowCounts(windows, [summed[window.stamp] for window in windows])
+    counts.scans, counts.warnings = scans, warnings
+    return counts, states
+
+
+class Reading:
+    """One log's reading in one run: its segments' counts (the log's, the rotated file's),
+    the lines not finished yet, and the state to save."""
+
+    def __init__(self, path, log, stamps, line_filter, settings, now, seen):
+        self.path, self.log, self.stamps, self.line_filter = path, log, stamps, line_filter
+        self.settings, self.now, self.seen = settings, now, seen
+        self.done = False
+        self.scans, self.warnings = [], []
+        self.segments = []            # [Segment]; their counts are complete to their offsets
+        self.use_rotated = False      # add the second segment's counts this run
+        self.tail = None              # Tally of the lines not finished yet
+        self.new_state = None
+        self._claimed = []
+
+    def _tally(self, tracked):
+        return Tally(self.stamps, self.line_filter, tracked)
+
+    def _first_time(self, info):
+        key = (info.st_dev, info.st_ino)
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        self._claimed.append(key)
+        return True
+
+    def parts(self):
+        """{stamp: [Counter or Counts]}: what this log adds to each window this run, left
+        as they are (the segments' counters go into the state); a Counts stands for a
+        stamp no new line touched, not parsed yet."""
+        used = self.segments[:2 if self.use_rotated else 1]
+        found = dict((stamp, []) for stamp in self.stamps)
+        for stamp in self.stamps:
+            for segment in used:
+                if stamp in segment.counts.stamps():
+                    found[stamp].append(segment.counts if segment.counts.prefix(stamp) is not None else segment.counts.get(stamp))
+            if self.tail is not None and self.tail.counters.get(stamp):
+                found[stamp].append(self.tail.counters[stamp])
+        return found
+
+    # ---- cold: what tally.count_windows does for one log, keeping what a state needs
+
+    def cold(self):
+        settings = self.settings
+        tracked = state.stamps_in_play(self.now, self.now + state.HORIZON)
+        log_tally, self.tail = self._tally(tracked), self._tally(tracked)
+        plan = None
+        keep_state = True
+        with open_log(self.path) as handle:
+            fd = handle.fileno()
+            info = os.fstat(fd)
+            if self._first_time(info):
+                keep_state = gzip_problem(fd) is not None        # a gzip log has no place to go on from
+                scan, plan = scan_file(self.path, handle, log_tally, self.stamps, settings.seek_margin, settings.seek,
+                                       settings.rotated, tail=self.tail)
+                self.scans.append(scan)
+                self.segments.append(state.Segment(info.st_dev, info.st_ino, _head(fd), scan.end, counts=log_tally.counters,
+                                                   before=state.bytes_before(fd, scan.end)))
+            else:
+                keep_state = False
+        self.done = True
+        late = settings.rotated and plan is not None and (plan.first is None or plan.first > plan.target)
+        sibling = rotated_sibling(self.path) if late else None
+        if sibling is not None:
+            part, part_tail = self._tally(tracked), self._tally(tracked)
+            try:
+                with open_log(sibling) as handle:
+                    fd = handle.fileno()
+                    info = os.fstat(fd)
+                    if self._first_time(info):
+                        scan, dummy = scan_file(sibling, handle, part, self.stamps, settings.seek_margin, settings.seek,
+                                                False, sibling.endswith('.gz'), tail=part_tail)
+                        gzip = scan.mode == 'full-gzip'
+                        head = _gzip_head(handle) if gzip else _head(fd)
+                        before = None if gzip else state.bytes_before(fd, scan.end)
+                        self.segments.append(state.Segment(info.st_dev, info.st_ino, head, scan.end, gzip, part.counters, before))
+                        self.tail.add(part_tail.counters)
+                        self.use_rotated = True
+                        self.scans.append(scan)
+            except BotDetectorError as exc:
+                self.warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
+        if keep_state and self.segments:
+            self.new_state = state.LogState(self.log, state.counting_settings(settings), self.now,
+                                            self.now + state.HORIZON, tracked, self.segments)
+
+    # ---- carrying a state on
+
+    def carry_on(self, old):
+        """Read what was appended since ``old``; raises Unusable when only a cold run can
+        tell (the seen files it claimed are released then)."""
+        try:
+            self._carry_on(old)
+            for stamp, found in self.parts().items():       # a damaged section shows now
+                for part in found:
+                    if isinstance(part, state.Counts) and self.settings.rules != 'spec':
+                        part.get(stamp)
+        except (Unusable, state.StateError) as exc:
+            for key in self._claimed:
+                self.seen.discard(key)
+            if isinstance(exc, state.StateError):
+                self.warnings.append('state file of %s ignored: %s' % (self.log, exc))
+            raise Unusable(self.warnings)
+        except (OSError, IOError) as exc:
+            raise BotDetectorError('cannot read %s: %s' % (self.path, exc.strerror or exc))
+
+    def _carry_on(self, old):
+        settings = self.settings
+        self.tail = self._tally(old.stamps)
+        logged, rotated = old.files[0], old.files[1] if len(old.files) > 1 else None
+        with open_log(self.path) as handle:
+            fd = handle.fileno()
+            info = os.fstat(fd)
+            head = _head(fd)
+            if not self._first_time(info) or gzip_problem(fd) is None:
+                raise Unusable()
+            grown = (info.st_dev, info.st_ino) == (logged.dev, logged.ino) and not logged.gzip and logged.matches(fd, info, head)
+            if grown:
+                segment = self._read_on(self.path, handle, info, head, logged, old.stamps)
+            elif settings.rotated:
+                # The log was rotated: its old bytes go on in LOG.1 (or LOG.1.gz); then the new log from its start.
+                segment = self._read_on(self.path, handle, info, head, state.Segment(info.st_dev, info.st_ino, b'', 0),
+                                        old.stamps)
+                rotated = self._follow(logged, old.stamps)
+            else:
+                raise Unusable()
+            self.segments.append(segment)
+            if grown and rotated is not None:
+                rotated = self._recheck(rotated, old.stamps)
+            if rotated is not None:
+                self.segments.append(rotated)
+                if any(rotated.counts.get(stamp) for stamp in self.stamps):
+                    # Added as a cold run would read LOG.1: when the log starts after the windows can begin.
+                    plan = plan_seek(fd, info.st_size, self.stamps, settings.seek_margin)
+                    self.use_rotated = plan.first is None or plan.first > plan.target
+        self.done = True
+        self.new_state = state.LogState(self.log, old.settings, self.now, old.horizon, old.stamps, self.segments)
+
+    def _read_on(self, path, handle, info, head, segment, tracked):
+        """Count a plain file from ``segment.offset`` to its end into ``segment``'s counts."""
+        fd = handle.fileno()
+        fresh = self._tally(tracked)
+        end = lines_end(fd, segment.offset, info.st_size)
+        scan = Scan(path, 'incremental', segment.offset)
+        if end > segment.offset:
+            count_parallel(path, handle, segment.offset, end, fresh)
+        if end < info.st_size:
+            count_range(fd, end, info.st_size, self.tail)
+        scan.bytes_read = info.st_size - segment.offset
+        self.scans.append(scan)
+        for stamp, counter in fresh.counters.items():
+            segment.counts.add(stamp, counter)
+        return state.Segment(info.st_dev, info.st_ino, head, end, counts=segment.counts, before=state.bytes_before(fd, end))
+
+    def _follow(self, logged, tracked):
+        """The log's old file after a rotation: LOG.1 holding its bytes (the same file, or a
+        copy), or LOG.1.gz decompressing to them; read on from the state's offset."""
+        sibling = rotated_sibling(self.path)
+        if sibling is None:
+            raise Unusable()
+        with open_log(sibling) as handle:
+            fd = handle.fileno()
+            info = os.fstat(fd)
+            if not self._first_time(info):
+                raise Unusable()
+            if gzip_problem(fd) is None:
+                return self._read_on_gzip(sibling, handle, info, logged, tracked)
+            if sibling.endswith('.gz') or logged.gzip or not logged.matches(fd, info, _head(fd)):
+                raise Unusable()
+            return self._read_on(sibling, handle, info, _head(fd), logged, tracked)
+
+    def _recheck(self, rotated, tracked):
+        """The rotated file of an earlier rotation, at a later run: read on what its old
+        writer appended; gone, it is dropped (a cold run could not read it either)."""
+        sibling = rotated_sibling(self.path)
+        if sibling is None:
+            return None
+        with open_log(sibling) as handle:
+            fd = handle.fileno()
+            info = os.fstat(fd)
+            if not self._first_time(info):
+                raise Unusable()
+            if gzip_problem(fd) is None:
+                if rotated.gzip and (info.st_dev, info.st_ino) == (rotated.dev, rotated.ino):
+                    return rotated                  # the same compressed file: nothing new
+                return self._read_on_gzip(sibling, handle, info, rotated, tracked)
+            if rotated.gzip or sibling.endswith('.gz') or not rotated.matches(fd, info, _head(fd)):
+                raise Unusable()
+            return self._read_on(sibling, handle, info, _head(fd), rotated, tracked)
+
+    def _read_on_gzip(self, path, handle, info, segment, tracked):
+        """A compressed file holding ``segment``'s bytes (its first bytes are the segment's):
+        skip them, count the rest. A compressed file is finished: all of it goes in."""
+        fresh = self._tally(tracked)
+        scan = Scan(path, 'incremental', segment.offset)
+        seen = {'skip': segment.offset, 'head': b'', 'length': 0}
+
+        def after_offset(pieces):
+            for piece in pieces:
+                seen['length'] += len(piece)
+                if len(seen['head']) < state.HEAD_BYTES:
+                    seen['head'] += piece[:state.HEAD_BYTES - len(seen['head'])]
+                if seen['skip'] >= len(piece):
+                    seen['skip'] -= len(piece)
+                    continue
+                yield piece[seen['skip']:]
+                seen['skip'] = 0
+        try:
+            count_stream(after_offset(gunzip(handle, scan)), fresh)
+        except DamagedGzip:
+            raise Unusable()
+        if seen['skip'] or not seen['head'].startswith(segment.head):
+            raise Unusable()
+        self.scans.append(scan)
+        for stamp, counter in fresh.counters.items():
+            segment.counts.add(stamp, counter)
+        return state.Segment(info.st_dev, info.st_ino, seen['head'], seen['length'], True, segment.counts)
+
+
+def _head(fd):
+    return os.pread(fd, state.HEAD_BYTES, 0)
+
+
+def _gzip_head(handle):
+    """The first bytes of a compressed file's content."""
+    head = b''
+    try:
+        for piece in gunzip(handle, Scan('', 'full-gzip')):
+            head += piece[:state.HEAD_BYTES - len(head)]
+            if len(head) >= state.HEAD_BYTES:
+                break
+    except DamagedGzip:
+        pass
+    return head
+
+
+def sum_counters(parts):
+    """One Counter with the sum of ``parts`` (the largest copied in C, the others added)."""
+    parts = sorted(parts, key=len, reverse=True)
+    total = parts[0].copy()
+    for part in parts[1:]:
+        total.update(part.elements())       # counted in C, not a loop over the keys
+    return total

@@ -1,0 +1,461 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The incremental state of one log (``--state-dir``): what earlier runs counted, so that
+the next run reads only the bytes appended since.
+
+Per log, one JSON file in the state directory:
+
+- the counting settings it was made under (state made under others is not used);
+- ``now``, the time of the run that wrote it (a run at an earlier time starts cold);
+- ``stamps``: the hour stamp texts it tracks, every hour from the previous one to
+  HORIZON ahead at the time it was started; each line read has been counted under each
+  of them it holds (the spec counts a line in a window when the window's hour text is
+  anywhere in it, a referrer included), so the count of a window whose text is tracked
+  is exact whatever the order of the lines. Stamps that no later run can have as a
+  window are dropped, with their counts; a run whose window is not tracked starts cold;
+- ``files``: the log (first) and, after a rotation, the file it was rotated to (LOG.1,
+  or LOG.1.gz): device, inode, the file's first bytes, the offset read up to (a line
+  start) and, per tracked stamp, the count per key.
+
+The file is parsed with json (never pickle: nothing in it can run code) and checked
+field by field; a damaged or foreign one (another user's, another log's, another
+format's) is ignored with one warning, and the run starts cold.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import binascii
+import errno
+import os
+import stat
+from collections import Counter
+
+from .clock import hour_stamp
+from .errors import BotDetectorError
+from .rules import largest
+from .tally import Prefix
+
+__metaclass__ = type
+
+FORMAT = 'jobboard.bot_detector state 1'
+HORIZON = 24 * 3600           # the stamps tracked reach this far ahead of the run that starts a state
+STAMP_STEP = 300              # hour_stamp is sampled this often: every local hour lasts longer
+HEAD_BYTES = 1024             # a file's identity: device, inode and its first bytes
+BEFORE_BYTES = 4096           # ... and the bytes before where it was read up to
+TOP_ENTRIES = 100             # an hour's first entries kept apart: enough to rank it unread
+MAX_STATE_BYTES = 512 * 1024 * 1024
+# What decides which lines are counted and how, and which files are read: a state made
+# under other values is not used.
+COUNTING_SETTINGS = ('rules', 'job_prefixes', 'search_engine', 'crawlers', 'rotated', 'seek', 'seek_margin')
+
+
+class StateError(Exception):
+    """Why a state file cannot be used."""
+
+
+def counting_settings(settings):
+    return dict((name, getattr(settings, name)) for name in COUNTING_SETTINGS)
+
+
+def stamps_in_play(now, horizon):
+    """The hour stamps (bytes) some run at ``now`` or later, up to ``horizon``, can have as
+    a window: hour_stamp of every instant from an hour before ``now`` to ``horizon``."""
+    found = []
+    epoch = now - 3600
+    while True:
+        stamp = hour_stamp(epoch).encode('ascii')
+        if stamp not in found:
+            found.append(stamp)
+        if epoch >= horizon:
+            return found
+        epoch = min(horizon, (epoch // STAMP_STEP + 1) * STAMP_STEP)
+
+
+class Counts:
+    """A segment's counts per stamp: {stamp: Counter}. Read from a file, each stamp's
+    section is parsed only when asked for: an hour no new line touched is ranked from the
+    first entries its file keeps (prefix) and written back as it was read."""
+
+    def __init__(self, counters=None):
+        self._counters = dict(counters or {})
+        self._raw = {}                # stamp -> (top line, counts line, where): not parsed yet
+
+    def get(self, stamp):
+        """The Counter of ``stamp``, or None. Raises StateError for a damaged section."""
+        if stamp in self._raw:
+            top, raw, where = self._raw.pop(stamp)
+            self._counters[stamp] = _section_counter(raw, where)
+        return self._counters.get(stamp)
+
+    def prefix(self, stamp):
+        """A tally.Prefix of ``stamp``'s counts when they are not parsed yet, else None."""
+        if stamp not in self._raw:
+            return None
+        top, dummy, where = self._raw[stamp]
+        entries, complete = _top_entries(top, where)
+
+        def load():
+            try:
+                return self.get(stamp)
+            except StateError as exc:   # its checksum was right: not a disk's damage
+                raise BotDetectorError('the state file is damaged (%s); remove it, the next run starts cold' % exc)
+        return Prefix(entries, complete, load)
+
+    def add(self, stamp, counter):
+        """Add ``counter`` to ``stamp``'s counts (the smaller into the larger)."""
+        if not counter:
+            return
+        mine = self.get(stamp)
+        if mine is None or len(counter) > len(mine):
+            mine, counter = counter, mine
+            self._counters[stamp] = mine
+        if counter:
+            mine.update(counter.elements())     # counted in C, not a loop over the keys
+
+    def stamps(self):
+        return [stamp for stamp in list(self._counters) + list(self._raw) if stamp in self._raw or self._counters[stamp]]
+
+    def drop(self, stamp):
+        self._counters.pop(stamp, None)
+        self._raw.pop(stamp, None)
+
+    def sections(self):
+        """[(stamp, top line, counts line)] in stamp order: parsed ones serialised, the
+        others as read."""
+        out = []
+        for stamp in sorted(self.stamps()):
+            if stamp in self._raw:
+                out.append((stamp,) + self._raw[stamp][:2])
+            else:
+                out.append((stamp, _top_line(self._counters[stamp]), _section(self._counters[stamp])))
+        return out
+
+
+class Segment:
+    """One file of the state: its identity, how far it was read, and its counts per stamp."""
+
+    def __init__(self, dev, ino, head, offset, gzip=False, counts=None, before=None):
+        self.dev = dev
+        self.ino = ino
+        self.head = head              # its first bytes (at most HEAD_BYTES)
+        self.offset = offset          # read up to here (a line start; for gzip, in the decompressed bytes)
+        self.gzip = gzip
+        self.counts = counts if isinstance(counts, Counts) else Counts(counts)
+        self.before = before          # [length, CRC-32] of the bytes just before ``offset`` (plain files)
+
+    def matches(self, fd, info, head):
+        """True when the open file ``fd`` (``info``, its fstat; ``head``, its first bytes)
+        holds this segment's bytes: the same first bytes, at least as long, the same bytes
+        just before the offset (a file truncated and written again differs there); for
+        gzip, the same file, unchanged."""
+        if not head.startswith(self.head):
+            return False
+        if self.gzip:
+            return (info.st_dev, info.st_ino) == (self.dev, self.ino)
+        return info.st_size >= self.offset and (self.before is None or bytes_before(fd, self.offset) == self.before)
+
+
+def bytes_before(fd, offset):
+    """[length, CRC-32] of the BEFORE_BYTES (or fewer) bytes of ``fd`` before ``offset``."""
+    length = min(offset, BEFORE_BYTES)
+    data = os.pread(fd, length, offset - length)
+    return [len(data), binascii.crc32(data)]
+
+
+class LogState:
+    """The state of one log."""
+
+    def __init__(self, log, settings, now, horizon, stamps, files):
+        self.log = log
+        self.settings = settings      # counting_settings() of the runs that made it
+        self.now = now
+        self.horizon = horizon
+        self.stamps = stamps          # the tracked stamps (bytes)
+        self.files = files            # [the log's Segment, the rotated file's Segment (optional)]
+
+    def prune(self, now):
+        """Drop the stamps no run at ``now`` or later can have as a window, and their counts."""
+        keep = set(stamps_in_play(now, max(now, self.horizon)))
+        self.stamps = [stamp for stamp in self.stamps if stamp in keep]
+        for segment in self.files:
+            for stamp in segment.counts.stamps():
+                if stamp not in keep:
+                    segment.counts.drop(stamp)
+
+    def dumps(self):
+        """The file: a header line (JSON), then for each segment and stamp two lines (JSON):
+        the first entries of its counts in sort -nr order, and all its counts; the header
+        gives each line's length and CRC-32."""
+        import json
+        files, body = [], []
+        for segment in self.files:
+            sections = segment.counts.sections()
+            files.append({'dev': segment.dev, 'ino': segment.ino, 'head': binascii.hexlify(segment.head).decode('ascii'),
+                          'offset': segment.offset, 'gzip': segment.gzip, 'before': segment.before,
+                          'sections': [{'stamp': stamp.decode('ascii'), 'top': [len(top), binascii.crc32(top)],
+                                        'counts': [len(raw), binascii.crc32(raw)]} for stamp, top, raw in sections]})
+            for dummy, top, raw in sections:
+                body.extend((top, raw))
+        header = json.dumps({'format': FORMAT, 'log': self.log, 'settings': self.settings, 'now': self.now,
+                             'horizon': self.horizon, 'stamps': [s.decode('ascii') for s in self.stamps],
+                             'files': files}, separators=(',', ':'), sort_keys=True)
+        return b''.join([header.encode('utf-8'), b'\n'] + body)
+
+
+def _top_line(counter):
+    """The first TOP_ENTRIES of ``counter`` in sort -nr order, and whether that is all of
+    them, as a line of JSON; none for precise-rules counts (ranked whole)."""
+    import json
+    if set(map(type, counter)) - {bytes}:
+        entries, complete = [], False
+    else:
+        entries = largest(counter, TOP_ENTRIES)
+        complete = len(entries) == len(counter)
+    keys = [key.decode('latin-1') for key, count in entries]
+    return json.dumps({'complete': complete, 'keys': keys, 'counts': [count for key, count in entries]},
+                      separators=(',', ':')).encode('ascii') + b'\n'
+
+
+def _top_entries(raw, where):
+    import json
+    try:
+        doc = json.loads(raw.decode('ascii'))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError('%s: not JSON (%s)' % (where, exc))
+    complete, keys, counts = (_field(doc, 'complete', bool, where), _field(doc, 'keys', list, where),
+                              _field(doc, 'counts', list, where))
+    if (len(keys) != len(counts) or set(map(type, keys)) - {str} or set(map(type, counts)) - {int}
+            or (counts and min(counts) <= 0)):
+        raise StateError('%s: first entries that are not keys and positive counts' % where)
+    try:
+        return list(zip([key.encode('latin-1') for key in keys], counts)), complete
+    except UnicodeEncodeError:
+        raise StateError('%s: a key with a character that is not a byte' % where)
+
+
+def _section(counter):
+    """One stamp's counts as a line of JSON: the keys as latin-1 text (every byte one
+    character) joined by blanks (a first field holds none), the counts in the same order;
+    precise-rules claims ((field, crawler) keys) apart, as [field, crawler, count]."""
+    import json
+    try:
+        keys = b' '.join(counter).decode('latin-1')
+        counts, claims = list(counter.values()), []
+    except TypeError:       # claims among the keys
+        plain = [(k, n) for k, n in counter.items() if isinstance(k, bytes)]
+        keys = b' '.join(k for k, n in plain).decode('latin-1')
+        counts = [n for k, n in plain]
+        claims = [[k[0].decode('latin-1'), k[1], n] for k, n in counter.items() if not isinstance(k, bytes)]
+    doc = {'keys': keys, 'counts': counts}
+    if claims:
+        doc['claims'] = claims
+    return json.dumps(doc, separators=(',', ':')).encode('ascii') + b'\n'
+
+
+def _section_counter(raw, where):
+    import json
+    try:
+        doc = json.loads(raw.decode('ascii'))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError('%s: not JSON (%s)' % (where, exc))
+    text, counts = _field(doc, 'keys', str, where), _field(doc, 'counts', list, where)
+    try:
+        keys = text.encode('latin-1').split(b' ') if counts else []
+    except UnicodeEncodeError:
+        raise StateError('%s: a key with a character that is not a byte' % where)
+    if len(keys) != len(counts) or (not counts and text):
+        raise StateError('%s: %d keys, %d counts' % (where, len(keys), len(counts)))
+    if set(map(type, counts)) - {int} or (counts and min(counts) <= 0):
+        raise StateError('%s: a count that is not a positive whole number' % where)
+    counter = Counter()
+    dict.update(counter, zip(keys, counts))
+    claims = doc.get('claims', ())
+    for claim in claims:
+        if (not isinstance(claim, list) or len(claim) != 3 or not isinstance(claim[0], str)
+                or not isinstance(claim[1], str) or type(claim[2]) is not int or claim[2] <= 0):  # noqa: E721
+            raise StateError('%s: a claim that is not [field, crawler, count]' % where)
+        try:
+            dict.__setitem__(counter, (claim[0].encode('latin-1'), claim[1]), claim[2])
+        except UnicodeEncodeError:
+            raise StateError('%s: a key with a character that is not a byte' % where)
+    if len(counter) != len(keys) + len(claims):
+        raise StateError('%s: a key twice' % where)
+    return counter
+
+
+def _field(doc, name, kind, where):
+    """doc[name], which must be of ``kind`` (a bool is no number here)."""
+    value = doc.get(name) if isinstance(doc, dict) else None
+    if kind is bool:
+        valid = isinstance(value, bool)
+    else:
+        valid = isinstance(value, kind) and not isinstance(value, bool)
+    if not valid:
+        raise StateError('%s: %s missing or of the wrong type' % (where, name))
+    return value
+
+
+def _pair(doc, name, where):
+    value = _field(doc, name, list, where)
+    if len(value) != 2 or not all(type(v) is int and v >= 0 for v in value):  # noqa: E721
+        raise StateError('%s: %s is not [length, CRC]' % (where, name))
+    return value
+
+
+def loads(data, log):
+    """A LogState from the file's bytes; its sections are checked against their CRC-32s
+    and parsed when needed. Raises StateError naming what is wrong."""
+    import json
+    cut = data.find(b'\n')
+    try:
+        doc = json.loads(data[:cut if cut != -1 else len(data)].decode('utf-8'))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError('not JSON (%s)' % exc)
+    if not isinstance(doc, dict) or doc.get('format') != FORMAT:
+        raise StateError('not a state file of this version (format %r)' % (doc.get('format') if isinstance(doc, dict) else None,))
+    if doc.get('log') != log:
+        raise StateError('the state of another log (%r)' % (doc.get('log'),))
+    settings = _field(doc, 'settings', dict, 'state')
+    now = _field(doc, 'now', (int, float), 'state')
+    horizon = _field(doc, 'horizon', (int, float), 'state')
+    stamps = _field(doc, 'stamps', list, 'state')
+    if not all(isinstance(s, str) and len(s) == 14 and s.isascii() for s in stamps):
+        raise StateError('stamps: not hour stamps')
+    stamps = [s.encode('ascii') for s in stamps]
+    files = _field(doc, 'files', list, 'state')
+    if not 1 <= len(files) <= 2:
+        raise StateError('files: one or two expected')
+    segments, position = [], cut + 1
+    for i, item in enumerate(files):
+        where = 'files[%d]' % i
+        try:
+            head = binascii.unhexlify(_field(item, 'head', str, where))
+        except (binascii.Error, ValueError):
+            raise StateError('%s: head is not hex' % where)
+        segment = Segment(_field(item, 'dev', int, where), _field(item, 'ino', int, where), head,
+                          _field(item, 'offset', int, where), _field(item, 'gzip', bool, where))
+        if segment.offset < 0 or len(head) > HEAD_BYTES:
+            raise StateError('%s: offset or head out of range' % where)
+        if item.get('before') is not None:
+            segment.before = _pair(item, 'before', where)
+        for section in _field(item, 'sections', list, where):
+            stamp = _field(section, 'stamp', str, where).encode('ascii', 'replace')
+            lines = []
+            for part in ('top', 'counts'):
+                length, crc = _pair(section, part, where)
+                raw = data[position:position + length]
+                position += length
+                if len(raw) != length or binascii.crc32(raw) != crc:
+                    raise StateError('%s: the section of %s is damaged or cut short' % (where, stamp.decode('ascii')))
+                lines.append(raw)
+            if stamp not in stamps or stamp in segment.counts.stamps():
+                raise StateError('%s: a section of %s, not tracked or twice' % (where, stamp.decode('ascii')))
+            segment.counts._raw[stamp] = (lines[0], lines[1], '%s %s' % (where, stamp.decode('ascii')))  # pylint: disable=protected-access
+        segments.append(segment)
+    if position != len(data):
+        raise StateError('%d bytes after the last section' % (len(data) - position))
+    return LogState(log, settings, now, horizon, stamps, segments)
+
+
+def state_path(state_dir, log):
+    """The state file of ``log`` (an absolute path): its path with '%' and '/' escaped, so
+    that two logs never share one; a long path is cut and given its CRC instead."""
+    name = log.replace('%', '%25').replace('/', '%2F')
+    if len(name) > 200:
+        name = '%s-%08x' % (name[-180:], binascii.crc32(log.encode('utf-8', 'surrogateescape')) & 0xffffffff)
+    return os.path.join(state_dir, name + '.json')
+
+
+def load(state_dir, log):
+    """(LogState or None, warning or None). No file is no state and no warning; a file that
+    cannot be used is no state and one warning saying why."""
+    path = state_path(state_dir, log)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None, None
+        return None, 'state file %s ignored: %s' % (path, exc.strerror)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, 'state file %s ignored: not a regular file' % path
+        if info.st_uid != os.geteuid():
+            return None, 'state file %s ignored: owned by user %d, not by this run\'s' % (path, info.st_uid)
+        if info.st_size > MAX_STATE_BYTES:
+            return None, 'state file %s ignored: larger than %d bytes' % (path, MAX_STATE_BYTES)
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1024 * 1024)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError as exc:
+        return None, 'state file %s ignored: %s' % (path, exc.strerror)
+    finally:
+        os.close(fd)
+    try:
+        return loads(b''.join(chunks), log), None
+    except StateError as exc:
+        return None, 'state file %s ignored: %s' % (path, exc)
+
+
+def _remove_leftovers(state_dir):
+    """Remove the temporary files of runs that were killed before their rename (named
+    .tmp-PID-..., the PID no longer running)."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split('-', 2)
+        if name.startswith('.tmp-') and len(parts) == 3 and parts[1].isdigit() and not _running(int(parts[1])):
+            try:
+                os.unlink(os.path.join(state_dir, name))
+            except OSError:
+                pass
+
+
+def _running(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        return exc.errno == errno.EPERM
+    return True
+
+
+def save(state_dir, states):
+    """Replace each state's file atomically (a new file, mode 0600, fsync'ed, renamed over
+    the old). Called under the run's lock, after the run's appends: a run killed before
+    the rename leaves the previous state, which can only cost a cold run. Returns a
+    warning, or None."""
+    try:
+        os.makedirs(state_dir, 0o700)
+    except OSError as exc:
+        if exc.errno != errno.EEXIST or not os.path.isdir(state_dir):
+            return 'cannot create the state directory %s: %s' % (state_dir, exc.strerror)
+    _remove_leftovers(state_dir)
+    for state in states:
+        path = state_path(state_dir, state.log)
+        data = state.dumps()
+        temporary = os.path.join(state_dir, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
+        fd = None
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            os.close(fd)
+            fd = None
+            os.rename(temporary, path)
+        except OSError as exc:
+            if fd is not None:
+                os.close(fd)
+                try:
+                    os.unlink(temporary)
+                except OSError:
+                    pass
+            return 'cannot write the state file %s: %s' % (path, exc.strerror)
+    return None

@@ -1,0 +1,379 @@
+"""Incremental runs (--state-dir) against cold runs and the reference.
+
+A hypothesis property drives a web server's afternoon: lines appended in time order with
+up to five minutes of disorder (some carrying the previous hour's stamp in a referrer),
+logrotate (rename, rename and compress, copytruncate, with the old writer going on for a
+while), truncation, replacement, runs killed before their state was saved, and runs at
+random times (now and then earlier than the last). At every run, from the same lists,
+the run with a state, a cold run with the same settings and (when the cold run read only
+the log itself, as the reference does) the reference pipeline must print the same lines
+and leave the same blocklist."""
+import gzip
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from hypothesis import HealthCheck, Phase, event, given, settings as hsettings, strategies as st
+
+import loggen
+from conftest import CORE, Files, in_timezone, mask_duration, run_reference
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import run, settings, state
+
+START = 1795255200          # 2026-11-21 10:00:00 UTC
+SERVER = '10.0.0.5'
+HEAVY = ['203.0.113.%d' % i for i in range(1, 7)] + ['2001:db8::%x' % i for i in range(1, 3)]
+THRESHOLD, TOP = 40, 6
+
+
+def local(epoch):
+    return time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(epoch))
+
+
+class Afternoon:
+    """The log directory, the writer's clock and the lists every side starts a run from."""
+
+    def __init__(self, base, seed, rotated):
+        self.base = base
+        self.rng = random.Random(seed)
+        self.noise = loggen.Scenario(seed, START)     # its requests that a rule drops
+        self.rotated = rotated
+        self.log = base / 'access.log'
+        self.log.write_bytes(b'')
+        self.clock = START
+        self.lists = Files(base / 'lists')
+        self.lists.blocklist.write_bytes(b'203.0.113.6\n')
+        self.lists.exclusions.write_bytes(b'2001:db8::2\n')
+        self.lists.activity_log.write_bytes(b'')
+        self.state_dir = base / 'state'
+        self.unfinished = b''       # the rest of a line the writer is in the middle of
+        self.runs = 0
+        self.compared = {'reference': 0, 'cold': 0}
+        self.modes = set()          # how the runs with a state read the files, for hypothesis's statistics
+
+    # ---- the web server
+
+    def line(self, written):
+        rng = self.rng
+        stamp = written - rng.randrange(300)                    # disorder within the margin
+        roll = rng.random()
+        referer = '-'
+        if rng.random() < 0.05:                                  # a referrer with the previous hour's stamp
+            referer = 'https://example.com/?t=%s' % loggen.clf_time(stamp - 3600)
+        if roll < 0.55:
+            return loggen.line(rng.choice(HEAVY), stamp, path='/job/%d' % rng.randrange(999), referer=referer)
+        if roll < 0.75:
+            return loggen.line(loggen.ipv4(rng), stamp, path='/jobs/%d' % rng.randrange(999), referer=referer)
+        return self.noise.noise(rng.choice(HEAVY), stamp)
+
+    def write(self, path, minutes, per_minute):
+        """Append ``minutes`` of traffic to ``path`` (the clock moves on)."""
+        def append():
+            with open(str(path), 'ab') as handle:
+                handle.write(self.unfinished)
+                self.unfinished = b''
+                for dummy in range(minutes):
+                    self.clock += 60
+                    handle.write(b''.join(self.line(self.clock - self.rng.randrange(60)) for dummy2 in range(per_minute)))
+        in_timezone('UTC', append)
+
+    def write_half_a_line(self):
+        """The writer is in the middle of a line (two writes): a run sees its first part."""
+        line = in_timezone('UTC', lambda: loggen.line(HEAVY[0], self.clock, path='/job/half'))
+        cut = self.rng.randrange(1, len(line) - 1)
+        with open(str(self.log), 'ab') as handle:
+            handle.write(self.unfinished + line[:cut])
+        self.unfinished = line[cut:]
+
+    def rotate(self, how, old_writer_minutes):
+        one, gz = self.base / 'access.log.1', self.base / 'access.log.1.gz'
+        for stale in (one, gz):
+            if stale.exists():
+                stale.unlink()
+        if how == 'copytruncate':
+            shutil.copyfile(str(self.log), str(one))
+            with open(str(self.log), 'r+b') as handle:
+                handle.truncate(0)
+            return
+        os.rename(str(self.log), str(one))
+        if old_writer_minutes:
+            self.write(one, old_writer_minutes, 20)         # nginx writes on until it reopens
+        self.log.write_bytes(b'')
+        if how == 'compress':
+            gz.write_bytes(gzip.compress(one.read_bytes()))
+            one.unlink()
+
+    def truncate(self):
+        with open(str(self.log), 'r+b') as handle:
+            handle.truncate(self.rng.randrange(max(1, self.log.stat().st_size)))
+
+    def replace(self):
+        self.log.unlink()
+        self.write(self.log, 5, 30)
+
+    # ---- the runs
+
+    def settings(self, **changed):
+        values = dict(server_ips=[SERVER], threshold=THRESHOLD, top=TOP, rotated=self.rotated)
+        values.update(changed)
+        return settings.Settings(**values)
+
+    def detect(self, name, now, state_dir=None, **changed):
+        files = Files(self.base / ('run%d' % self.runs) / name)
+        for attribute in ('blocklist', 'exclusions', 'activity_log'):
+            shutil.copyfile(str(getattr(self.lists, attribute)), str(getattr(files, attribute)))
+        lines = []
+        chosen = self.settings(blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
+                               activity_log=str(files.activity_log),
+                               state_dir=None if state_dir is None else str(state_dir), **changed)
+        result = in_timezone('UTC', lambda: run.detect(chosen, [str(self.log)], now=now, emit=lines.append))
+        return result, mask_duration(('\n'.join(lines) + '\n').encode()), files
+
+    def run(self, now, killed=False, **changed):
+        """One run with the state, checked against a cold run (and the reference)."""
+        self.runs += 1
+        saved = self.base / 'saved-state'
+        if killed:
+            shutil.rmtree(str(saved), ignore_errors=True)
+            if self.state_dir.exists():
+                shutil.copytree(str(self.state_dir), str(saved))
+        result, printed, files = self.detect('incremental', now, self.state_dir, **changed)
+        self.modes.add(' + '.join(scan['mode'] for scan in result.scans))
+        cold, cold_printed, cold_files = self.detect('cold', now, **changed)
+        assert printed == cold_printed
+        assert files.read('blocklist') == cold_files.read('blocklist')
+        assert result.windows == cold.windows          # the examined records, counts included
+        self.compared['cold'] += 1
+        if [scan['path'] for scan in cold.scans] == [str(self.log)] and not changed:
+            reference = Files(self.base / ('run%d' % self.runs) / 'reference')
+            for attribute in ('blocklist', 'exclusions'):
+                shutil.copyfile(str(getattr(self.lists, attribute)), str(getattr(reference, attribute)))
+            ref = run_reference(self.log, reference.blocklist, reference.exclusions, reference.activity_log,
+                                [SERVER], local(now), extra_env={'BD_THRESHOLD': str(THRESHOLD), 'BD_TOP': str(TOP)})
+            assert ref.returncode == 0, ref.stderr
+            assert mask_duration(ref.stdout) == printed
+            assert reference.read('blocklist') == files.read('blocklist')
+            self.compared['reference'] += 1
+        for attribute in ('blocklist', 'activity_log'):     # the next run starts from this one's lists
+            if getattr(files, attribute).exists():
+                shutil.copyfile(str(getattr(files, attribute)), str(getattr(self.lists, attribute)))
+        if killed:       # killed after its appends, before its state replaced the old one
+            shutil.rmtree(str(self.state_dir), ignore_errors=True)
+            if saved.exists():
+                shutil.copytree(str(saved), str(self.state_dir))
+            (self.state_dir / ('.tmp-%d-x.json' % 4194399)).write_bytes(b'{"half')
+        return result
+
+
+step = st.one_of(
+    st.tuples(st.just('write'), st.integers(1, 40), st.integers(5, 30)),
+    st.tuples(st.just('run'), st.integers(0, 20), st.just(0)),
+    st.tuples(st.just('rotate'), st.sampled_from(['rename', 'compress', 'copytruncate']), st.integers(0, 3)),
+    st.tuples(st.just('truncate'), st.just(0), st.just(0)),
+    st.tuples(st.just('half a line'), st.just(0), st.just(0)),
+    st.tuples(st.just('replace'), st.just(0), st.just(0)),
+    st.tuples(st.just('killed run'), st.just(0), st.just(0)),
+    st.tuples(st.just('run earlier'), st.integers(1, 90), st.just(0)),
+    st.tuples(st.just('run, other settings'), st.just(0), st.just(0)),
+)
+
+
+@hsettings(max_examples=25, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10 ** 6), rotated=st.booleans(), steps=st.lists(step, min_size=3, max_size=14))
+def test_runs_with_a_state_equal_cold_runs_and_the_reference(tmp_path_factory, seed, rotated, steps):
+    day = Afternoon(tmp_path_factory.mktemp('afternoon'), seed, rotated)
+    day.write(day.log, 50, 25)
+    day.run(day.clock)
+    for kind, a, b in steps + [('write', 12, 20), ('run', 0, 0)]:
+        if kind == 'write':
+            day.write(day.log, a, b)
+        elif kind == 'run':
+            day.clock += a * 60
+            day.run(day.clock)
+        elif kind == 'rotate':
+            day.rotate(a, b)
+        elif kind == 'truncate':
+            day.truncate()
+        elif kind == 'half a line':
+            day.write_half_a_line()
+        elif kind == 'replace':
+            day.replace()
+        elif kind == 'killed run':
+            day.run(day.clock, killed=True)
+        elif kind == 'run earlier':
+            day.run(day.clock - a * 60)
+        else:
+            day.run(day.clock, search_engine='Bing')
+    assert day.compared['cold'] >= 2
+    for mode in sorted(day.modes):
+        event('read: %s' % mode)
+    event('compared with the reference: %s' % ('yes' if day.compared['reference'] else 'no'))
+
+
+def test_a_run_reads_only_what_was_appended_since_the_last(tmp_path):
+    day = Afternoon(tmp_path, 1, rotated=True)
+    day.write(day.log, 70, 30)
+    first = day.run(day.clock)
+    assert [scan['mode'] for scan in first.scans] == ['seek']
+    size = day.log.stat().st_size
+    day.write(day.log, 10, 30)
+    second = day.run(day.clock)
+    assert [(scan['mode'], scan['start']) for scan in second.scans] == [('incremental', size)]
+    assert second.scans[0]['bytes_read'] == day.log.stat().st_size - size
+    day.rotate('rename', 2)
+    day.write(day.log, 3, 30)
+    third = day.run(day.clock)
+    assert [scan['mode'] for scan in third.scans] == ['incremental', 'incremental']
+    assert [scan['path'] for scan in third.scans] == [str(day.log), str(day.log) + '.1']
+
+
+def test_the_state_is_bounded_and_private(tmp_path):
+    day = Afternoon(tmp_path, 2, rotated=False)
+    day.write(day.log, 30, 30)
+    day.run(day.clock)
+    sizes = []
+    for hour in range(5):
+        day.write(day.log, 60, 30)
+        day.run(day.clock)
+        [name] = os.listdir(str(day.state_dir))
+        path = day.state_dir / name
+        sizes.append(path.stat().st_size)
+        assert oct(path.stat().st_mode & 0o777) == '0o600'
+        kept = state.load(str(day.state_dir), str(day.log))[0]
+        assert len(kept.stamps) <= 27                       # the hours in play, and no more
+        assert kept.stamps[0] == in_timezone('UTC', lambda: time.strftime('%d/%b/%Y:%H', time.gmtime(day.clock - 3600))).encode()
+    assert max(sizes) < 2 * min(sizes)                       # two hours of counts, whatever the log's length
+
+
+def test_a_damaged_state_is_ignored_with_one_warning(tmp_path):
+    day = Afternoon(tmp_path, 3, rotated=False)
+    day.write(day.log, 30, 30)
+    day.run(day.clock)
+    [name] = os.listdir(str(day.state_dir))
+    path = day.state_dir / name
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x20
+    path.write_bytes(bytes(data))
+    day.write(day.log, 10, 30)
+    warnings = []
+    result = day.run(day.clock)
+    warnings = result.warnings
+    assert len(warnings) == 1 and 'ignored' in warnings[0] and name in warnings[0]
+    assert [scan['mode'] for scan in result.scans] == ['seek']                # cold
+    assert state.load(str(day.state_dir), str(day.log))[1] is None           # replaced by a sound one
+
+
+def test_a_state_dir_that_cannot_be_written_is_a_warning_not_a_failure(tmp_path):
+    day = Afternoon(tmp_path, 4, rotated=False)
+    day.write(day.log, 30, 30)
+    day.state_dir = tmp_path / 'not-a-dir'
+    day.state_dir.write_bytes(b'')
+    result = day.run(day.clock)
+    assert any('state' in w for w in result.warnings)
+
+
+def test_a_killed_run_costs_at_most_a_cold_start(tmp_path):
+    """A real process, killed with SIGKILL at a random moment, over and over: the next run
+    with the state prints what a cold run prints."""
+    day = Afternoon(tmp_path, 5, rotated=False)
+    day.write(day.log, 90, 60)
+    rng = random.Random(5)
+    for attempt in range(6):
+        day.write(day.log, 5, 60)
+        env = dict(os.environ, TZ='UTC')
+        proc = subprocess.Popen([sys.executable, str(CORE)] + day.lists.options() + [
+            '--server-ip', SERVER, '--threshold', str(THRESHOLD), '--top', str(TOP), '--now', local(day.clock),
+            '--state-dir', str(day.state_dir), str(day.log)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        day.run(day.clock)           # checks the state run against a cold one
+
+
+def test_a_log_truncated_and_written_past_the_old_offset_is_counted_cold(tmp_path):
+    """Its first bytes are still the same, and it is longer than where the state read up
+    to: only the bytes before that offset tell that they are not the ones counted."""
+    day = Afternoon(tmp_path, 6, rotated=False)
+    day.write(day.log, 60, 30)
+    day.run(day.clock)
+    offset = day.log.stat().st_size
+    with open(str(day.log), 'r+b') as handle:
+        handle.truncate(offset // 2)
+    day.write(day.log, 30, 60)
+    assert day.log.stat().st_size > offset
+    result = day.run(day.clock)
+    assert [scan['mode'] for scan in result.scans] != ['incremental']
+
+
+def test_precise_rules_with_a_state_verify_as_a_cold_run_does(tmp_path):
+    """Crawler claims are counted apart (address, crawler) and carried so; each run verifies
+    the claimers that reach its records, with or without a state."""
+    from test_precise import GOOGLEBOT, FakeResolver
+    day = Afternoon(tmp_path, 7, rotated=False)
+    resolver = FakeResolver(reverse={'66.249.66.1': ['crawl-66-249-66-1.googlebot.com']},
+                            forward={'crawl-66-249-66-1.googlebot.com': ['66.249.66.1']})
+
+    def crawl(minutes):
+        def append():
+            with open(str(day.log), 'ab') as handle:
+                for dummy in range(minutes):
+                    day.clock += 60
+                    for address in ('66.249.66.1', '66.249.66.2'):      # the second claims Google falsely
+                        handle.write(b''.join(loggen.line(address, day.clock - 30, path='/job/%d' % i, agent=GOOGLEBOT)
+                                              for i in range(3)))
+        in_timezone('UTC', append)
+    for dummy in range(4):
+        crawl(20)
+        day.write(day.log, 5, 20)
+        outputs = []
+        for name, state_dir in (('with', day.state_dir), ('cold', None)):
+            files = Files(tmp_path / name)
+            chosen = day.settings(rules='precise', state_dir=None if state_dir is None else str(state_dir),
+                                  blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
+                                  activity_log=str(files.activity_log))
+            result = in_timezone('UTC', lambda: run.detect(chosen, [str(day.log)], now=day.clock, resolver=resolver))
+            outputs.append((result.windows, result.messages[:-1], result.by_verdict, files.read('blocklist')))
+        assert outputs[0] == outputs[1]
+    assert any(record['address'] == '66.249.66.2' for window in outputs[0][0] for record in window['records'])
+    assert not any(record['address'] == '66.249.66.1' for window in outputs[0][0] for record in window['records'])
+
+
+def test_report_mode_reads_the_state_and_writes_none(tmp_path):
+    day = Afternoon(tmp_path, 8, rotated=True)
+    day.write(day.log, 70, 30)
+    day.run(day.clock)
+    [name] = os.listdir(str(day.state_dir))
+    before = (day.state_dir / name).read_bytes()
+    day.write(day.log, 10, 30)
+    counts = []
+    for state_dir in (day.state_dir, None):
+        chosen = day.settings(state_dir=None if state_dir is None else str(state_dir))
+        counts.append(in_timezone('UTC', lambda: run.report(chosen, [str(day.log)], floor=1, now=day.clock)).counts)
+    assert counts[0] == counts[1] and counts[0]['previous']
+    assert (day.state_dir / name).read_bytes() == before
+
+
+def test_several_logs_each_keep_a_state_and_are_summed(tmp_path):
+    (tmp_path / 'a').mkdir()
+    (tmp_path / 'b').mkdir()
+    first, second = Afternoon(tmp_path / 'a', 9, rotated=False), Afternoon(tmp_path / 'b', 10, rotated=False)
+    for minutes in (60, 10, 10):
+        first.write(first.log, minutes, 20)
+        second.clock = first.clock - minutes * 60
+        second.write(second.log, minutes, 20)
+        printed = []
+        for name, state_dir in (('with', tmp_path / 'state'), ('cold', None)):
+            files = Files(tmp_path / name)
+            chosen = first.settings(state_dir=None if state_dir is None else str(state_dir),
+                                    blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
+                                    activity_log=str(files.activity_log))
+            result = in_timezone('UTC', lambda: run.detect(chosen, [str(first.log), str(second.log)], now=first.clock))
+            printed.append((result.messages[:-1], result.windows, files.read('blocklist')))
+        assert printed[0] == printed[1]
+    assert sorted(os.listdir(str(tmp_path / 'state'))) == sorted(
+        os.path.basename(state.state_path('', str(log))) for log in (first.log, second.log))
