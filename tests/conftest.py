@@ -82,3 +82,44 @@ class Files:
 @pytest.fixture
 def files(tmp_path):
     return Files(tmp_path / 'files')
+
+
+def require_root(why='this test needs root'):
+    """Root, or (outside CI) a skip; under CI a missing prerequisite is a failure."""
+    if os.geteuid() != 0:
+        if os.environ.get('CI') == 'true':
+            pytest.fail(why)
+        pytest.skip('needs root')
+
+
+@pytest.fixture
+def mount(tmp_path):
+    """tmpfs mounts for the duration of a test."""
+    require_root('this test needs root (tmpfs mounts)')
+    mounted = []
+
+    def make(name, options):
+        point = tmp_path / name
+        point.mkdir()
+        subprocess.run(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', str(point)], check=True)
+        mounted.append(point)
+        return point
+    yield make
+    for point in mounted:
+        subprocess.run(['umount', str(point)], check=False)
+
+
+@pytest.fixture
+def zone():
+    """Switch this process's local time zone, as TZ does for `date`."""
+    old = os.environ.get('TZ')
+
+    def switch(tz):
+        os.environ['TZ'] = tz
+        time.tzset()
+    yield switch
+    if old is None:
+        os.environ.pop('TZ', None)
+    else:
+        os.environ['TZ'] = old
+    time.tzset()

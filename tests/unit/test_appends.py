@@ -1,23 +1,15 @@
 """Appending as root through links, and the blocklist line and its activity line kept or
 taken back together (issue 10, finding 9 and the ENOSPC wording)."""
 import os
-import subprocess
 
 import pytest
 
 import loggen
-from conftest import Files, in_timezone, run_core
+from conftest import require_root, Files, in_timezone, run_core
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
 NOBODY = 65534
-
-
-def require_root():
-    if os.geteuid() != 0:
-        if os.environ.get('CI') == 'true':
-            pytest.fail('this test needs root (link owners, mounts)')
-        pytest.skip('needs root')
 
 
 def detect(files, log, *extra):
@@ -33,7 +25,7 @@ def log(tmp_path):
 
 def test_root_owned_links_to_root_owned_lists_are_followed(tmp_path, log):
     """The operator keeps the lists beside the firewall's files and links them."""
-    require_root()
+    require_root('this test needs root (link owners, mounts)')
     firewall = tmp_path / 'firewall'
     firewall.mkdir()
     (firewall / 'blocklist').write_bytes(b'192.0.2.1\n')
@@ -51,7 +43,7 @@ def test_root_owned_links_to_root_owned_lists_are_followed(tmp_path, log):
 
 @pytest.mark.parametrize('planted', ['blocklist link', 'blocklist target dir', 'activity link', 'activity chain'])
 def test_links_another_user_could_have_planted_are_refused_and_nothing_is_appended(tmp_path, log, planted):
-    require_root()
+    require_root('this test needs root (link owners, mounts)')
     theirs = tmp_path / 'theirs'
     theirs.mkdir()
     ours = tmp_path / 'ours'
@@ -92,22 +84,6 @@ def test_activity_log_that_cannot_be_opened_writes_no_blocklist_line(tmp_path, l
     assert got.returncode == 3
     assert got.stderr == b'bot-detector: error: cannot append to %s: Is a directory\n' % bytes(files.activity_log)
     assert files.read('blocklist') == b'192.0.2.1\n'
-
-
-@pytest.fixture
-def mount(tmp_path):
-    require_root()
-    mounted = []
-
-    def make(name, options):
-        point = tmp_path / name
-        point.mkdir()
-        subprocess.run(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', str(point)], check=True)
-        mounted.append(point)
-        return point
-    yield make
-    for point in mounted:
-        subprocess.run(['umount', str(point)], check=False)
 
 
 def fill(point):

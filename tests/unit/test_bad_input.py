@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 import loggen
-from conftest import in_timezone, mask_duration, run_core
+from conftest import require_root, in_timezone, mask_duration, run_core
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, rules, settings, tally, writer
 
 NOW = '2026-11-21 04:13:43'
@@ -35,13 +35,6 @@ def hook_pread(monkeypatch, on_call, action):
 
 def detect(files, log, *extra):
     return run_core(files.options() + ['--server-ip', '10.0.0.5', '--now', NOW] + list(extra) + [log])
-
-
-def require_root():
-    if os.geteuid() != 0:
-        if os.environ.get('CI') == 'true':
-            pytest.fail('this test needs root (mounts, symlink refusal)')
-        pytest.skip('needs root')
 
 
 BAD_LINES = [
@@ -129,7 +122,7 @@ def test_bad_lists_count_as_empty(tmp_path, files, kind):
 
 
 def test_blocklist_symlink_planted_by_another_user_is_refused_as_root(tmp_path, files):
-    require_root()
+    require_root('this test needs root (mounts, symlink refusal)')
     target = tmp_path / 'elsewhere'
     target.write_bytes(b'192.0.2.1\n')
     files.blocklist.symlink_to(target)
@@ -142,23 +135,6 @@ def test_blocklist_symlink_planted_by_another_user_is_refused_as_root(tmp_path, 
                           b'points into, belongs to another user (running as root)\n' % (bytes(files.blocklist), bytes(files.blocklist)))
     assert target.read_bytes() == b'192.0.2.1\n'
     assert not files.activity_log.exists()
-
-
-@pytest.fixture
-def mount(tmp_path):
-    """tmpfs mounts for the duration of a test."""
-    require_root()
-    mounted = []
-
-    def make(name, options):
-        point = tmp_path / name
-        point.mkdir()
-        subprocess.run(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', str(point)], check=True)
-        mounted.append(point)
-        return point
-    yield make
-    for point in mounted:
-        subprocess.run(['umount', str(point)], check=False)
 
 
 def test_read_only_filesystem_at_append(tmp_path, files, mount):

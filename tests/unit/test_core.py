@@ -13,22 +13,6 @@ from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector
 ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe']
 
 
-@pytest.fixture
-def zone(request):
-    """Switch this process's local time zone, as TZ does for `date`."""
-    old = os.environ.get('TZ')
-
-    def switch(tz):
-        os.environ['TZ'] = tz
-        time.tzset()
-    yield switch
-    if old is None:
-        os.environ.pop('TZ', None)
-    else:
-        os.environ['TZ'] = old
-    time.tzset()
-
-
 def gnu_date(args, tz):
     env = dict(os.environ, TZ=tz, LC_ALL='C')
     return subprocess.run(['date'] + args, env=env, stdout=subprocess.PIPE, check=True).stdout.decode().strip()

@@ -6,7 +6,6 @@ import json
 import os
 import random
 import stat
-import time
 from collections import Counter
 
 import pytest
@@ -15,21 +14,6 @@ from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector
 
 ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Pacific/Chatham']
 LOG = '/var/log/nginx/access.log'
-
-
-@pytest.fixture
-def zone():
-    old = os.environ.get('TZ')
-
-    def switch(tz):
-        os.environ['TZ'] = tz
-        time.tzset()
-    yield switch
-    if old is None:
-        os.environ.pop('TZ', None)
-    else:
-        os.environ['TZ'] = old
-    time.tzset()
 
 
 @pytest.mark.parametrize('tz', ZONES)
