@@ -131,7 +131,7 @@ expect() {
 deployment_planned() {
     expect 'web-a +: ok=[0-9]+ +changed=[1-9][0-9]* +unreachable=0 +failed=0' "$1"
     expect 'web-b +: ok=[0-9]+ +changed=[1-9][0-9]* +unreachable=0 +failed=0' "$1"
-    expect "root flock -n /run/bot-detector-[0-9a-f]+\.lock $tmp/web-a/bot-detector\.sh $tmp/web-a/access\.log >> $tmp/web-a/cron\.log 2>&1" "$1"
+    expect "root mkdir -p -m 0700 /run/bot-detector && flock -n /run/bot-detector/cron-[0-9a-f]+\.lock $tmp/web-a/bot-detector\.sh $tmp/web-a/access\.log >> $tmp/web-a/cron\.log 2>&1" "$1"
     expect "^\+blocklist = $tmp/web-a/ipblocklist\.txt$" "$1"
     expect '^\+198\.51\.100\.23$' "$1"
     for host in web-a web-b; do
