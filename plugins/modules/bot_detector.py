@@ -227,7 +227,9 @@ messages:
     - IP address 203.0.113.7 is already blocked.
     - 'Execution time: 0 seconds'
 scans:
-  description: How each file was read, C(seek) (from C(start)), C(full) or C(full-gzip), and how many bytes.
+  description: >-
+    How each file was read, C(seek) (from C(start)), C(full), C(full-gzip) or C(incremental) (with
+    O(state_dir), from where the previous run left it, C(start)), and how many bytes.
   returned: always
   type: list
   elements: dict

@@ -95,7 +95,8 @@ class Side:
             env = dict(ENV, BD_BLOCKLIST=self.blocklist, BD_EXCLUSIONS=self.exclusions, BD_ACTIVITY_LOG=self.activity,
                        BD_SERVER_IP=SERVER_IP, BD_NOW=now)
             return measure([REFERENCE, log], env)
-        argv = [PYTHON, '-S', os.path.join(CORE, '__main__.py'), '--blocklist', self.blocklist, '--exclusions', self.exclusions, '--activity-log', self.activity,
+        argv = [PYTHON, '-S', os.path.join(CORE, '__main__.py'), '--blocklist', self.blocklist,
+                '--exclusions', self.exclusions, '--activity-log', self.activity,
                 '--server-ip', SERVER_IP, '--now', now]
         if self.state_dir:
             argv += ['--state-dir', self.state_dir]
@@ -202,7 +203,8 @@ def main():
     os.makedirs(CACHE, exist_ok=True)
     load_before = os.getloadavg()[0]
     subprocess.run([PYTHON, '-m', 'compileall', '-q', CORE], env=ENV, check=True)
-    cold = ['| log | size | runs | reference: wall | command: wall | **wall ratio** | reference: CPU | command: CPU | CPU ratio | reference: peak RSS | command: peak RSS |',
+    cold = ['| log | size | runs | reference: wall | command: wall | **wall ratio** | reference: CPU | command: CPU | CPU ratio '
+            '| reference: peak RSS | command: peak RSS |',
             '|---|---|---|---|---|---|---|---|---|---|---|']
     for label, hours, shuffled, reps in COLD_CASES:
         log = cold_log(hours, shuffled)

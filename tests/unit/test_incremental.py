@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings as hsettings, strategies as st
 
 import loggen
