@@ -273,7 +273,7 @@ def _section_counter(raw, where):
     claims = doc.get('claims', ())
     for claim in claims:
         if (not isinstance(claim, list) or len(claim) != 3 or not isinstance(claim[0], str)
-                or not isinstance(claim[1], str) or type(claim[2]) is not int or claim[2] <= 0):  # noqa: E721
+                or not isinstance(claim[1], str) or not _whole(claim[2]) or claim[2] <= 0):
             raise StateError('%s: a claim that is not [field, crawler, count]' % where)
         try:
             dict.__setitem__(counter, (claim[0].encode('latin-1'), claim[1]), claim[2])
@@ -296,9 +296,14 @@ def _field(doc, name, kind, where):
     return value
 
 
+def _whole(value):
+    """An int that is not a bool (JSON's true is no count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _pair(doc, name, where):
     value = _field(doc, name, list, where)
-    if len(value) != 2 or not all(type(v) is int and v >= 0 for v in value):  # noqa: E721
+    if len(value) != 2 or not all(_whole(v) and v >= 0 for v in value):
         raise StateError('%s: %s is not [length, CRC]' % (where, name))
     return value
 

@@ -140,7 +140,6 @@ class Tally:
                 for stamp in set(finder.findall(buf, 0, limit)):
                     self.line_filter.count_into(lines_holding(buf, stamp, limit), self.counters[stamp])
 
-
     def _chunk_one_hour(self, buf, limit, stamp):
         """A chunk whose lines mostly hold ``stamp`` (what an incremental run reads): count
         them, and look for the other stamps only on the lines without it, when one count
