@@ -265,12 +265,8 @@ def playbook():
 
 
 def machine():
-    model = 'unknown CPU'
-    with open('/proc/cpuinfo') as f:
-        for line in f:
-            if line.startswith('model name'):
-                model = line.split(':', 1)[1].strip()
-                break
+    from run_bench import cpu_model   # the script's own directory is on sys.path
+    model = cpu_model()
     timing = subprocess.run([TIMING_PYTHON, '-c', 'import platform; print(platform.python_version())'],
                             stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
     with open('/proc/loadavg') as f:

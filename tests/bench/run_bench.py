@@ -183,13 +183,17 @@ def state_size(path, log):
     return len(data), counts, len(keys)
 
 
-def machine():
-    model = 'unknown CPU'
+def cpu_model():
+    """The CPU's model name, as /proc/cpuinfo gives it (also used by fleet_bench.py)."""
     with open('/proc/cpuinfo') as f:
         for line in f:
             if line.startswith('model name'):
-                model = line.split(':', 1)[1].strip()
-                break
+                return line.split(':', 1)[1].strip()
+    return 'unknown CPU'
+
+
+def machine():
+    model = cpu_model()
     with open('/proc/meminfo') as f:
         mem_kb = int(f.readline().split()[1])
     version = subprocess.run([PYTHON, '-c', 'import platform; print(platform.python_version())'],
