@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import in_timezone
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import addresses, clock, errors, rules, run, settings, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import addresses, clock, errors, reading, rules, run, settings, tally
 
 ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe']
 
@@ -135,7 +135,7 @@ def test_batch_filter_agrees_with_the_per_line_rules():
 
 
 def test_count_windows_reads_across_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(tally, 'READ_CHUNK', 64)
+    monkeypatch.setattr(reading, 'READ_CHUNK', 64)
     windows = [clock.Window('previous', '', b'21/Nov/2026:03'), clock.Window('current', '', b'21/Nov/2026:04')]
     lines = []
     for i in range(300):

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
-    clock, errors, rules, settings, tally)
+    clock, errors, reading, rules, settings, tally)
 
 STAMPS = [b'21/Nov/2026:03', b'21/Nov/2026:04', b'21/Nov/2026:05', b'22/Nov/2026:00', b'03/Nov/2026:03']
 PIECES = [p.encode() for p in settings.SPEC_JOB_PREFIXES] + [
@@ -118,13 +118,13 @@ def test_now_read_directly_equals_strptime(tz, monkeypatch):
 def test_workers_fork_only_for_large_ranges_on_idle_cores(monkeypatch):
     monkeypatch.setattr(os, 'cpu_count', lambda: 2)
     monkeypatch.setattr(os, 'getloadavg', lambda: (0.2, 0.0, 0.0))
-    assert tally.workers_for(tally.PARALLEL_MIN_BYTES) == 2
-    assert tally.workers_for(tally.PARALLEL_MIN_BYTES - 1) == 1
+    assert reading.workers_for(reading.PARALLEL_MIN_BYTES) == 2
+    assert reading.workers_for(reading.PARALLEL_MIN_BYTES - 1) == 1
     monkeypatch.setattr(os, 'getloadavg', lambda: (1.2, 0.0, 0.0))       # one core busy elsewhere
-    assert tally.workers_for(10 * tally.PARALLEL_MIN_BYTES) == 1
+    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == 1
     monkeypatch.setattr(os, 'cpu_count', lambda: 64)
     monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))
-    assert tally.workers_for(10 * tally.PARALLEL_MIN_BYTES) == tally.MAX_WORKERS
+    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == reading.MAX_WORKERS
 
 
 def test_an_hours_chunk_finds_the_other_stamps_on_its_other_lines():

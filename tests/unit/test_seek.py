@@ -134,7 +134,7 @@ def test_several_logs_are_summed(tmp_path):
 
 def test_parallel_parts_count_what_one_process_counts(tmp_path, monkeypatch):
     """Forked workers over line-aligned parts, with chunks far smaller than lines at times."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, rules, settings, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, reading, rules, settings, tally
 
     def build():
         scenario = loggen.equivalence_scenario(11, NOW_EPOCH)
@@ -145,12 +145,12 @@ def test_parallel_parts_count_what_one_process_counts(tmp_path, monkeypatch):
     line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
     counted = tally.count_windows([str(log)], windows, line_filter)
     single, dummy = counted.counters, counted.scans
-    monkeypatch.setattr(tally, 'PARALLEL_MIN_BYTES', 1)
-    monkeypatch.setattr(tally, 'MAX_WORKERS', 4)
+    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(reading, 'MAX_WORKERS', 4)
     monkeypatch.setattr(os, "cpu_count", lambda: 3)
     monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))     # idle cores: workers fork
     for chunk in (4096, 100 * 1024):
-        monkeypatch.setattr(tally, 'READ_CHUNK', chunk)
+        monkeypatch.setattr(reading, 'READ_CHUNK', chunk)
         counted = tally.count_windows([str(log)], windows, line_filter)
         parallel, dummy = counted.counters, counted.scans
         assert parallel == single
@@ -173,16 +173,16 @@ def test_seek_reads_stamps_as_local_text_whatever_their_offset(tmp_path):
 
 def test_failed_parallel_part_reaps_its_workers_and_names_the_log(tmp_path, monkeypatch):
     import pytest
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, rules, settings, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, reading, rules, settings, tally
     log = tmp_path / 'access.log'
     log.write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 3000})))
-    monkeypatch.setattr(tally, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
     monkeypatch.setattr(os, 'cpu_count', lambda: 3)
     monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))
 
     def failing_range(*args):
         raise OSError(5, 'Input/output error')
-    monkeypatch.setattr(tally, 'count_range', failing_range)
+    monkeypatch.setattr(reading, 'count_range', failing_range)
     with pytest.raises(errors.BotDetectorError) as err:
         tally.count_windows([str(log)], clock.hour_windows(NOW_EPOCH), rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google'))
     assert str(log) in err.value.message

@@ -26,11 +26,11 @@ from __future__ import absolute_import, division, print_function
 import os
 from collections import Counter
 
-from . import messages, state
+from . import messages, state, statedir
 from .errors import BotDetectorError
 from .logfile import Scan, open_log, plan_seek, rotated_sibling
-from .tally import (DamagedGzip, Tally, WindowCounts, count_parallel, count_range, count_stream, gunzip, gzip_problem,
-                    lines_end, scan_file)
+from .reading import DamagedGzip, count_parallel, count_range, count_stream, gunzip, gzip_problem, lines_end
+from .tally import Tally, WindowCounts, scan_file
 
 __metaclass__ = type
 
@@ -41,14 +41,14 @@ class Unusable(Exception):
 
 def count_windows(logs, windows, line_filter, settings, now, state_dir):
     """tally.count_windows, with a state per log. Returns (WindowCounts, [LogState]): the
-    states to save once the run's decisions are appended (state.save)."""
+    states to save once the run's decisions are appended (statedir.save)."""
     stamps = [window.stamp for window in windows]
     parts = dict((stamp, []) for stamp in stamps)
     scans, warnings, states, seen = [], [], [], set()
     wanted = state.counting_settings(settings)
     for path in logs:
         log = os.path.abspath(path)
-        old, warning = state.load(state_dir, log)
+        old, warning = statedir.load(state_dir, log)
         if warning:
             warnings.append(warning)
         reading = Reading(path, log, stamps, line_filter, settings, now, seen)

@@ -98,7 +98,7 @@ def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None,
         if states and not check_mode:
             # Under the lock, after the appends: a run killed before this keeps the old state,
             # which costs the next run a cold start, never a count.
-            from .state import save
+            from .statedir import save
             problem = save(settings.state_dir, states)
             if problem:
                 result.warn(problem)

@@ -1,0 +1,321 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading a log's bytes: whole-line chunks by pread, lines longer than a chunk piece by
+piece in bounded memory, gzip members, and forked workers over large ranges. Each piece of
+whole lines goes to a Tally (tally.py), which does the counting.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+import re
+import zlib
+
+from .errors import BotDetectorError
+from .logfile import PROBE_BYTES, has_gzip_header, line_start_after
+
+__metaclass__ = type
+
+READ_CHUNK = 1 * 1024 * 1024
+# Ranges of at least this size are counted by one forked process per idle core (workers_for).
+PARALLEL_MIN_BYTES = 16 * 1024 * 1024
+MAX_WORKERS = 4
+# A line longer than READ_CHUNK is read piece by piece (LongLine); its first field must be
+# at most this long: longer, it is no address, and the line is not counted.
+LONG_FIELD = 1024 * 1024
+
+_BLANK = re.compile(br'[ \t]')
+_NOT_BLANK = re.compile(br'[^ \t]')
+
+
+class LongLine:
+    """One line longer than a read chunk, judged piece by piece in bounded memory.
+
+    The spec's line filter depends only on which of its needles a line holds and on its
+    first field (LineFilter.needles), so a short stand-in line with the same first field
+    and the same needles is counted in its place: the counts are those of the whole line.
+    A first field longer than LONG_FIELD is never an address, and its line is not counted;
+    nor is any long line under a filter without needles (the precise rules)."""
+
+    def __init__(self, tally):
+        self.tally = tally
+        needles = getattr(tally.line_filter, 'needles', None)
+        self.skip = needles is None
+        self.exact, self.folded = ([], []) if self.skip else (list(needles[0]), list(needles[1]))
+        self.exact += list(tally.counters)
+        # A byte no needle holds, to join them: the stand-in then holds no needle the line lacks.
+        used = set(bytearray(b''.join(self.exact + self.folded)))
+        self.joint = bytes(bytearray([next(byte for byte in range(256) if byte not in used)]))
+        self.found = set()
+        self.overlap = max([len(n) for n in self.exact + self.folded] or [1]) - 1
+        self.tail = b''
+        self.field, self.field_length, self.separator = [], 0, None
+        self.state = 'leading'      # blanks before the first field, then 'in', 'done' or 'too long'
+
+    def feed(self, piece):
+        if self.skip:
+            return
+        self._first_field(piece)
+        if self.state == 'too long':
+            self.skip = True
+            return
+        text = self.tail + piece
+        for needle in self.exact:
+            if needle not in self.found and needle in text:
+                self.found.add(needle)
+        if self.folded:
+            lowered = text.lower()
+            for needle in self.folded:
+                if (needle, 'folded') not in self.found and needle in lowered:
+                    self.found.add((needle, 'folded'))
+        self.tail = text[-self.overlap:] if self.overlap else b''
+
+    def _first_field(self, piece):
+        """awk's $1 (rules.first_field), across pieces."""
+        at = 0
+        if self.state == 'leading':
+            match = _NOT_BLANK.search(piece)
+            if match is None:
+                return
+            self.state, at = 'in', match.start()
+        if self.state == 'in':
+            match = _BLANK.search(piece, at)
+            end = len(piece) if match is None else match.start()
+            self.field.append(piece[at:end])
+            self.field_length += end - at
+            if self.field_length > LONG_FIELD:
+                self.state, self.field = 'too long', []
+            elif match is not None:
+                self.state, self.separator = 'done', piece[end:end + 1]
+
+    def finish(self):
+        if self.skip or self.state == 'leading':
+            return
+        field = b''.join(self.field)
+        if self.separator is None:
+            stand_in = field        # the whole line is its first field: the needles are in it
+        else:
+            held = [n for n in self.exact if n in self.found] + [n for n in self.folded if (n, 'folded') in self.found]
+            stand_in = field + self.separator + self.joint + self.joint.join(held)
+        for stamp, counter in self.tally.counters.items():
+            if stamp in self.found:
+                self.tally.line_filter.count_into([stand_in], counter)
+
+
+def count_stream(pieces, tally):
+    """Count a stream of byte pieces (a decompressed gzip file) to its end: whole lines per
+    piece, the unfinished last line carried over (never more than a chunk: a longer line
+    goes to LongLine), so the work is linear in the stream's length."""
+    carry = b''
+    long_line = None
+    for piece in pieces:
+        if long_line is not None:
+            cut = piece.find(b'\n')
+            if cut == -1:
+                long_line.feed(piece)
+                continue
+            long_line.feed(piece[:cut])
+            long_line.finish()
+            long_line = None
+            piece = piece[cut + 1:]
+        elif carry:
+            piece = carry + piece
+        carry = b''
+        cut = piece.rfind(b'\n')
+        if cut != -1:
+            tally.chunk(piece, limit=cut)
+            piece = piece[cut + 1:]
+        if len(piece) >= READ_CHUNK:
+            long_line = LongLine(tally)
+            long_line.feed(piece)
+        else:
+            carry = piece
+    if long_line is not None:
+        long_line.finish()
+    elif carry:
+        tally.chunk(carry)
+
+
+def count_long_line(fd, position, chunk, tally):
+    """Count the line starting at ``position``, longer than ``chunk`` (its first READ_CHUNK
+    bytes), piece by piece. Returns (its length with its newline, the bytes read)."""
+    line = LongLine(tally)
+    line.feed(chunk)
+    consumed, read = len(chunk), 0
+    while True:
+        more = os.pread(fd, READ_CHUNK, position + consumed)
+        read += len(more)
+        if not more:
+            break
+        cut = more.find(b'\n')
+        if cut == -1:
+            line.feed(more)
+            consumed += len(more)
+            continue
+        line.feed(more[:cut])
+        consumed += cut + 1
+        break
+    line.finish()
+    return consumed, read
+
+
+def count_range(fd, start, end, tally):
+    """Count the lines that start in [start, end) of a plain file; ``start`` is a line
+    start. Each chunk is counted up to its last newline and the next chunk is read from
+    just after it, so no chunk is copied; a line longer than a chunk is read piece by
+    piece (count_long_line). pread, so forked workers sharing ``fd`` do not share a file
+    offset. Returns the bytes read."""
+    position, read = start, 0
+    while position < end:
+        chunk = os.pread(fd, READ_CHUNK, position)
+        read += len(chunk)
+        if not chunk:
+            break
+        if position + len(chunk) >= end:
+            # The last line to count is the one holding byte end - 1.
+            stop = chunk.find(b'\n', end - position - 1)
+            if stop != -1:
+                if chunk.find(b'\n', stop + 1) != -1:
+                    tally.chunk(chunk[:stop])     # the range ends mid-chunk: once per range
+                else:
+                    tally.chunk(chunk, limit=stop)
+                break
+        stop = chunk.rfind(b'\n')
+        if stop != -1:
+            tally.chunk(chunk, limit=stop)
+            position += stop + 1
+        elif len(chunk) < READ_CHUNK:
+            tally.chunk(chunk)                  # the file's last line, without a newline
+            position += len(chunk)
+        else:
+            consumed, more = count_long_line(fd, position, chunk, tally)
+            read += more
+            position += consumed
+    return read
+
+
+def workers_for(size):
+    """How many processes count a range of ``size`` bytes: one per idle core (at most
+    MAX_WORKERS) for a range large enough to repay a fork and the sum of the counters
+    (PARALLEL_MIN_BYTES), else one. Idle going by the load average: on a busy host a
+    worker would add CPU time without shortening the run."""
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    cores = min(os.cpu_count() or 1, MAX_WORKERS)
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)
+    except (AttributeError, OSError):
+        busy = 0
+    return max(1, cores - busy)
+
+
+def count_parallel(path, handle, start, end, tally):
+    """Count [start, end) in one forked process per core, each over a line-aligned part,
+    and add up their counters. Returns the bytes read."""
+    workers = workers_for(end - start)
+    if workers < 2:
+        return count_range(handle.fileno(), start, end, tally)
+    import pickle       # only runs that fork pay for it
+    bounds = [start] + [line_start_after(handle, start + (end - start) * i // workers) for i in range(1, workers)] + [end]
+    children = []
+    for part in range(1, workers):
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:                                    # child: count one part, send it, leave
+            status = 0
+            try:
+                os.close(reader)
+                mine = tally.fresh()
+                read = count_range(handle.fileno(), bounds[part], bounds[part + 1], mine)
+                payload = pickle.dumps((None, mine.counters, read), protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException as exc:  # pylint: disable=broad-except
+                payload = pickle.dumps((str(exc), None, 0), protocol=pickle.HIGHEST_PROTOCOL)
+                status = 1
+            with os.fdopen(writer, 'wb') as pipe:
+                pipe.write(payload)
+            os._exit(status)  # pylint: disable=protected-access
+        os.close(writer)
+        children.append((pid, reader))
+    failure, read = None, 0
+    try:
+        read += count_range(handle.fileno(), bounds[0], bounds[1], tally)
+    finally:
+        # Every worker is read and reaped, even when this process's own part failed.
+        for pid, reader in children:
+            with os.fdopen(reader, 'rb') as pipe:
+                payload = pipe.read()
+            os.waitpid(pid, 0)
+            # Our own child's pickle over a private pipe: trusted data.
+            error, counters, part_read = pickle.loads(payload) if payload else ('a worker died', None, 0)
+            if error is not None:
+                failure = error
+                continue
+            tally.add(counters)
+            read += part_read
+    if failure is not None:
+        raise BotDetectorError('cannot read %s: %s' % (path, failure))
+    return read
+
+
+class DamagedGzip(Exception):
+    """A gzip file that does not decompress to its end (truncated while logrotate
+    compresses it, or corrupt)."""
+
+
+def gzip_problem(fd):
+    """None when the file is gzip: a valid gzip header, and its first PROBE_BYTES decompress
+    cleanly. Otherwise why not; such a file is read as plain (a plain log whose first bytes
+    happen to be 1f 8b), unless its name says gzip."""
+    head = os.pread(fd, PROBE_BYTES, 0)
+    if not has_gzip_header(head):
+        return 'no gzip header'
+    try:
+        zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, READ_CHUNK)
+    except zlib.error as exc:
+        return 'damaged gzip data (%s)' % exc
+    return None
+
+
+def gunzip(handle, scan):
+    """The decompressed content of a gzip file (every member; NUL padding after a member is
+    allowed, as gzip allows it), in pieces of at most READ_CHUNK. Raises DamagedGzip."""
+    handle.seek(0)
+    decompressor, fed, members, pending = zlib.decompressobj(16 + zlib.MAX_WBITS), False, 0, b''
+    while True:
+        if not pending:
+            pending = handle.read(READ_CHUNK)
+            scan.bytes_read += len(pending)
+            if not pending:
+                if fed:
+                    raise DamagedGzip('it ends before its end-of-stream marker (truncated, or still being written)')
+                return
+        if members and not fed:
+            pending = pending.lstrip(b'\x00')
+            if not pending:
+                continue
+        try:
+            piece = decompressor.decompress(pending, READ_CHUNK)
+        except zlib.error as exc:
+            raise DamagedGzip('damaged gzip data (%s)' % exc)
+        fed = True
+        pending = decompressor.unconsumed_tail
+        if piece:
+            yield piece
+        if decompressor.eof:        # a member is complete; another may follow
+            members += 1
+            pending = decompressor.unused_data
+            decompressor, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+
+def lines_end(fd, start, size):
+    """The offset just after the last newline in [start, size) of a file: where its
+    finished lines end (``start`` when there is none)."""
+    position = size
+    while position > start:
+        step = min(READ_CHUNK, position - start)
+        block = os.pread(fd, step, position - step)
+        cut = block.rfind(b'\n')
+        if cut != -1:
+            return position - step + cut + 1
+        position -= len(block) if block else step
+    return start
