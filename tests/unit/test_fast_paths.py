@@ -115,16 +115,31 @@ def test_now_read_directly_equals_strptime(tz, monkeypatch):
         time.tzset()
 
 
-def test_workers_fork_only_for_large_ranges_on_idle_cores(monkeypatch):
-    monkeypatch.setattr(os, 'cpu_count', lambda: 2)
-    monkeypatch.setattr(os, 'getloadavg', lambda: (0.2, 0.0, 0.0))
+def test_workers_fork_only_for_large_ranges_on_idle_cores(monkeypatch, tmp_path):
+    loadavg = tmp_path / 'loadavg'
+    monkeypatch.setattr(reading, 'LOADAVG', str(loadavg))
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1})
+    loadavg.write_text('1.50 1.20 0.90 1/312 4242\n')       # only this run is running now
     assert reading.workers_for(reading.PARALLEL_MIN_BYTES) == 2
     assert reading.workers_for(reading.PARALLEL_MIN_BYTES - 1) == 1
-    monkeypatch.setattr(os, 'getloadavg', lambda: (1.2, 0.0, 0.0))       # one core busy elsewhere
+    loadavg.write_text('0.10 0.20 0.30 2/312 4242\n')       # one core busy elsewhere
     assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == 1
-    monkeypatch.setattr(os, 'cpu_count', lambda: 64)
-    monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))
+    loadavg.write_text('0.00 0.00 0.00 9/312 4242\n')       # more busy than there are cores
+    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == 1
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(range(64)))
+    loadavg.write_text('0.00 0.00 0.00 1/312 4242\n')
     assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == reading.MAX_WORKERS
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1})
+    loadavg.unlink()                                        # no /proc: the load average
+    monkeypatch.setattr(os, 'getloadavg', lambda: (1.2, 0.0, 0.0))
+    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == 1
+    monkeypatch.setattr(os, 'getloadavg', lambda: (0.2, 0.0, 0.0))
+    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == 2
+
+
+def test_idle_cores_reads_this_machine():
+    """On this Linux machine: a real /proc/loadavg, at least one core, at most the CPUs."""
+    assert 1 <= reading.idle_cores() <= len(os.sched_getaffinity(0))
 
 
 def test_an_hours_chunk_finds_the_other_stamps_on_its_other_lines():

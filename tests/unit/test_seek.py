@@ -147,8 +147,7 @@ def test_parallel_parts_count_what_one_process_counts(tmp_path, monkeypatch):
     single, dummy = counted.counters, counted.scans
     monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
     monkeypatch.setattr(reading, 'MAX_WORKERS', 4)
-    monkeypatch.setattr(os, "cpu_count", lambda: 3)
-    monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))     # idle cores: workers fork
+    monkeypatch.setattr(reading, 'idle_cores', lambda: 3)               # idle cores: workers fork
     for chunk in (4096, 100 * 1024):
         monkeypatch.setattr(reading, 'READ_CHUNK', chunk)
         counted = tally.count_windows([str(log)], windows, line_filter)
@@ -177,8 +176,7 @@ def test_failed_parallel_part_reaps_its_workers_and_names_the_log(tmp_path, monk
     log = tmp_path / 'access.log'
     log.write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 3000})))
     monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
-    monkeypatch.setattr(os, 'cpu_count', lambda: 3)
-    monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(reading, 'idle_cores', lambda: 3)
 
     def failing_range(*args):
         raise OSError(5, 'Input/output error')

@@ -43,9 +43,16 @@ class PreciseFilter:
             groups.append(b'(?P<c%d>%s)' % (i, to_bytes(crawlers[name]['user_agent'])))
         self._crawler = re.compile(b'|'.join(groups), re.IGNORECASE) if groups else None
 
-    def count_into(self, lines, counter):
+    def kept(self, lines):
+        """(the job-page lines, joined): see rules.LineFilter.kept."""
         lines = list(compress(lines, map(self._prefixes.search, lines)))
         lines = list(compress(lines, map(not_, map(contains, lines, repeat(b'/files/')))))
+        return lines, b'\n'.join(lines)
+
+    def count_into(self, lines, counter):
+        self.count_kept(self.kept(lines)[0], counter, None)
+
+    def count_kept(self, lines, counter, dummy):
         for line in lines:
             field = first_field(line)
             match = self._crawler.search(user_agent(line)) if self._crawler is not None else None

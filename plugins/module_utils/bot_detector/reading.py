@@ -21,6 +21,7 @@ READ_CHUNK = 1 * 1024 * 1024
 # Ranges of at least this size are counted by one forked process per idle core (workers_for).
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 4
+LOADAVG = '/proc/loadavg'      # its fourth field: tasks running now / all tasks
 # A line longer than READ_CHUNK is read piece by piece (LongLine); its first field must be
 # at most this long: longer, it is no address, and the line is not counted.
 LONG_FIELD = 1024 * 1024
@@ -198,16 +199,31 @@ def count_range(fd, start, end, tally):
 def workers_for(size):
     """How many processes count a range of ``size`` bytes: one per idle core (at most
     MAX_WORKERS) for a range large enough to repay a fork and the sum of the counters
-    (PARALLEL_MIN_BYTES), else one. Idle going by the load average: on a busy host a
-    worker would add CPU time without shortening the run."""
+    (PARALLEL_MIN_BYTES), else one. On a busy host a worker would add CPU time without
+    shortening the run."""
     if size < PARALLEL_MIN_BYTES:
         return 1
-    cores = min(os.cpu_count() or 1, MAX_WORKERS)
+    return min(MAX_WORKERS, idle_cores())
+
+
+def idle_cores():
+    """The cores this process may run on (its CPU affinity) less those busy with other
+    work at this instant: /proc/loadavg's count of running tasks, which includes this one.
+    The load average is only the fallback: it lags a minute behind, still counting work
+    just ended (the previous run of a benchmark or of a playbook)."""
     try:
-        busy = int(os.getloadavg()[0] + 0.5)
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        busy = 0
-    return max(1, cores - busy)
+        cores = os.cpu_count() or 1
+    try:
+        with open(LOADAVG) as loadavg:
+            busy = int(loadavg.read().split()[3].split('/')[0]) - 1
+    except (OSError, ValueError, IndexError):
+        try:
+            busy = int(os.getloadavg()[0] + 0.5)
+        except (AttributeError, OSError):
+            busy = 0
+    return max(1, cores - max(0, busy))
 
 
 def count_parallel(path, handle, start, end, tally):

@@ -79,6 +79,19 @@ class LineFilter:
                 joined = None
         return lines, joined
 
+    def kept(self, lines):
+        """(the lines ``keep`` keeps, those lines joined by newlines): for a caller that
+        counts subsets of them (count_kept)."""
+        lines, joined = self._kept(lines)
+        return lines, b'\n'.join(lines) if joined is None else joined
+
+    @staticmethod
+    def count_kept(lines, counter, joined):
+        """Count the first field of each of ``lines``, a subset of lines that ``kept``
+        kept and joined into ``joined``: how to cut the first fields holds for them all."""
+        if lines:
+            counter.update(_split_rule(joined)(lines))
+
     def count_into(self, lines, counter):
         """Count the first field of each line the rules keep."""
         lines, joined = self._kept(lines)
@@ -98,14 +111,24 @@ def count_first_fields(lines, counter, joined=None):
     bytes.split(b' ', 1)[0] is awk's $1 unless a line starts with a blank or holds a tab;
     when one of the lines does (one search of them joined tells), all are counted with
     ``first_field``. Counter.update of an iterable counts in C; of a mapping, in Python."""
-    if not lines:
-        return
-    if joined is None:
-        joined = b'\n'.join(lines)
+    if lines:
+        counter.update(_split_rule(b'\n'.join(lines) if joined is None else joined)(lines))
+
+
+def _split_rule(joined):
+    """How to cut the first fields of the lines joined in ``joined``: at the first space,
+    or, when one of them starts with a blank or holds a tab, by ``first_field``."""
     if b'\t' in joined or joined[:1] == b' ' or b'\n ' in joined:
-        counter.update(map(first_field, lines))
-    else:
-        counter.update(map(itemgetter(0), map(bytes.split, lines, repeat(b' '), repeat(1))))
+        return _first_fields_exact
+    return _first_fields_at_space
+
+
+def _first_fields_exact(lines):
+    return map(first_field, lines)
+
+
+def _first_fields_at_space(lines):
+    return map(itemgetter(0), map(bytes.split, lines, repeat(b' '), repeat(1)))
 
 
 def top_records(counter, server_ips, top):
