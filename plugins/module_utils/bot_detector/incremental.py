@@ -240,16 +240,7 @@ class Reading:
         sibling = rotated_sibling(self.path)
         if sibling is None:
             raise Unusable()
-        with open_log(sibling) as handle:
-            fd = handle.fileno()
-            info = os.fstat(fd)
-            if not self._first_time(info):
-                raise Unusable()
-            if gzip_problem(fd) is None:
-                return self._read_on_gzip(sibling, handle, info, logged, tracked)
-            if sibling.endswith('.gz') or logged.gzip or not logged.matches(fd, info, _head(fd)):
-                raise Unusable()
-            return self._read_on(sibling, handle, info, _head(fd), logged, tracked)
+        return self._read_on_rotated(sibling, logged, tracked)
 
     def _recheck(self, rotated, tracked):
         """The rotated file of an earlier rotation, at a later run: read on what its old
@@ -257,18 +248,23 @@ class Reading:
         sibling = rotated_sibling(self.path)
         if sibling is None:
             return None
+        return self._read_on_rotated(sibling, rotated, tracked)
+
+    def _read_on_rotated(self, sibling, segment, tracked):
+        """Read on ``segment`` in the rotated file ``sibling``, plain or compressed; raises
+        Unusable when it does not hold the segment's bytes."""
         with open_log(sibling) as handle:
             fd = handle.fileno()
             info = os.fstat(fd)
             if not self._first_time(info):
                 raise Unusable()
             if gzip_problem(fd) is None:
-                if rotated.gzip and (info.st_dev, info.st_ino) == (rotated.dev, rotated.ino):
-                    return rotated                  # the same compressed file: nothing new
-                return self._read_on_gzip(sibling, handle, info, rotated, tracked)
-            if rotated.gzip or sibling.endswith('.gz') or not rotated.matches(fd, info, _head(fd)):
+                if segment.gzip and (info.st_dev, info.st_ino) == (segment.dev, segment.ino):
+                    return segment                  # the same compressed file: nothing new
+                return self._read_on_gzip(sibling, handle, info, segment, tracked)
+            if segment.gzip or sibling.endswith('.gz') or not segment.matches(fd, info, _head(fd)):
                 raise Unusable()
-            return self._read_on(sibling, handle, info, _head(fd), rotated, tracked)
+            return self._read_on(sibling, handle, info, _head(fd), segment, tracked)
 
     def _read_on_gzip(self, path, handle, info, segment, tracked):
         """A compressed file holding ``segment``'s bytes (its first bytes are the segment's):
