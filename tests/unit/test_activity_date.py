@@ -62,3 +62,21 @@ def test_activity_date_is_dates_in_the_runs_locale_and_zone(tmp_path, tz, locale
     in_c = dates_between(start, end, environment(tz, LC_ALL='C'))
     german = 'C.UTF-8' not in locale_vars.values() or locale_vars.get('LC_TIME') == GERMAN
     assert (ours.read('activity_log').split(b' | ')[0] in in_c) is not german
+
+
+def test_date_now_is_taken_again_for_another_zone_or_locale_in_the_same_second(monkeypatch):
+    """clock.date_default_format keeps what `date` printed for the rest of its second; a
+    change of zone or locale within that second must not get the kept text."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock
+    require_german_locale()
+    for tz, lc_all in (('UTC', 'C'), ('Asia/Tokyo', 'C'), ('Asia/Tokyo', GERMAN), ('UTC', 'C'), ('UTC', 'C')):
+        monkeypatch.setenv('TZ', tz)
+        monkeypatch.setenv('LC_ALL', lc_all)
+        time.tzset()
+
+        def date():
+            return subprocess.run(['date'], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+        before = date()
+        got = clock.date_default_format()
+        assert got in (before, date()), (tz, lc_all)
+    time.tzset()

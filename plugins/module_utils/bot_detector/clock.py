@@ -69,6 +69,11 @@ def date_default_format(epoch=None):
     spec's activity-log date): 'Sat Nov 21 04:13:43 UTC 2026' under the C locale,
     'Sa 21. Nov 04:13:43 UTC 2026' under de_DE.UTF-8. It is ``date`` itself that prints it
     (``date -d @EPOCH`` for another moment than now): each locale has its own format."""
+    import os
+    # What ``date`` prints depends on the second, the zone and the locale.
+    key = (int(time.time()),) + tuple(os.environ.get(name) for name in _DATE_ENVIRONMENT) if epoch is None else None
+    if key in _DATES:
+        return _DATES[key]
     import subprocess
     args = ['date'] if epoch is None else ['date', '-d', '@%d' % int(epoch)]
     try:
@@ -78,7 +83,16 @@ def date_default_format(epoch=None):
     if proc.returncode != 0 or not proc.stdout.strip():
         detail = proc.stderr.decode('utf-8', 'replace').strip() or 'exit status %d' % proc.returncode
         raise BotDetectorError('cannot take the date for the activity log: date: %s' % detail)
-    return proc.stdout.rstrip(b'\n').decode('utf-8', 'surrogateescape')
+    text = proc.stdout.rstrip(b'\n').decode('utf-8', 'surrogateescape')
+    if key is not None and int(time.time()) == key[0]:
+        _DATES[key] = text          # ``date`` ran within this second: it printed this second
+    return text
+
+
+# What ``date`` printed in a second of this process: the next block in the same second,
+# zone and locale would print the same text, without a process of its own.
+_DATES = {}
+_DATE_ENVIRONMENT = ('TZ', 'LC_ALL', 'LC_TIME', 'LANG', 'LANGUAGE')
 
 
 def hour_windows(now):
