@@ -117,15 +117,17 @@ class Counts:
         self._counters.pop(stamp, None)
         self._raw.pop(stamp, None)
 
-    def sections(self):
+    def sections(self, unranked=()):
         """[(stamp, top line, counts line)] in stamp order: parsed ones serialised, the
-        others as read."""
+        others as read. The stamps ``unranked`` get no first entries: the next run will add
+        to them (the current hour), so it would not rank them from those alone."""
         out = []
         for stamp in sorted(self.stamps()):
             if stamp in self._raw:
                 out.append((stamp,) + self._raw[stamp][:2])
             else:
-                out.append((stamp, _top_line(self._counters[stamp]), _section(self._counters[stamp])))
+                counter = self._counters[stamp]
+                out.append((stamp, _NO_TOP if stamp in unranked else _top_line(counter), _section(counter)))
         return out
 
 
@@ -187,7 +189,7 @@ class LogState:
         import json
         files, body = [], []
         for segment in self.files:
-            sections = segment.counts.sections()
+            sections = segment.counts.sections(unranked=(hour_stamp(self.now).encode('ascii'),))
             files.append({'dev': segment.dev, 'ino': segment.ino, 'head': binascii.hexlify(segment.head).decode('ascii'),
                           'offset': segment.offset, 'gzip': segment.gzip, 'before': segment.before,
                           'sections': [{'stamp': stamp.decode('ascii'), 'top': [len(top), binascii.crc32(top)],
@@ -205,13 +207,16 @@ def _top_line(counter):
     them, as a line of JSON; none for precise-rules counts (ranked whole)."""
     import json
     if set(map(type, counter)) - {bytes}:
-        entries, complete = [], False
-    else:
-        entries = largest(counter, TOP_ENTRIES)
-        complete = len(entries) == len(counter)
+        return _NO_TOP
+    entries = largest(counter, TOP_ENTRIES)
+    complete = len(entries) == len(counter)
     keys = [key.decode('latin-1') for key, count in entries]
     return json.dumps({'complete': complete, 'keys': keys, 'counts': [count for key, count in entries]},
                       separators=(',', ':')).encode('ascii') + b'\n'
+
+
+# The first entries of counts that are to be read whole (the ranking then reads them all).
+_NO_TOP = b'{"complete":false,"keys":[],"counts":[]}\n'
 
 
 def _top_entries(raw, where):
