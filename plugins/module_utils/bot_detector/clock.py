@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Hours and dates: the windows of rule 5.2 and the activity log's date."""
+"""Hours, dates and durations: the windows of rule 5.2, the activity log's date (written
+and read back), and the durations of ban expiry."""
 
 from __future__ import absolute_import, division, print_function
 
+import re
 import time
 
 from .errors import BotDetectorError, bad_option
@@ -13,6 +15,10 @@ __metaclass__ = type
 
 # English names whatever the locale: the hour stamp is what the access log holds.
 MONTHS = ('Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec')
+# Durations: whole seconds, or a number with a unit, or several ('1d12h').
+DURATION_UNITS = (('d', 86400), ('h', 3600), ('m', 60), ('s', 1))
+_DURATION_PART = re.compile(r'(\d+)([wdhms])')
+_DURATION_SECONDS = dict(DURATION_UNITS + (('w', 604800),))
 
 
 class Window:
@@ -108,3 +114,23 @@ def window_start(epoch):
     """The start of the local clock hour holding ``epoch``."""
     t = time.localtime(epoch)
     return int(epoch) - t.tm_min * 60 - t.tm_sec
+
+
+def parse_duration(text, where):
+    """Seconds of a duration: '3600', '90m', '12h', '7d', '2w', '1d12h'."""
+    compact = text.strip().lower()
+    if compact.isdigit():
+        return int(compact, 10)
+    parts = _DURATION_PART.findall(compact)
+    if not compact or ''.join(n + u for n, u in parts) != compact:
+        raise bad_option('%s: must be a duration (seconds, or a number with a unit s, m, h, d or w: '
+                         '90m, 12h, 7d), got %r' % (where, text))
+    return sum(int(n, 10) * _DURATION_SECONDS[u] for n, u in parts)
+
+
+def format_duration(seconds):
+    """The shortest text ``parse_duration`` reads back as ``seconds``: 5400 -> '90m', 86400 -> '1d'."""
+    for unit, size in DURATION_UNITS:
+        if seconds % size == 0:
+            return '%d%s' % (seconds // size, unit)
+    return '%ds' % seconds
