@@ -7,13 +7,14 @@ import os
 import re
 import stat
 import subprocess
+import sys
 import time
 
 import pytest
 
 import loggen
-from conftest import in_timezone, mask_duration, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import history
+from conftest import CORE, in_timezone, mask_duration, run_core
+from test_activity_date import GERMAN, require_german_locale
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -22,10 +23,10 @@ EXPIRED = re.compile(br'^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [A-Z
                      br'\| IP addess (\S+) removed from the block list \(expired, ban (\w+)\)$')
 
 
-def gnu_date(epoch, tz='UTC'):
+def gnu_date(epoch, tz='UTC', lc_all='C'):
     """What `date` prints for ``epoch``: the activity log's date."""
     return subprocess.run(['date', '-d', '@%d' % epoch], stdout=subprocess.PIPE, check=True,
-                          env=dict(os.environ, TZ=tz, LC_ALL='C')).stdout.strip()
+                          env=dict(os.environ, TZ=tz, LC_ALL=lc_all)).stdout.strip()
 
 
 def added(address, hours_ago, count=1200, note=None):
@@ -151,18 +152,78 @@ def test_an_expired_scraper_still_at_it_is_blocked_again_with_twice_the_ban(tmp_
     assert abs(entry['expires'] - (time.time() + 4 * HOUR)) < 60
 
 
-@pytest.mark.parametrize('tz,epochs', [
+EPOCHS = {
     # The repeated 02:xx hour of the fall-back night: the zone's abbreviation tells them apart.
-    ('Europe/Berlin', [1792888200, 1792891800, 1774746000, 1795234423]),
-    ('America/New_York', [1793511000, 1793514600, 1772953200]),
-    ('Australia/Lord_Howe', [1775313000, 1775314800, 1791000000]),
-    ('Asia/Kolkata', [1795234423]),
-    ('UTC', [0, 1795234423]),
-])
-def test_activity_dates_read_back_as_gnu_date_wrote_them(tz, epochs):
-    for epoch in epochs:
-        text = gnu_date(epoch, tz)
-        assert in_timezone(tz, lambda: history.parse_date(text)) == epoch, text
+    'Europe/Berlin': [1792888200, 1792891800, 1774746000, 1795234423],
+    'America/New_York': [1793511000, 1793514600, 1772953200],
+    'Australia/Lord_Howe': [1775313000, 1775314800, 1791000000],     # a half-hour DST shift, '+1030'/'+11'
+    'Asia/Kolkata': [1795234423],
+    'UTC': [0, 1795234423],
+}
+
+
+def read_back(text, tz, lc_all):
+    """history's DateReader on ``text``, in a process of zone ``tz`` and locale ``lc_all``."""
+    code = ('import sys; from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import '
+            'DateReader; print(DateReader().epoch(sys.argv[1].encode("utf-8", "surrogateescape")))')
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith('LC_') and k != 'LANG')
+    env.update(TZ=tz, LC_ALL=lc_all, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, '-c', code, text], stdout=subprocess.PIPE, env=env, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize('lc_all', ['C.UTF-8', GERMAN])
+@pytest.mark.parametrize('tz', sorted(EPOCHS))
+def test_activity_dates_read_back_as_gnu_date_wrote_them_in_the_runs_locale(tz, lc_all):
+    """Every date `date` prints in the run's locale and zone reads back as its instant, DST
+    nights included; so do dates printed in the C locale (written before a locale was set)."""
+    require_german_locale()
+    for epoch in EPOCHS[tz]:
+        for written_in in sorted(set([lc_all, 'C.UTF-8'])):
+            text = gnu_date(epoch, tz, written_in)
+            assert read_back(text.decode('utf-8'), tz, lc_all) == b'%d' % epoch, (text, lc_all)
+
+
+def test_a_date_in_another_locale_or_zone_or_no_date_is_not_read():
+    """Read only as the run's own locale or C renders it, in this host's zone or UTC: a German
+    date read by a C run, a zone the host does not have, a date with a wrong weekday or
+    day, and text that is no date read as None (the entry is kept)."""
+    require_german_locale()
+    german = gnu_date(1795234423, 'Europe/Berlin', GERMAN).decode('utf-8')
+    assert german == 'Sa 21. Nov 05:13:43 CET 2026'
+    assert read_back(german, 'Europe/Berlin', 'C.UTF-8') == b'None'
+    for text in ['Sat Nov 21 05:13:43 PST 2026', 'Fri Nov 21 05:13:43 CET 2026', 'Sat Nov 31 05:13:43 CET 2026',
+                 'Sat Nov 21 25:13:43 CET 2026', 'yesterday, roughly', '']:
+        assert read_back(text, 'Europe/Berlin', GERMAN) == b'None', text
+
+
+def test_entries_added_under_the_german_locale_expire_under_it_and_stay_under_another(tmp_path, files, quiet_log):
+    """The product's own run writes the activity date in German (LC_TIME=de_DE.UTF-8); a run in
+    that locale reads it and expires the entry, a run in the C locale cannot read it and
+    keeps the entry, --status saying so."""
+    require_german_locale()
+    log = tmp_path / 'scraper.log'
+    log.write_bytes(in_timezone('Europe/Berlin', lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1450})))
+    german = dict((k, v) for k, v in os.environ.items() if not k.startswith('LC_') and k != 'LANG')
+    german.update(TZ='Europe/Berlin', LANG='C.UTF-8', LC_TIME=GERMAN)
+    c_locale = dict(german, LC_TIME='C.UTF-8')
+
+    def run(env, *args):
+        return subprocess.run([sys.executable, str(CORE)] + [str(a) for a in files.options() + list(args)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, check=False)
+    now = ['--server-ip', '10.0.0.5', '--now', '@%d' % NOW_EPOCH]
+    blocked = run(german, *(now + [log]))
+    assert blocked.returncode == 0 and b'Blocking IP address: 203.0.113.7 (1450 requests)' in blocked.stdout
+    date = files.read('activity_log').split(b' | ')[0]
+    assert re.match(br'^(Mo|Di|Mi|Do|Fr|Sa|So) [ \d]\d\. ', date), date       # 'So 22. Nov ...': German
+    time.sleep(1.1)                 # the ban of one second is over
+    kept = run(c_locale, *(now + ['--ban-time', '1', quiet_log]))
+    assert kept.returncode == 0 and b'Unblocking' not in kept.stdout and files.read('blocklist') == b'203.0.113.7\n'
+    status = json.loads(run(c_locale, '--status', '--json', '--ban-time', '1').stdout)
+    assert [(e['address'], e['state']) for e in status['entries']] == [('203.0.113.7', 'unknown_date')]
+    expired = run(german, *(now + ['--ban-time', '1', quiet_log]))
+    assert expired.returncode == 0, expired.stderr
+    assert expired.stdout.split(b'\n')[0] == b'Unblocking IP address: 203.0.113.7 (ban of 1s expired)'
+    assert files.read('blocklist') == b''
 
 
 @pytest.mark.parametrize('args,fragment', [

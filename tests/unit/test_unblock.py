@@ -121,14 +121,90 @@ def test_bad_unblock_exit_2(files, args, fragment):
     assert files.read('blocklist') == b'203.0.113.7\n' and not files.activity_log.exists()
 
 
-def test_a_symlinked_blocklist_is_refused_not_replaced_by_a_file(files):
-    target = files.base / 'real.txt'
-    target.write_bytes(b'203.0.113.7\n')
-    files.blocklist.symlink_to(target)
+NOBODY = 65534
+
+
+def test_unblock_and_expiry_replace_the_file_a_trusted_link_leads_to(tmp_path, files):
+    """As root, the operator's links (root's, into root's directory; a link to a link) lead
+    the appends to the firewall's file, and unblock and expiry replace that same file: the
+    links stay links, the file keeps its mode and every other line."""
+    require_root()
+    firewall = tmp_path / 'firewall'
+    firewall.mkdir()
+    real = firewall / 'blocklist'
+    real.write_bytes(b'# feed\n192.0.2.1\n')
+    os.chmod(str(real), 0o640)
+    (tmp_path / 'hop').symlink_to(real)
+    files.blocklist.symlink_to(tmp_path / 'hop')
+    log = tmp_path / 'access.log'
+    log.write_bytes(in_timezone('UTC', lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1200})))
+    detect = files.options() + ['--server-ip', '10.0.0.5', '--now', NOW]
+    assert run_core(detect + [log]).returncode == 0
+    assert real.read_bytes() == b'# feed\n192.0.2.1\n203.0.113.7\n'
+    got = unblock(files, '203.0.113.7')
+    assert got.returncode == 0 and got.stdout == b'Unblocking IP address: 203.0.113.7\n', got.stderr
+    assert real.read_bytes() == b'# feed\n192.0.2.1\n' and stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert files.blocklist.is_symlink() and (tmp_path / 'hop').is_symlink()
+    assert sorted(os.listdir(str(firewall))) == ['blocklist']
+    # Expiry: 192.0.2.1's addition is 3 hours old; a ban of 2 hours is over.
+    stamp = subprocess.run(['date', '-d', '@%d' % (NOW_EPOCH - 3 * 3600)], stdout=subprocess.PIPE, check=True,
+                           env=dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8')).stdout.strip()
+    files.activity_log.write_bytes(b'%s | IP addess 192.0.2.1 added to the block list, RPH=1000\n' % stamp)
+    quiet = tmp_path / 'quiet.log'
+    quiet.write_bytes(b'')
+    got = run_core(detect + ['--ban-time', '2h', quiet])
+    assert got.stdout.split(b'\n')[0] == b'Unblocking IP address: 192.0.2.1 (ban of 2h expired)', got.stderr
+    assert real.read_bytes() == b'# feed\n' and files.blocklist.is_symlink()
+
+
+@pytest.mark.parametrize('planted', ['link', 'target dir', 'chain'])
+def test_links_another_user_could_have_planted_are_refused_and_nothing_changes(tmp_path, files, planted):
+    """As root, a link the appends refuse, unblock refuses too (the same rule, writer.py)."""
+    require_root()
+    theirs, ours = tmp_path / 'theirs', tmp_path / 'ours'
+    for directory in (theirs, ours):
+        directory.mkdir()
+        (directory / 'blocklist').write_bytes(b'203.0.113.7\n')
+    os.chown(str(theirs), NOBODY, NOBODY)
+    if planted == 'target dir':
+        files.blocklist.symlink_to(theirs / 'blocklist')           # root's link into nobody's directory
+    elif planted == 'chain':
+        (tmp_path / 'hop').symlink_to(ours / 'blocklist')
+        os.lchown(str(tmp_path / 'hop'), NOBODY, NOBODY)           # nobody's link on the way
+        files.blocklist.symlink_to(tmp_path / 'hop')
+    else:
+        files.blocklist.symlink_to(ours / 'blocklist')
+        os.lchown(str(files.blocklist), NOBODY, NOBODY)            # nobody's link
     got = unblock(files, '203.0.113.7')
     assert got.returncode == 3
-    assert got.stderr == b'bot-detector: error: refusing to rewrite %s: it is a symbolic link\n' % bytes(files.blocklist)
-    assert files.blocklist.is_symlink() and target.read_bytes() == b'203.0.113.7\n'
+    assert got.stderr.startswith(b'bot-detector: error: refusing to rewrite %s: the symbolic link ' % bytes(files.blocklist))
+    assert got.stderr.endswith(b'belongs to another user (running as root)\n') and got.stderr.count(b'\n') == 1
+    for directory in (theirs, ours):
+        assert (directory / 'blocklist').read_bytes() == b'203.0.113.7\n'
+    assert files.blocklist.is_symlink() and not files.activity_log.exists()
+
+
+def test_as_another_user_links_are_followed_as_its_appends_follow_them():
+    """Not root: the appends follow any link, and so does unblock: the link's target is replaced."""
+    require_root()
+    base = tempfile.mkdtemp(prefix='bd-unblock-')
+    try:
+        os.chown(base, NOBODY, NOBODY)
+        real = os.path.join(base, 'real.txt')
+        with open(real, 'wb') as handle:
+            handle.write(b'203.0.113.7\n192.0.2.1\n')
+        os.chown(real, NOBODY, NOBODY)
+        link = os.path.join(base, 'ipblocklist.txt')
+        os.symlink(real, link)
+        got = subprocess.run(['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY, '--clear-groups', '/usr/bin/python3',
+                              str(CORE), '--blocklist', link, '--activity-log', os.path.join(base, 'activity.log'),
+                              '--unblock', '203.0.113.7'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        assert got.returncode == 0, got.stderr
+        assert os.path.islink(link)
+        with open(real, 'rb') as handle:
+            assert handle.read() == b'192.0.2.1\n'
+    finally:
+        shutil.rmtree(base)
 
 
 def test_a_user_who_cannot_keep_the_owner_changes_nothing():

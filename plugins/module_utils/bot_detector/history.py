@@ -7,28 +7,21 @@ was added, for ban expiry and --status."""
 
 from __future__ import absolute_import, division, print_function
 
-import calendar
 import os
 import re
 import stat
-import time
 import zlib
 
-from .clock import MONTHS
+from .clock import DateReader, parse_duration
+from .errors import BotDetectorError
 from .lists import read_list
 from .messages import ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, HISTORY_UNREADABLE
-from .clock import parse_duration
-from .errors import BotDetectorError
 
 __metaclass__ = type
 
 ADDED, REMOVED = 'added', 'removed'
 _ADDED = re.compile(ACTIVITY_ADDED_PATTERN)
 _REMOVED = re.compile(ACTIVITY_REMOVED_PATTERN)
-# `date` in its default format under the C locale: 'Sat Nov 21 04:13:43 UTC 2026'.
-_DATE = re.compile(br'^[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\S+) (\d{4})$')
-_MONTH_NUMBER = dict((m.encode('ascii'), i + 1) for i, m in enumerate(MONTHS))
-_UTC_NAMES = (b'UTC', b'GMT', b'UCT', b'Z')
 
 
 class Event:
@@ -36,36 +29,23 @@ class Event:
     None for this host's own run, 'fleet', 'sync') or a removal (reason 'unblock' or
     'expired', with the ban that expired)."""
 
-    def __init__(self, kind, address, date, count=0, note=None, reason=None, ban=None):
+    def __init__(self, kind, address, date, dates, count=0, note=None, reason=None, ban=None):
         self.kind = kind
         self.address = address      # bytes, as the line holds it
         self.date = date            # bytes, as `date` printed it
-        self.epoch = parse_date(date)
+        self._dates = dates         # the DateReader that reads it, when first asked
+        self._epoch = False
         self.count = count
         self.note = note
         self.reason = reason
         self.ban = ban
 
-
-def parse_date(text):
-    """Seconds since the epoch of a date as `date` prints it under the C locale, in this
-    host's zone (the zone's abbreviation chooses between the two readings of a DST
-    fall-back hour); None when it cannot be read."""
-    match = _DATE.match(text.strip())
-    if match is None:
-        return None
-    month, day, hour, minute, second, zone, year = match.groups()
-    fields = (int(year), _MONTH_NUMBER.get(month, 0), int(day), int(hour), int(minute), int(second))
-    if not fields[1]:
-        return None
-    try:
-        if zone in _UTC_NAMES:
-            return calendar.timegm(fields + (0, 0, 0))
-        names = [name.encode('ascii', 'replace') for name in time.tzname]
-        dst = 1 if zone == names[1] and names[0] != names[1] else (0 if zone == names[0] else -1)
-        return int(time.mktime(fields + (0, 0, dst)))
-    except (ValueError, OverflowError):
-        return None
+    @property
+    def epoch(self):
+        """Seconds since the epoch of its date; None when it cannot be read (DateReader)."""
+        if self._epoch is False:
+            self._epoch = self._dates.epoch(self.date)
+        return self._epoch
 
 
 def rotated_files(path):
@@ -108,6 +88,7 @@ class History:
     def __init__(self, activity_log):
         self.events = {}
         self.warnings = []
+        self.dates = DateReader()
         for path in rotated_files(activity_log):
             try:
                 content = read_rotated(path)
@@ -123,13 +104,13 @@ class History:
             match = _ADDED.search(line)
             if match is not None:
                 address, count, note = match.groups()
-                event = Event(ADDED, address, line[:match.start()], count=int(count), note=note and note.decode('ascii'))
+                event = Event(ADDED, address, line[:match.start()], self.dates, count=int(count), note=note and note.decode('ascii'))
             else:
                 match = _REMOVED.search(line)
                 if match is None:
                     continue
                 address, reason, ban = match.groups()
-                event = Event(REMOVED, address, line[:match.start()], reason=reason.decode('ascii'), ban=_ban(ban))
+                event = Event(REMOVED, address, line[:match.start()], self.dates, reason=reason.decode('ascii'), ban=_ban(ban))
             self.events.setdefault(address, []).append(event)
 
     def latest_addition(self, address):

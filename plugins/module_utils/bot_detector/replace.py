@@ -21,16 +21,17 @@ TEMP_SUFFIX = '.bot-detector-tmp'
 
 
 def read_for_rewrite(path):
-    """The blocklist's content and stat, read through a descriptor that follows no link:
-    (b'', None) when it does not exist. A link or anything but a regular file is refused,
-    since replacing it would put a regular file in its place."""
+    """The content and stat of ``path`` (the blocklist, its links resolved by
+    writer.rewrite_target), read through a descriptor that follows no link: (b'', None)
+    when it does not exist. A link (one put there since) or anything but a regular file is
+    refused, since replacing it would put a regular file in its place."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return b'', None
         if exc.errno == errno.ELOOP:
-            raise BotDetectorError('refusing to rewrite %s: it is a symbolic link' % path)
+            raise BotDetectorError('refusing to rewrite %s: it became a symbolic link' % path)
         raise BotDetectorError('cannot read %s: %s' % (path, exc.strerror))
     try:
         info = os.fstat(fd)

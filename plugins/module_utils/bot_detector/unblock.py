@@ -20,7 +20,7 @@ from .metrics import recorded
 from .replace import read_for_rewrite, replace_file
 from .result import Result
 from .text import to_bytes, to_text
-from .writer import BlocklistWriter
+from .writer import BlocklistWriter, rewrite_target
 
 __metaclass__ = type
 
@@ -89,12 +89,13 @@ def remove(writer, wanted, reason_of, result, check_mode):
     holds the lock unless ``check_mode``), then log one activity line per address removed,
     its reason ``reason_of(address)``. Returns {address: lines removed}; files the removed
     lines with ``result``. In check mode nothing is written."""
-    content, info = read_for_rewrite(writer.blocklist)
+    target = rewrite_target(writer.blocklist)       # the file the appends go to
+    content, info = read_for_rewrite(target)
     if result.blocklist_before is None:
         result.blocklist_before = content
     new_content, removed, indexes = without(content, wanted)
     if removed and not check_mode:
-        replace_file(writer.blocklist, new_content, info)
+        replace_file(target, new_content, info)
         for address in wanted:
             if address in removed:
                 line = activity_removed(date_default_format(), to_text(address), reason_of(address))
