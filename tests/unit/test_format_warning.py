@@ -44,3 +44,29 @@ def test_readable_logs_do_not_warn(tmp_path, files):
     assert quiet.returncode == 0 and quiet.stderr == b''
     mixed = run_core(files.options() + ['--server-ip', '10.0.0.5', '--now', NOW, old, iso])
     assert mixed.stderr.count(b'\n') == 1 and mixed.stderr.startswith(WARNING % bytes(iso))
+
+
+def test_with_a_state_only_the_part_read_is_judged(tmp_path, files):
+    """--state-dir: each run judges the lines it read. A log in another format warns on its
+    cold run and on each run that reads more of it, never on a run that read nothing new;
+    a readable log warns when what was appended is in another format, and never for a line
+    the web server has not finished (its timestamp may be still to come)."""
+    state = tmp_path / 'state'
+    iso, combined = tmp_path / 'iso.log', tmp_path / 'combined.log'
+    iso.write_bytes(ISO)
+    combined.write_bytes(in_timezone('UTC', lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 50})))
+
+    def warnings(log, appended=b''):
+        with open(str(log), 'ab') as handle:
+            handle.write(appended)
+        got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--now', NOW, '--state-dir', state, log])
+        assert got.returncode == 0 and got.stdout.startswith(b'Checking the previous hour...\n')
+        return [line for line in got.stderr.split(b'\n') if line]
+    assert [line.startswith(WARNING % bytes(iso)) for line in warnings(iso)] == [True]
+    assert warnings(iso) == []                                       # nothing new read
+    assert warnings(iso, ISO[:40]) == []                             # an unfinished line only
+    assert len(warnings(iso, ISO[40:400] + b'\n')) == 1              # finished, and more: warned
+    assert warnings(combined) == []
+    assert warnings(combined, b'198.51.100.3 - - [21/No') == []      # unfinished
+    assert warnings(combined, b'v/2026:03:10:00 +0000] "GET /job/1 HTTP/1.1" 200 5 "-" "x"\n') == []
+    assert [line.startswith(WARNING % bytes(combined)) for line in warnings(combined, ISO[:1000] + b'\n')] == [True]

@@ -190,3 +190,34 @@ def test_lines_and_stamps_are_counted_across_forked_workers(tmp_path, monkeypatc
     assert unmetered.as_dict()['scans'][0]['lines'] is None and unmetered.warnings == result.warnings
     assert bool(result.warnings) == (stamped_part == 'none')
     assert json.dumps(result.as_dict())
+
+
+def test_runs_with_a_state_report_the_lines_they_read(tmp_path, files):
+    """With --state-dir a run reads only what was appended since the last one: its metrics say
+    so (a cold first run, the appended lines, nothing, a half-written line, a rotation)."""
+    prom, state = tmp_path / 'm.prom', tmp_path / 'state'
+    log = write_log(tmp_path / 'a.log', previous={'203.0.113.7': 1450, '198.51.100.9': 20})
+    total = log.read_bytes().count(b'\n')
+
+    def run(*extra):
+        got = detect(files, log, prom, '--state-dir', state, '--rotated', *extra)
+        assert got.returncode == 0 and got.stderr == b'', got.stderr
+        found = metrics(prom)
+        return (value(found, 'bot_detector_last_run_read_lines', log=str(log)),
+                value(found, 'bot_detector_last_run_read_bytes', log=str(log)))
+    assert run() == (total, log.stat().st_size)
+    more = in_timezone('UTC', lambda: loggen.planted_log(NOW_EPOCH, current={'192.0.2.40': 30}))
+    with open(str(log), 'ab') as handle:
+        handle.write(more)
+    assert run() == (more.count(b'\n'), len(more))
+    assert run() == (0, 0)
+    half = more.split(b'\n')[0][:40]                         # a line the web server is still writing
+    with open(str(log), 'ab') as handle:
+        handle.write(half)
+    assert run() == (1, len(half))
+    rotated = str(log) + '.1'
+    os.rename(str(log), rotated)                             # logrotate: the old file goes on as LOG.1
+    with open(rotated, 'ab') as handle:
+        handle.write(more.split(b'\n', 1)[0][40:] + b'\n')  # its writer finishes the line there
+    log.write_bytes(more)
+    assert run()[0] == 1 + more.count(b'\n')
