@@ -122,8 +122,8 @@ class DateReader:
         self.environments = environments or [dict(os.environ), dict(os.environ, LC_ALL='C')]
         names = [name.encode('ascii', 'replace') for name in time.tzname]
         self.zones = names + [name for name in _UTC_NAMES if name not in names]
-        self._zone = re.compile(b'(?<![A-Za-z])(' + b'|'.join(re.escape(name) for name in sorted(set(self.zones), key=len,
-                                                                                               reverse=True)) + b')(?![A-Za-z])')
+        longest_first = sorted(set(self.zones), key=len, reverse=True)
+        self._zone = re.compile(b'(?<![A-Za-z])(' + b'|'.join(re.escape(name) for name in longest_first) + b')(?![A-Za-z])')
         self._years = {}        # year -> {masked rendering: (month, day, half)}; half: None (24-hour), 'am', 'pm'
 
     def epoch(self, text):

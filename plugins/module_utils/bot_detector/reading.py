@@ -329,6 +329,7 @@ def gunzip(handle, scan):
             pending = decompressor.unused_data
             decompressor, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
 
+
 def lines_end(fd, start, size):
     """The offset just after the last newline in [start, size) of a file: where its
     finished lines end (``start`` when there is none)."""

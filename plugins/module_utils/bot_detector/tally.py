@@ -203,7 +203,6 @@ def lines_holding(buf, stamp, limit):
     return found
 
 
-
 def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=False, tail=None):
     """Count one open log from where the windows can start (or all of it). With
     ``gzip_name`` (a rotated LOG.1.gz) the file must be gzip. With ``tail`` (a Tally), a
@@ -251,7 +250,6 @@ def _measured(pieces, scan):
     for piece in pieces:
         scan.end += len(piece)
         yield piece
-
 
 
 def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=False, count_lines=False):
