@@ -15,6 +15,7 @@ import pytest
 import loggen
 from conftest import CORE, in_timezone, mask_duration, run_core
 from test_activity_date import GERMAN, require_german_locale
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -249,3 +250,29 @@ def test_durations_from_the_config_file(tmp_path, files, quiet_log):
     got = detect(files, quiet_log, '--config', config)
     assert got.stdout.split(b'\n')[0] == b'Unblocking IP address: 203.0.113.1 (ban of 90m expired)'
     assert files.read('blocklist') == b'203.0.113.2\n'
+
+
+def test_a_locale_with_a_12_hour_clock_reads_back_too(tmp_path):
+    """en_US's `date` prints '04:13:43 PM' (glibc's %r): this machine lacks that locale, so a
+    `date` printing such a format stands in for it, and DateReader learns it as it learns any."""
+    fake = tmp_path / 'bin' / 'date'
+    fake.parent.mkdir()
+    fake.write_text('#!%s\nimport sys, time\nfor line in sys.stdin:\n'
+                    '    print(time.strftime("%%a %%b %%e %%I:%%M:%%S %%p %%Z %%Y", time.localtime(int(line.strip()[1:]))))\n'
+                    % sys.executable)
+    fake.chmod(0o755)
+
+    def render(epoch):
+        return subprocess.run([str(fake)], input=b'@%d\n' % epoch, stdout=subprocess.PIPE, check=True).stdout.strip()
+
+    def expected(tz):
+        return EPOCHS[tz] + [NOW_EPOCH + 12 * HOUR, NOW_EPOCH + 20 * HOUR]      # afternoons and evenings: PM
+
+    def reads(tz):
+        env = dict(os.environ, PATH='%s%s%s' % (fake.parent, os.pathsep, os.environ['PATH']), LC_ALL='C')   # TZ=tz
+        reader = clock.DateReader([env])
+        return [(render(epoch), reader.epoch(render(epoch))) for epoch in expected(tz)]
+    for tz in ('Europe/Berlin', 'America/New_York'):
+        found = in_timezone(tz, lambda: reads(tz))
+        assert [epoch for text, epoch in found] == expected(tz), found
+        assert any(text.split()[4] == b'PM' for text, epoch in found) and any(text.split()[4] == b'AM' for text, epoch in found)
