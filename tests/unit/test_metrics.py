@@ -160,8 +160,7 @@ def test_lines_and_stamps_are_counted_across_forked_workers(tmp_path, monkeypatc
     workers' parts as over one process's reading."""
     monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 4096)
     monkeypatch.setattr(reading, 'READ_CHUNK', 4096)
-    monkeypatch.setattr(os, 'cpu_count', lambda: 3)
-    monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))     # idle cores: workers fork
+    monkeypatch.setattr(reading, 'idle_cores', lambda: 3)             # workers fork, whatever the load
     forks = []
     real_fork = os.fork
 
