@@ -133,7 +133,8 @@ def test_repeat_offenders_get_twice_their_last_ban_up_to_the_maximum(files, quie
 
 def test_an_expired_scraper_still_at_it_is_blocked_again_with_twice_the_ban(tmp_path, files):
     files.blocklist.write_bytes(b'203.0.113.7\n')
-    files.activity_log.write_bytes(added('203.0.113.7', 3))
+    record = added('203.0.113.7', 3)
+    files.activity_log.write_bytes(record)
     log = tmp_path / 'access.log'
     log.write_bytes(in_timezone('UTC', lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1450})))
     options = ['--ban-time', '2h', '--ban-time-max', '1d']
@@ -141,7 +142,7 @@ def test_an_expired_scraper_still_at_it_is_blocked_again_with_twice_the_ban(tmp_
     assert mask_duration(check.stdout).split(b'\n')[:3] == [
         b'Would unblock IP address: 203.0.113.7 (ban of 2h expired)', b'Checking the previous hour...',
         b'Would block IP address: 203.0.113.7 (1450 requests)']
-    assert files.read('blocklist') == b'203.0.113.7\n' and files.read('activity_log') == added('203.0.113.7', 3)
+    assert files.read('blocklist') == b'203.0.113.7\n' and files.read('activity_log') == record
     got = detect(files, log, *options)
     assert mask_duration(got.stdout).split(b'\n')[:4] == [
         b'Unblocking IP address: 203.0.113.7 (ban of 2h expired)', b'Checking the previous hour...',
