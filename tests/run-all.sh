@@ -85,7 +85,7 @@ ansible-galaxy collection build --output-path "$tmp" >/dev/null
 tarball=$(echo "$tmp"/jobboard-bot_detector-*.tar.gz)
 contents=$(tar tzf "$tarball")
 for shipped in LICENSE CHANGELOG.md changelogs/changelog.yaml meta/execution-environment.yml meta/runtime.yml \
-        roles/bot_detector/README.md playbooks/site.yml playbooks/fleet.yml; do
+        roles/bot_detector/README.md playbooks/site.yml playbooks/fleet.yml playbooks/unblock.yml; do
     grep -qx "$shipped" <<<"$contents" || { echo "the tarball lacks $shipped" >&2; exit 1; }
 done
 # The checkout's ansible.cfg (collections path, inventory, test conveniences) is not for users.
@@ -167,6 +167,14 @@ cron_before=$(ls /etc/cron.d)
         grep -q ' | IP addess 192.0.2.200 added to the block list, RPH=1200 (fleet)$' "$tmp/$host/bot-detector.log"
     done
     echo "installed tarball: ansible-playbook jobboard.bot_detector.fleet blocked the fleet's scraper (600 + 600 requests) on both hosts"
+
+    unblock=$(ansible-playbook -i inventory.yml jobboard.bot_detector.unblock -e '{"bot_detector_unblock": ["192.0.2.200"]}')
+    expect 'web-b +: ok=[0-9]+ +changed=1 +unreachable=0 +failed=0' "$unblock"
+    for host in web-a web-b; do
+        [ ! -s "$tmp/$host/ipblocklist.txt" ] || { echo "unblock: $host's blocklist holds: $(cat "$tmp/$host/ipblocklist.txt")" >&2; exit 1; }
+        grep -q ' | IP addess 192.0.2.200 removed from the block list (unblock)$' "$tmp/$host/bot-detector.log"
+    done
+    echo "installed tarball: ansible-playbook jobboard.bot_detector.unblock took it off both hosts' blocklists"
 )
 rm -f "$tmp"/web-?/ipblocklist.txt "$tmp"/web-?/bot-detector.log "$tmp"/web-?/bot-detector.conf
 # The checkout's documented entry point imports the same play.

@@ -148,6 +148,15 @@ options:
       - >-
         Default: the host config file's C(ipv6_prefix) when set there, else off.
     type: int
+  ipv4_prefix:
+    description:
+      - >-
+        Precise rules: count and block IPv4 clients per network of this prefix length (24 is usual;
+        at least 8), as ipv6_prefix does for IPv6. Every client behind one campus or carrier NAT
+        network then counts as one.
+      - >-
+        Default: the host config file's C(ipv4_prefix) when set there, else off.
+    type: int
   dns_timeout:
     description:
       - >-
@@ -156,4 +165,30 @@ options:
       - >-
         Default: the host config file's C(dns_timeout) when set there, else 2.0.
     type: float
+  ban_time:
+    description:
+      - >-
+        Ban expiry: at the start of each run, remove a blocklist entry whose latest addition in the
+        activity log (or its rotated files) is older than this, and log it as expired. Seconds, or
+        with a unit: 90m, 12h, 7d. Entries without an addition line (added by hand or by other
+        software) never expire.
+      - >-
+        Default: the host config file's C(ban_time) when set there, else off.
+    type: raw
+  ban_time_max:
+    description:
+      - >-
+        Ban expiry for repeat offenders: each new block of an address whose earlier block expired
+        lasts twice as long as that one, up to this maximum. Needs ban_time.
+      - >-
+        Default: the host config file's C(ban_time_max) when set there, else off.
+    type: raw
+  metrics_file:
+    description:
+      - >-
+        Prometheus metrics (text format, for node_exporter's textfile collector): written to this
+        file after every run, atomically; off when unset.
+      - >-
+        Default: the host config file's C(metrics_file) when set there, else off.
+    type: path
 '''

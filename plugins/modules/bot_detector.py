@@ -26,18 +26,23 @@ description:
     exclusive lock (a lock file of the run's own, keyed by the blocklist, that no other user can open),
     each as one fsync'ed write, so overlapping runs never append the same address twice; a blocklist line
     and its activity line are appended both or neither (see the collection README, Safety additions).
-  - The blocklist, the exclusion list and the activity log are only ever appended to, never rewritten.
+  - The blocklist, the exclusion list and the activity log are only ever appended to, except that O(mode=unblock)
+    and ban expiry (O(ban_time)) remove blocklist lines by an atomic replace that keeps every other line byte for
+    byte and in order, and the file's owner and mode.
+  - When the part of a log read holds lines but none carries an access-log timestamp C([dd/Mon/yyyy:HH:MM:SS +zzzz])
+    (a log in another format, such as ISO 8601 times or JSON), the task returns a warning naming the log and the
+    format expected.
 author:
   - Bot Detector maintainers (@jobboard)
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
-    details: Reports what would be blocked and writes nothing.
+    details: Reports what would be blocked, expired or unblocked, and writes nothing (no metrics either).
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
-    details: Shows the lines that are, or would be, appended to the blocklist.
+    details: Shows the lines that are, or would be, appended to and removed from the blocklist.
   platform:
     description: Target OS/families that can be operated against.
     support: N/A
@@ -48,22 +53,33 @@ options:
       - The access log to read. Several logs (one per virtual host) may be given; their counts are summed
         per address.
       - Each must be a readable regular file.
-      - Required unless O(mode=apply).
+      - Required with O(mode=detect) and O(mode=report); optional with O(mode=status); not used by O(mode=apply)
+        and O(mode=unblock).
     type: list
     elements: path
   mode:
     description:
-      - V(detect) is the detector's run, as the reference script's.
+      - V(detect) is the detector's run, as the reference script's. With O(ban_time), the entries whose ban is
+        over are removed first (RV(expired)).
       - V(report) counts and reads or writes no list; C(changed) is always false. Without O(candidates) (the
         fleet's phase 1) it returns RV(counts), every address at or over O(report_floor) per window, and
-        RV(local_blocks), this host's own additions, from its activity log. With O(candidates) (phase 2) it
+        RV(local_blocks), this host's own additions, from its activity log, less those removed since. With O(candidates) (phase 2) it
         returns the exact counts of the addresses asked. The fleet playbook C(jobboard.bot_detector.fleet) sums
         these reports across the hosts.
       - V(apply) reads no log; it appends O(addresses), decisions taken elsewhere (for example by the fleet
         playbook), with the same checks as a run (already listed, allow-listed, only addresses) and an
         activity log line noted with each decision's C(reason), C(RPH=3000 (fleet)).
+      - V(unblock) reads no log; it removes the blocklist lines equal to one of O(addresses) (blanks around a line
+        ignored; an address or network written another way, C(2001:db8:0::bad) for C(2001:db8::BAD), counts as
+        equal), under the run's lock, keeping every other line byte for byte and in order and the file's owner
+        and mode; the file is replaced atomically. Each address removed is one activity log line,
+        C(<date> | IP addess <address> removed from the block list (unblock)). An address not listed is
+        reported in RV(not_listed) and changes nothing.
+      - V(status) reads, never writes; it returns RV(entries), each blocklist entry with when and why it was
+        added and when it expires, and with O(log) also RV(windows), the top addresses of the current windows
+        against the threshold.
     type: str
-    choices: [detect, report, apply]
+    choices: [detect, report, apply, unblock, status]
     default: detect
   report_floor:
     description:
@@ -92,29 +108,17 @@ options:
     type: bool
     default: false
   addresses:
-    description: With O(mode=apply), the decisions to apply.
+    description:
+      - With O(mode=apply), the decisions to apply; with O(mode=unblock), the addresses to remove.
+      - Each item is an address (or, with precise rules, a network) as text, or a mapping with the keys
+        C(address) (required, text), C(count) (the requests that decided it, for the activity log; default
+        V(0)), C(reason) (noted in the activity log line, C(RPH=<count> (<reason>)); default V(fleet)),
+        C(window) (the window it was counted in) and C(source) (the host whose own run decided it, for sync
+        decisions; informational). O(mode=unblock) uses only C(address), so the fleet's decisions can be given
+        back to undo them.
     type: list
-    elements: dict
+    elements: raw
     default: []
-    suboptions:
-      address:
-        description: The address (or, with precise rules, network) to block.
-        type: str
-        required: true
-      count:
-        description: The requests that decided it, for the activity log.
-        type: int
-        default: 0
-      reason:
-        description: Noted in the activity log line, C(RPH=<count> (<reason>)).
-        type: str
-        default: fleet
-      window:
-        description: The window it was counted in.
-        type: str
-      source:
-        description: The host whose own run decided it (sync decisions); informational.
-        type: str
   config:
     description:
       - The host config file (INI, section C([bot_detector]), keys are the settings' names), which the role
@@ -157,6 +161,19 @@ EXAMPLES = r'''
     threshold: 500
   check_mode: true
   diff: true
+
+- name: Take a false positive off the blocklist
+  jobboard.bot_detector.bot_detector:
+    mode: unblock
+    addresses: [203.0.113.7]
+  check_mode: false
+  diff: true
+
+- name: Show what is blocked, why and until when, and who is close to the threshold
+  jobboard.bot_detector.bot_detector:
+    mode: status
+    log: /var/log/nginx/access.log
+  register: bot_detector_status
 
 - name: Replay a saved log as of a given time, into scratch files
   jobboard.bot_detector.bot_detector:
@@ -205,7 +222,9 @@ windows:
   description:
     - Per window, its name, its hour stamp and the records examined (the top O(top) after the server address drop).
     - With O(mode=report), C(records) is empty.
-  returned: always
+    - With O(mode=status), each record also has C(percent) (of the threshold) and C(verdict) (C(block),
+      C(already_blocked), C(allow_listed), C(invalid) or C(below_threshold)), and each window its C(threshold).
+  returned: with O(mode=detect) and O(mode=report), and given O(log), O(mode=status)
   type: list
   elements: dict
   sample:
@@ -227,13 +246,14 @@ messages:
     - IP address 203.0.113.7 is already blocked.
     - 'Execution time: 0 seconds'
 scans:
-  description: >-
-    How each file was read, C(seek) (from C(start)), C(full), C(full-gzip) or C(incremental) (with
-    O(state_dir), from where the previous run left it, C(start)), and how many bytes.
+  description:
+    - How each file was read, C(seek) (from C(start)), C(full), C(full-gzip) or C(incremental) (with
+      O(state_dir), from where the previous run left it, C(start)), and how many bytes.
+    - C(lines), the lines read, is counted only with O(metrics_file) (null otherwise).
   returned: always
   type: list
   elements: dict
-  sample: [{path: /var/log/nginx/access.log, mode: seek, start: 704643072, bytes_read: 52428800}]
+  sample: [{path: /var/log/nginx/access.log, mode: seek, start: 704643072, bytes_read: 52428800, lines: null}]
 counts:
   description:
     - With O(report_floor) or O(mode=report), per window name, every address with that many requests or more.
@@ -269,6 +289,42 @@ verifications:
   type: list
   elements: dict
   sample: [{address: 66.249.66.1, crawler: google, verified: true}]
+expired:
+  description: With O(ban_time), the entries removed (in check mode, to remove) because their ban is over.
+  returned: when O(mode=detect)
+  type: list
+  elements: dict
+  sample: [{address: 203.0.113.7, added: 'Sat Nov 21 04:13:43 UTC 2026', ban: 1d, ban_seconds: 86400, expires: 1795320823}]
+unblocked:
+  description: With O(mode=unblock), the addresses removed (in check mode, to remove) and how many lines each was.
+  returned: when O(mode=unblock)
+  type: list
+  elements: dict
+  sample: [{address: 203.0.113.7, lines: 1}]
+not_listed:
+  description: With O(mode=unblock), the addresses that no blocklist line is.
+  returned: when O(mode=unblock)
+  type: list
+  elements: str
+  sample: [198.51.100.9]
+blocklist:
+  description: With O(mode=status), the blocklist's path.
+  returned: when O(mode=status)
+  type: str
+  sample: /etc/ipblocklist.txt
+entries:
+  description:
+    - With O(mode=status), each blocklist entry, in order, once each, with its latest addition in the activity log
+      and its rotated files.
+    - C(source) is C(own) (this host's run), C(fleet), C(sync) or C(hand) (no addition line, never expires);
+      C(added) and C(count) are the addition's date and requests; C(state) is C(at) (expires at C(expires)),
+      C(due) (the next run removes it), C(never), C(no_ban_time) or C(unknown_date).
+  returned: when O(mode=status)
+  type: list
+  elements: dict
+  sample:
+    - {address: 203.0.113.7, source: own, added: 'Sat Nov 21 04:13:43 UTC 2026', added_epoch: 1795234423, count: 1450,
+       ban: 1d, ban_seconds: 86400, expires: 1795320823, expires_date: 'Sun Nov 22 04:13:43 UTC 2026', state: at}
 execution_time:
   description: The run's duration in whole seconds.
   returned: always
@@ -285,6 +341,7 @@ ansible_facts:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import parse_now
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
@@ -292,9 +349,18 @@ from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import (
     DEFAULT_CONFIG, SETTINGS, resolve,
 )
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.status import status
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.unblock import unblock
 
-# The module's type for each kind of setting in the table.
-_MODULE_TYPES = {'path': 'path', 'str': 'str', 'int': 'int', 'float': 'float', 'bool': 'bool', 'list': 'list', 'dict': 'dict'}
+MODES = ['detect', 'report', 'apply', 'unblock', 'status']
+# An item of ``addresses`` given as a mapping.
+ADDRESS_SPEC = dict(
+    address=dict(type='str', required=True),
+    count=dict(type='int', default=0),
+    reason=dict(type='str', default='fleet'),
+    window=dict(type='str'),
+    source=dict(type='str'),
+)
 
 
 def argument_spec():
@@ -302,7 +368,7 @@ def argument_spec():
     host config file, then the table's default), and the module's own."""
     spec = {}
     for setting in SETTINGS:
-        option = {'type': _MODULE_TYPES[setting.kind]}
+        option = {'type': setting.ansible_type}
         if setting.kind == 'list':
             option['elements'] = 'str'
         if setting.choices:
@@ -313,20 +379,63 @@ def argument_spec():
     spec.update(
         log=dict(type='list', elements='path'),
         config=dict(type='path', default=DEFAULT_CONFIG),
-        mode=dict(type='str', default='detect', choices=['detect', 'report', 'apply']),
+        mode=dict(type='str', default='detect', choices=MODES),
         report_floor=dict(type='int'),
         candidates=dict(type='dict'),
         compact=dict(type='bool', default=False),
-        addresses=dict(type='list', elements='dict', default=[], options=dict(
-            address=dict(type='str', required=True),
-            count=dict(type='int', default=0),
-            reason=dict(type='str', default='fleet'),
-            window=dict(type='str'),
-            source=dict(type='str'),
-        )),
+        addresses=dict(type='list', elements='raw', default=[]),
         now=dict(type='str'),
     )
     return spec
+
+
+def address_items(items):
+    """``addresses``: each item an address (text) or a mapping checked against ADDRESS_SPEC."""
+    decisions = []
+    validator = ArgumentSpecValidator(ADDRESS_SPEC)
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            item = {'address': item}
+        if not isinstance(item, dict):
+            raise BotDetectorError('addresses: item %d must be an address or a mapping with an address, got %r'
+                                   % (index + 1, item), 2)
+        checked = validator.validate(item)
+        if checked.unsupported_parameters:
+            # Names, or (older ansible-core) tuples of a name's path.
+            unknown = sorted('.'.join(name) if isinstance(name, tuple) else name for name in checked.unsupported_parameters)
+            raise BotDetectorError('addresses: item %d: unknown key %s (known: %s)' % (
+                index + 1, ', '.join(unknown), ', '.join(sorted(ADDRESS_SPEC))), 2)
+        if checked.error_messages:
+            raise BotDetectorError('addresses: item %d: %s' % (index + 1, '; '.join(checked.error_messages)), 2)
+        decisions.append(checked.validated_parameters)
+    return decisions
+
+
+def run(module, mode):
+    """The core's entry point for ``mode``, and its result."""
+    p = module.params
+    if p['report_floor'] is not None and p['report_floor'] < 1:
+        raise BotDetectorError('report_floor: must be a whole number of at least 1, got %r' % p['report_floor'], 2)
+    for option in ('candidates', 'compact'):
+        if p[option] not in (None, False) and mode != 'report':
+            raise BotDetectorError('%s: only with mode=report' % option, 2)
+    explicit = dict((setting.name, p[setting.name]) for setting in SETTINGS)
+    # The default config path may be missing; one named explicitly must exist.
+    settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
+                       surface='module')
+    now = parse_now(p['now']) if p['now'] is not None else None
+    if mode == 'apply':
+        return settings, apply(settings, address_items(p['addresses']), check_mode=module.check_mode)
+    if mode == 'unblock':
+        addresses = [item['address'] for item in address_items(p['addresses'])]
+        if not addresses:
+            raise BotDetectorError('addresses: mode unblock needs at least one address', 2)
+        return settings, unblock(settings, addresses, check_mode=module.check_mode)
+    if mode == 'status':
+        return settings, status(settings, p['log'] or [], now=now)
+    if mode == 'report':
+        return settings, report(settings, p['log'], floor=p['report_floor'], candidates=p['candidates'], now=now)
+    return settings, detect(settings, p['log'], now=now, check_mode=module.check_mode, report_floor=p['report_floor'])
 
 
 def main():
@@ -335,40 +444,30 @@ def main():
         required_if=[('mode', 'detect', ['log']), ('mode', 'report', ['log'])],
         supports_check_mode=True,
     )
-    p = module.params
-    mode = p['mode']
+    mode = module.params['mode']
     try:
-        if p['report_floor'] is not None and p['report_floor'] < 1:
-            raise BotDetectorError('report_floor: must be a whole number of at least 1, got %r' % p['report_floor'], 2)
-        for option in ('candidates', 'compact'):
-            if p[option] not in (None, False) and mode != 'report':
-                raise BotDetectorError('%s: only with mode=report' % option, 2)
-        explicit = dict((setting.name, p[setting.name]) for setting in SETTINGS)
-        # The default config path may be missing; one named explicitly must exist.
-        settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
-                           surface='module')
-        now = parse_now(p['now']) if p['now'] is not None else None
-        if mode == 'apply':
-            result = apply(settings, p['addresses'], check_mode=module.check_mode)
-        elif mode == 'report':
-            result = report(settings, p['log'], floor=p['report_floor'], candidates=p['candidates'], now=now)
-        else:
-            result = detect(settings, p['log'], now=now, check_mode=module.check_mode, report_floor=p['report_floor'])
+        settings, result = run(module, mode)
     except BotDetectorError as exc:
         module.fail_json(msg=exc.message)
 
     output = result.as_dict()
-    output.pop('check_mode')
     for warning in output.pop('warnings'):
         module.warn(warning)
-    if p['compact']:
-        output['counts'] = dict((window, compact_counts(counts)) for window, counts in output['counts'].items())
-    for key in ('counts', 'local_blocks', 'report_floor', 'now'):
-        if output[key] is None:
-            del output[key]
-    summary = dict((key, output[key]) for key in ('blocked', 'already_blocked', 'allow_listed', 'skipped_invalid', 'windows'))
-    output['ansible_facts'] = {'bot_detector': summary}
-    if module._diff and result.appended:
+    if mode == 'status':
+        module.exit_json(**output)
+    output.pop('check_mode')
+    if mode == 'unblock':
+        output = dict((key, output[key]) for key in ('changed', 'unblocked', 'not_listed', 'messages'))
+    else:
+        if module.params['compact']:
+            output['counts'] = dict((window, compact_counts(counts)) for window, counts in output['counts'].items())
+        for key in ('counts', 'local_blocks', 'report_floor', 'now', 'unblocked', 'not_listed'):
+            if output[key] is None:
+                del output[key]
+        facts = ('blocked', 'already_blocked', 'allow_listed', 'skipped_invalid', 'windows')
+        summary = dict((key, output[key]) for key in facts)
+        output['ansible_facts'] = {'bot_detector': summary}
+    if module._diff and result.changed:
         output['diff'] = {'prepared': result.blocklist_diff(settings.blocklist)}
     module.exit_json(**output)
 

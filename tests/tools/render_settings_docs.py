@@ -58,7 +58,7 @@ def fragment():
         lines.append('      ' + yaml_item(s.help, 6))
         lines.append('      ' + yaml_item(
             'Default: the host config file\'s C(%s) when set there, else %s.' % (s.name, module_default(s)), 6))
-        lines.append('    type: %s' % s.kind)
+        lines.append('    type: %s' % s.ansible_type)
         if s.kind == 'list':
             lines.append('    elements: str')
         if s.choices:
@@ -78,7 +78,7 @@ def role_block():
             lines.append('          ' + yaml_item(
                 'Unset: left out of the host config file, so the detector\'s default applies: %s.'
                 % s.effective_default_text, 10))
-        lines.append('        type: %s' % s.kind)
+        lines.append('        type: %s' % s.ansible_type)
         if s.kind == 'list':
             lines.append('        elements: str')
         if s.choices:

@@ -98,7 +98,8 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'top': 3, 'job_prefixes': [' GET /x ', '#GET', '"q"', 'GET /é/'], 'search_engine': 'Bing;x',
               'server_ips': ['10.0.0.5', '::1'], 'rotated': False, 'seek': False, 'seek_margin': 0, 'rules': 'precise',
               'crawlers': {'a': {'user_agent': 'A|B', 'domains': ['a.example']}}, 'ipv6_prefix': 64, 'dns_timeout': 0.5,
-              'lock_timeout': 5, 'state_dir': '/srv/state'}
+              'lock_timeout': 5, 'state_dir': '/srv/state', 'ipv4_prefix': 24, 'ban_time': 5400,
+              'ban_time_max': 7 * 86400, 'metrics_file': '/srv/m.prom'}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'
     path.write_text(settings.format_config(values, header='# managed'))
@@ -159,7 +160,7 @@ def test_every_setting_is_a_documented_role_variable():
     for setting in settings.SETTINGS:
         variable = 'bot_detector_' + setting.name
         assert variable in options, variable
-        assert options[variable]['type'] == setting.kind, variable
+        assert options[variable]['type'] == setting.ansible_type, variable
         assert options[variable].get('choices') == (list(setting.choices) if setting.choices else None), variable
         # The role's defaults file sets exactly the settings the table says it does, to that value.
         assert defaults.get(variable) == setting.role_default, variable

@@ -3,12 +3,15 @@ Tests that act on the whole group are in test_group.py, which runs after this fi
 import hashlib
 import os
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from helpers import CORE, PREPARED_BLOCKLIST, container_now, get, loggen, name_of, put
 
 testinfra_hosts = ['podman://web1', 'podman://web2']
 SCHEDULE = {'web1': '*/10', 'web2': '*/5'}
 THRESHOLD = {'web1': 1000, 'web2': 1150}     # web2's from its host_vars, through the config file
 LOGS = ['/var/log/nginx/access.log', '/var/log/nginx/stellen.access.log']
+METRICS = '/var/lib/node_exporter/textfile_collector/bot_detector.prom'
 
 
 def test_files_owners_and_modes(host):
@@ -72,6 +75,10 @@ def test_config_file_holds_the_hosts_settings(host):
     assert config.contains('Ansible managed')
     text = config.content_string
     assert '\nrotated = true\n' in text
+    assert '\nban_time = 2h\n' in text and '\nban_time_max = 1d\n' in text
+    assert '\nmetrics_file = %s\n' % METRICS in text
+    metrics_dir = host.file(os.path.dirname(METRICS))
+    assert metrics_dir.is_directory and (metrics_dir.user, metrics_dir.mode) == ('root', 0o755)
     assert '\nserver_ips =\n    10.0.0.5\n' in text                  # group_vars: given, so no facts added
     if name_of(host) == 'web2':
         assert '\nthreshold = 1150\n' in text
@@ -128,3 +135,57 @@ def test_runs_keep_their_state_where_only_root_can_read_it(host):
         assert (kept.user, kept.mode) == ('root', 0o600)
     again = host.run('/usr/local/sbin/bot-detector.sh %s' % LOGS[0])
     assert again.rc == 0 and again.stderr == '', again.stderr
+
+
+def test_metrics_file_after_the_runs(host):
+    """The runs above wrote the metrics file node_exporter reads: Prometheus text, parsed here."""
+    blocked = 2 if THRESHOLD[name_of(host)] <= 1000 else 1
+    metrics = host.file(METRICS)
+    assert (metrics.user, metrics.mode) == ('root', 0o644)
+    families = dict((f.name, f) for f in text_string_to_metric_families(get(host, METRICS).decode()))
+    samples = dict(((s.name, tuple(sorted(s.labels.items()))), s.value) for f in families.values() for s in f.samples)
+    assert all(f.documentation and f.type in ('gauge', 'counter') for f in families.values())
+    assert samples[('bot_detector_last_run_success', (('log', LOGS[0]),))] == 1
+    # The runs above kept a state (the role's state_dir): this one reads only what is appended.
+    more = loggen.planted_log(container_now(host), current={'192.0.2.77': 25})
+    put(host, LOGS[0], get(host, LOGS[0]) + more)
+    again = host.run('/usr/local/sbin/bot-detector.sh %s' % LOGS[0])
+    assert again.rc == 0 and again.stderr == '', again.stderr
+    samples = dict(((s.name, tuple(sorted(s.labels.items()))), s.value)
+                   for f in text_string_to_metric_families(get(host, METRICS).decode()) for s in f.samples)
+    assert samples[('bot_detector_last_run_read_lines', (('log', LOGS[0]),))] == more.count(b'\n') == 25
+    assert samples[('bot_detector_last_run_read_bytes', (('log', LOGS[0]),))] == len(more)
+    assert samples[('bot_detector_last_run_top_count', (('log', LOGS[0]), ('window', 'previous')))] == 1500
+    assert samples[('bot_detector_additions_total', (('reason', 'own'),))] == blocked
+    assert samples[('bot_detector_blocklist_entries', ())] == 2 + blocked
+
+
+def test_bans_expire_across_the_rotated_activity_log(host):
+    """With bot_detector_ban_time 2h: an addition 3 hours old in the activity log, and one only
+    in its rotated, gzip-compressed file, expire; one an hour old and the prepared entries (no
+    addition line) stay, the blocklist keeping its other lines, its owner and mode."""
+    now = container_now(host)
+
+    def activity(address, hours_ago):
+        date = host.check_output('LC_ALL=C date -d @%d' % (now - hours_ago * 3600))
+        return '%s | IP addess %s added to the block list, RPH=1300\n' % (date, address)
+    before = get(host, '/etc/ipblocklist.txt')
+    put(host, '/etc/ipblocklist.txt', before + b'203.0.113.201\n203.0.113.202\n203.0.113.203\n')
+    host.run_expect([0], 'chmod 0600 /etc/ipblocklist.txt')
+    put(host, '/var/log/bot-detector.log.2', activity('203.0.113.202', 3).encode())
+    host.run_expect([0], 'gzip -f /var/log/bot-detector.log.2')
+    put(host, '/var/log/bot-detector.log', get(host, '/var/log/bot-detector.log')
+        + (activity('203.0.113.201', 3) + activity('203.0.113.203', 1)).encode())
+    run = host.run('/usr/local/sbin/bot-detector.sh %s' % LOGS[0])
+    assert run.rc == 0, run.stderr
+    assert run.stdout.splitlines()[:2] == ['Unblocking IP address: 203.0.113.201 (ban of 2h expired)',
+                                           'Unblocking IP address: 203.0.113.202 (ban of 2h expired)']
+    assert get(host, '/etc/ipblocklist.txt') == before + b'203.0.113.203\n'
+    assert get(host, '/etc/ipblocklist.txt').startswith(PREPARED_BLOCKLIST)
+    blocklist = host.file('/etc/ipblocklist.txt')
+    assert (blocklist.user, blocklist.mode) == ('root', 0o600)
+    assert get(host, '/var/log/bot-detector.log').decode().endswith(
+        'IP addess 203.0.113.202 removed from the block list (expired, ban 2h)\n')
+    status = host.run('/usr/local/sbin/bot-detector.sh --status')
+    assert '192.0.2.50  added by hand or by other software (no addition in the activity log); never expires' in status.stdout
+    assert '203.0.113.203  added ' in status.stdout and 'expires' in status.stdout.split('203.0.113.203')[1]

@@ -1,5 +1,5 @@
 """Tests on the whole group, after test_default.py: the ad-hoc module run, a wrongly
-typed variable, and state absent."""
+typed variable, the unblock playbook, and state absent."""
 import json
 import os
 
@@ -42,6 +42,23 @@ def test_wrongly_typed_variable_fails_before_any_change(host):
     assert get(host, '/etc/cron.d/bot-detector') == before
 
 
+def test_unblock_playbook_on_the_web_hosts():
+    """playbooks/unblock.yml removes an address from every host's blocklist and, asked to,
+    allow-lists it there; the hosts' other lines, owner and mode stay."""
+    for host in HOSTS.values():
+        put(host, '/etc/ipblocklist.txt', get(host, '/etc/ipblocklist.txt') + b'203.0.113.251\n')
+    before = dict((name, get(host, '/etc/ipblocklist.txt')) for name, host in HOSTS.items())
+    run = ansible_run(['ansible-playbook', os.path.join(ROOT, 'playbooks', 'unblock.yml'), '-e',
+                       '{"bot_detector_unblock": ["203.0.113.251"], "bot_detector_unblock_allow": true}'],
+                      callback='ansible.builtin.default')
+    assert run.returncode == 0, run.stdout.decode()[-3000:]
+    for name, host in HOSTS.items():
+        assert get(host, '/etc/ipblocklist.txt') == before[name][:-len(b'203.0.113.251\n')]
+        assert get(host, '/etc/ipexcludedlist.txt').endswith(b'\n203.0.113.251\n')
+        assert host.file('/etc/ipblocklist.txt').mode == 0o600
+        assert get(host, '/var/log/bot-detector.log').endswith(b'IP addess 203.0.113.251 removed from the block list (unblock)\n')
+
+
 def test_state_absent_keeps_operators_data():
     host = HOSTS['web2']
     data = dict((p, get(host, p)) for p in ('/etc/ipblocklist.txt', '/etc/ipexcludedlist.txt', '/var/log/bot-detector.log'))
@@ -49,7 +66,8 @@ def test_state_absent_keeps_operators_data():
                        '--limit', 'web2', '-e', 'bot_detector_state=absent'])
     assert run.returncode == 0, run.stdout
     for gone in ('/etc/cron.d/bot-detector', '/usr/local/sbin/bot-detector.sh', '/usr/local/lib/bot-detector',
-                 '/etc/logrotate.d/bot-detector', '/etc/bot-detector'):
+                 '/etc/logrotate.d/bot-detector', '/etc/bot-detector',
+                 '/var/lib/node_exporter/textfile_collector/bot_detector.prom'):
         assert not host.file(gone).exists, gone
     for path, content in data.items():
         assert get(host, path) == content

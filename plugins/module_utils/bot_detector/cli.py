@@ -13,9 +13,11 @@ import sys
 from . import VERSION
 from .clock import parse_now
 from .errors import EXIT_BAD_OPTION, EXIT_OK, EXIT_SPEC_ERROR, BotDetectorError
-from .messages import USAGE_LINES
+from .messages import USAGE_LINES, WARNING_PREFIX
 from .run import detect
 from .settings import DEFAULT_CONFIG, SETTINGS, resolve
+from .status import status
+from .unblock import unblock
 from .text import to_bytes
 
 __metaclass__ = type
@@ -90,6 +92,14 @@ def build_parser():
     parser.add_argument('--check', action='store_true', help='report what would be blocked; change nothing')
     parser.add_argument('--json', action='store_true',
                         help='print one JSON document (what the Ansible module returns) instead of the text lines')
+    parser.add_argument('--unblock', action='append', metavar='ADDR',
+                        help='instead of a detection run (no LOG): remove the blocklist lines equal to ADDR, under the '
+                             "run's lock, keeping every other line, the file's owner and mode; each removal is one "
+                             'activity log line. Repeat for several.')
+    parser.add_argument('--status', action='store_true',
+                        help='instead of a detection run: each blocklist entry with when and why it was added and '
+                             'when it expires; with LOG, also the top addresses of the current windows against the '
+                             'threshold. Reads, never writes.')
     parser.add_argument('--version', action='version', version='%(prog)s ' + VERSION)
     return parser
 
@@ -131,7 +141,12 @@ def _main(argv):
         out.write(to_bytes(line) + b'\n')
         out.flush()
 
-    if not args.log:
+    def warn(line):
+        sys.stderr.write(WARNING_PREFIX + line + '\n')
+
+    if args.unblock and (args.log or args.status):
+        parser.error('--unblock takes no LOG and no --status')
+    if not args.log and not args.unblock and not args.status:
         for line in USAGE_LINES:   # docs/contract.md, rule 1: three lines on standard output, exit 1
             emit(line)
         return EXIT_SPEC_ERROR
@@ -140,8 +155,18 @@ def _main(argv):
         settings = resolve(explicit_settings(args), config_path=args.config or DEFAULT_CONFIG,
                            config_required=args.config is not None)
         now = parse_now(args.now) if args.now is not None else None
-        result = detect(settings, args.log, now=now, check_mode=args.check, emit=None if args.json else emit,
-                        on_warning=lambda line: sys.stderr.write('bot-detector: warning: %s\n' % line))
+        if args.unblock:
+            result = unblock(settings, args.unblock, check_mode=args.check, emit=None if args.json else emit,
+                             on_warning=warn)
+        elif args.status:
+            result = status(settings, args.log, now=now)
+            for line in result.warnings:
+                warn(line)
+            for line in [] if args.json else result.lines():
+                emit(line)
+        else:
+            result = detect(settings, args.log, now=now, check_mode=args.check, emit=None if args.json else emit,
+                            on_warning=warn)
     except BotDetectorError as exc:
         if exc.exit_status == EXIT_SPEC_ERROR:
             emit(exc.message)     # the spec's errors go to standard output

@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Hours and dates: the windows of rule 5.2 and the activity log's date."""
+"""Hours, dates and durations: the windows of rule 5.2, the activity log's date (written
+and read back), and the durations of ban expiry."""
 
 from __future__ import absolute_import, division, print_function
 
+import re
 import time
 
 from .errors import BotDetectorError, bad_option
@@ -13,6 +15,14 @@ __metaclass__ = type
 
 # English names whatever the locale: the hour stamp is what the access log holds.
 MONTHS = ('Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec')
+# Durations: whole seconds, or a number with a unit, or several ('1d12h').
+DURATION_UNITS = (('d', 86400), ('h', 3600), ('m', 60), ('s', 1))
+_DURATION_PART = re.compile(r'(\d+)([wdhms])')
+_DURATION_SECONDS = dict(DURATION_UNITS + (('w', 604800),))
+# Reading the activity log's dates back (DateReader): a clock time, 04:13:43; a year, 1970 on.
+_CLOCK = re.compile(br'(?<!\d)(\d{1,2})([:.])(\d{2})\2(\d{2})(?!\d)')
+_YEAR = re.compile(br'(?<!\d)(19[7-9]\d|2\d{3})(?!\d)')
+_UTC_NAMES = (b'UTC', b'GMT')
 
 
 class Window:
@@ -95,6 +105,109 @@ _DATES = {}
 _DATE_ENVIRONMENT = ('TZ', 'LC_ALL', 'LC_TIME', 'LANG', 'LANGUAGE')
 
 
+class DateReader:
+    """Reads back the dates ``date`` wrote in the activity log (date_default_format): the
+    seconds since the epoch, or None.
+
+    Each locale has its own default format, so none is assumed: ``date`` itself renders
+    every day of the year in question (at 06:00 and 18:00, which tells a 12-hour clock),
+    in the run's own locale and in the C locale, and a date is read only when it is one of
+    those renderings, its clock time and zone aside. The zone must be this host's (either
+    abbreviation, which tells the two readings of a fall-back hour apart) or UTC/GMT. A
+    date written in another locale or zone (the locale changed since), or anything else,
+    is None: ban expiry keeps such an entry rather than guess."""
+
+    def __init__(self, environments=None):
+        import os
+        self.environments = environments or [dict(os.environ), dict(os.environ, LC_ALL='C')]
+        names = [name.encode('ascii', 'replace') for name in time.tzname]
+        self.zones = names + [name for name in _UTC_NAMES if name not in names]
+        longest_first = sorted(set(self.zones), key=len, reverse=True)
+        self._zone = re.compile(b'(?<![A-Za-z])(' + b'|'.join(re.escape(name) for name in longest_first) + b')(?![A-Za-z])')
+        self._years = {}        # year -> {masked rendering: (month, day, half)}; half: None (24-hour), 'am', 'pm'
+
+    def epoch(self, text):
+        masked = self._masked(text.strip())
+        if masked is None:
+            return None
+        key, clock, zone = masked
+        years = set(_YEAR.findall(key))
+        if len(years) != 1:
+            return None
+        year = int(years.pop())
+        found = self._days(year).get(key)
+        if found is None:
+            return None
+        month, day, half = found
+        hour, minute, second = int(clock.group(1)), int(clock.group(3)), int(clock.group(4))
+        if half is not None:
+            if not 1 <= hour <= 12:
+                return None
+            hour = hour % 12 + (12 if half == 'pm' else 0)
+        if hour > 23 or minute > 59 or second > 60:
+            return None
+        fields = (year, month, day, hour, minute, second)
+        try:
+            if zone in _UTC_NAMES and zone not in self.zones[:2]:
+                import calendar
+                return calendar.timegm(fields + (0, 0, 0))
+            standard, summer = self.zones[:2]
+            dst = -1 if standard == summer else (1 if zone == summer else 0)
+            return int(time.mktime(fields + (0, 0, dst)))
+        except (ValueError, OverflowError):
+            return None
+
+    def _masked(self, text):
+        """``text`` with its clock time and zone replaced by markers, and both; None unless it
+        holds exactly one of each."""
+        clocks = list(_CLOCK.finditer(text))
+        if len(clocks) != 1:
+            return None
+        clock = clocks[0]
+        rest = text[:clock.start()] + b'\x00' + text[clock.end():]
+        zones = list(self._zone.finditer(rest))
+        if len(zones) != 1:
+            return None
+        zone = zones[0]
+        return rest[:zone.start()] + b'\x01' + rest[zone.end():], clock, zone.group(1)
+
+    def _days(self, year):
+        """Every day of ``year`` as ``date`` renders it, masked, in each environment (one
+        ``date -f -`` each): {masked rendering: (month, day, half)}. A rendering that two
+        days share (no locale does that) reads as none of them."""
+        if year in self._years:
+            return self._years[year]
+        import subprocess
+        days = []
+        for month in range(1, 13):
+            for day in range(1, 32):
+                if day > 28 and time.localtime(time.mktime((year, month, day, 12, 0, 0, 0, 0, -1))).tm_mon != month:
+                    break
+                days += [(month, day, 6), (month, day, 18)]
+        epochs = b''.join(b'@%d\n' % int(time.mktime((year, month, day, hour, 0, 0, 0, 0, -1)))
+                          for month, day, hour in days)
+        table = {}
+        for environment in self.environments:
+            try:
+                proc = subprocess.run(['date', '-f', '-'], input=epochs, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      env=environment, timeout=30, check=False)
+            except (OSError, subprocess.SubprocessError):
+                continue
+            lines = proc.stdout.split(b'\n')[:len(days)]
+            if proc.returncode != 0 or len(lines) != len(days):
+                continue
+            masked = [self._masked(line.strip()) for line in lines]
+            if masked[1] is None:
+                continue
+            twelve = int(masked[1][1].group(1)) == 6        # 18:00 shown as 6: a 12-hour clock
+            for (month, day, hour), found in zip(days, masked):
+                if found is not None:
+                    value = (month, day, ('am' if hour < 12 else 'pm') if twelve else None)
+                    table[found[0]] = value if table.get(found[0], value) == value else None
+        self._years[year] = table
+        return table
+
+
 def hour_windows(now):
     """The previous hour, then the current hour. '1 hour ago' is 3600 s earlier, as in GNU date."""
     from .messages import HEADINGS
@@ -108,3 +221,23 @@ def window_start(epoch):
     """The start of the local clock hour holding ``epoch``."""
     t = time.localtime(epoch)
     return int(epoch) - t.tm_min * 60 - t.tm_sec
+
+
+def parse_duration(text, where):
+    """Seconds of a duration: '3600', '90m', '12h', '7d', '2w', '1d12h'."""
+    compact = text.strip().lower()
+    if compact.isdigit():
+        return int(compact, 10)
+    parts = _DURATION_PART.findall(compact)
+    if not compact or ''.join(n + u for n, u in parts) != compact:
+        raise bad_option('%s: must be a duration (seconds, or a number with a unit s, m, h, d or w: '
+                         '90m, 12h, 7d), got %r' % (where, text))
+    return sum(int(n, 10) * _DURATION_SECONDS[u] for n, u in parts)
+
+
+def format_duration(seconds):
+    """The shortest text ``parse_duration`` reads back as ``seconds``: 5400 -> '90m', 86400 -> '1d'."""
+    for unit, size in DURATION_UNITS:
+        if seconds % size == 0:
+            return '%d%s' % (seconds // size, unit)
+    return '%ds' % seconds

@@ -97,7 +97,7 @@ class Reading:
         self._claimed = []
 
     def _tally(self, tracked):
-        return Tally(self.stamps, self.line_filter, tracked)
+        return Tally(self.stamps, self.line_filter, tracked, count_lines=self.settings.metrics_file is not None)
 
     def _first_time(self, info):
         key = (info.st_dev, info.st_ino)
@@ -226,9 +226,12 @@ class Reading:
         scan = Scan(path, 'incremental', segment.offset)
         if end > segment.offset:
             count_parallel(path, handle, segment.offset, end, fresh)
+        tail_before = self.tail.lines
         if end < info.st_size:
             count_range(fd, end, info.st_size, self.tail)
-        scan.bytes_read = info.st_size - segment.offset
+        scan.bytes_read, scan.end, scan.stamped = info.st_size - segment.offset, end, fresh.stamped
+        if fresh.lines is not None:
+            scan.lines = fresh.lines + self.tail.lines - tail_before
         self.scans.append(scan)
         for stamp, counter in fresh.counters.items():
             segment.counts.add(stamp, counter)
@@ -289,6 +292,7 @@ class Reading:
             raise Unusable()
         if seen['skip'] or not seen['head'].startswith(segment.head):
             raise Unusable()
+        scan.end, scan.stamped, scan.lines = seen['length'], fresh.stamped, fresh.lines
         self.scans.append(scan)
         for stamp, counter in fresh.counters.items():
             segment.counts.add(stamp, counter)

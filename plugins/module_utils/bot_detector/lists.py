@@ -69,3 +69,15 @@ def ensure_lines(path, entries, check_mode=False):
     finally:
         writer.unlock()
     return [to_text(entry) for entry in missing]
+
+
+def entries(content):
+    """The entries of a list's content: its lines with blanks around them removed, empty
+    lines and comments ('#' first) left out, in order, once each."""
+    seen, found = set(), []
+    for line in content.split(b'\n'):
+        line = line.strip()
+        if line and not line.startswith(b'#') and line not in seen:
+            seen.add(line)
+            found.append(line)
+    return found

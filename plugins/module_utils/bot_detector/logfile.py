@@ -23,7 +23,8 @@ ORDER_PROBES = 1024
 PROBE_SPACING = 16 * 1024
 MAX_UTC_OFFSET = 14 * 3600      # +14:00, the widest offset in use
 
-_TIMESTAMP = re.compile(br'\[(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([-+])(\d{2})(\d{2})\]')
+# An access-log timestamp, [21/Nov/2026:04:13:43 +0000]: the common and combined log formats'.
+TIMESTAMP = re.compile(br'\[(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([-+])(\d{2})(\d{2})\]')
 _MONTH_NUMBER = dict((m.encode('ascii'), i + 1) for i, m in enumerate(MONTHS))
 
 
@@ -113,12 +114,12 @@ def probe(fd, offset):
         if offset == 0 or pos:
             # Only whole lines: up to the last newline, or to the end of the file.
             limit = len(block) if at_end else block.rfind(b'\n')
-            match = _TIMESTAMP.search(block, pos, max(pos, limit))
+            match = TIMESTAMP.search(block, pos, max(pos, limit))
             while match is not None:
                 parsed = _instant(match)
                 if parsed is not None:
                     return (offset + block.rfind(b'\n', 0, match.start()) + 1,) + parsed
-                match = _TIMESTAMP.search(block, match.end(), limit)
+                match = TIMESTAMP.search(block, match.end(), limit)
         if at_end or want >= PROBE_BYTES:
             return None
         want *= 4
@@ -207,6 +208,15 @@ class Scan:
         self.start = start
         self.bytes_read = 0
         self.end = 0              # where the lines counted end (tally.scan_file)
+        self.lines = None         # lines read, when counted (the metrics)
+        self.stamped = False      # whether a line counted carries an access-log timestamp
+
+    @property
+    def unreadable(self):
+        """Finished lines were read, and none carries an access-log timestamp: a log in
+        another format, which counts nothing. (A last line not finished yet is not judged.)"""
+        return self.end > self.start and not self.stamped
 
     def as_dict(self):
-        return {'path': self.path, 'mode': self.mode, 'start': self.start, 'bytes_read': self.bytes_read}
+        return {'path': self.path, 'mode': self.mode, 'start': self.start, 'bytes_read': self.bytes_read,
+                'lines': self.lines}

@@ -40,3 +40,59 @@ def blocking(address, count, check_mode=False, note=None):
 def activity_added(date, address, count, note=None):
     return ACTIVITY_ADDED % {'date': date, 'address': address, 'count': count,
                              'note': ' (%s)' % note if note else ''}
+
+
+# A removal from the blocklist (unblock, ban expiry), in the activity log: the spec's date and
+# "IP addess" as in an addition, and a wording the tools reading the log tell from one:
+# '... removed from the block list (unblock)', '... (expired, ban 12h)'.
+ACTIVITY_REMOVED = '%(date)s | IP addess %(address)s removed from the block list (%(reason)s)'
+ACTIVITY_REMOVED_PATTERN = br' \| IP addess (\S+) removed from the block list \((unblock|expired)(?:, ban (\w+))?\)$'
+UNBLOCK_REASON = 'unblock'
+EXPIRED_REASON = 'expired, ban %s'
+
+UNBLOCKING = '%s IP address: %s'
+UNBLOCKING_EXPIRED = '%s IP address: %s (ban of %s expired)'
+NOT_LISTED = 'IP address %s is not in the block list.'
+
+# Standard error, after the prefix 'bot-detector: warning: '.
+WARNING_PREFIX = 'bot-detector: warning: '
+UNREADABLE_FORMAT = ('%s: no line of the part read carries an access-log timestamp [dd/Mon/yyyy:HH:MM:SS +zzzz], '
+                     'so nothing was counted; log in the combined format (nginx: log_format combined; Apache: '
+                     'LogFormat "%%h %%l %%u %%t \\"%%r\\" %%>s %%b \\"%%{Referer}i\\" \\"%%{User-Agent}i\\"")')
+HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whose addition is recorded only there '
+                      'are kept')
+METRICS_UNWRITABLE = 'metrics not written: %s'
+
+# --status, in text: the blocklist's entries, then with a LOG each window's top records.
+STATUS_HEADING = 'Blocklist %s: %d entries'
+STATUS_ENTRY = '%s  %s; %s'
+STATUS_ADDED = {
+    'own': "added %(date)s by this host's run, RPH=%(count)d",
+    'fleet': 'added %(date)s by the fleet, RPH=%(count)d',
+    'sync': "added %(date)s by the fleet, from another host's own run, RPH=%(count)d",
+    'hand': 'added by hand or by other software (no addition in the activity log)',
+}
+STATUS_EXPIRES = {
+    'at': 'expires %(date)s (ban %(ban)s)',
+    'due': 'ban of %(ban)s over: the next run removes it',
+    'never': 'never expires',
+    'no_ban_time': 'no ban time set',
+    'unknown_date': 'kept: the date of its addition cannot be read',
+}
+STATUS_WINDOW = '%s (%s), threshold %d:'
+STATUS_WINDOW_NAMES = {'previous': 'Previous hour', 'current': 'Current hour'}
+STATUS_RECORD = '%8d  %3d%%  %s%s'
+STATUS_VERDICTS = {'block': 'would be blocked', 'already_blocked': 'already blocked',
+                   'allow_listed': 'allow-listed', 'invalid': 'not an IP address', 'below_threshold': None}
+
+
+def unblocking(address, check_mode=False, ban=None):
+    """'Unblocking IP address: <ip>', and '(ban of 12h expired)' for an expiry; check mode says 'Would unblock'."""
+    verb = 'Would unblock' if check_mode else 'Unblocking'
+    if ban is None:
+        return UNBLOCKING % (verb, address)
+    return UNBLOCKING_EXPIRED % (verb, address, ban)
+
+
+def activity_removed(date, address, reason):
+    return ACTIVITY_REMOVED % {'date': date, 'address': address, 'reason': reason}

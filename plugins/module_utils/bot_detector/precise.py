@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The opt-in precise rules: the bot and search-engine tests on the user agent only, a
 crawler exempt only when its address verifies by reverse and forward DNS, lists matched
-by exact address or CIDR network, optional IPv6 grouping."""
+by exact address or CIDR network, optional IPv4 and IPv6 grouping."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -98,19 +98,20 @@ class PreciseRules:
     def __init__(self, settings, resolver=None):
         self.line_filter = PreciseFilter(settings.job_prefixes, settings.crawlers)
         self.crawlers = settings.crawlers
-        self.prefix = settings.ipv6_prefix
+        self.prefixes = {4: settings.ipv4_prefix, 6: settings.ipv6_prefix}
         self.resolver = resolver or SystemResolver(settings.dns_timeout)
         self.verified = {}            # (field, crawler) -> bool: the per-run cache
         self.verifications = []
 
     def key(self, field):
-        """What is counted and blocked: the normalised address, its IPv6 network with
-        ``ipv6_prefix``, or the field itself when it is not an address."""
+        """What is counted and blocked: the normalised address, its network with ``ipv4_prefix``
+        or ``ipv6_prefix``, or the field itself when it is not an address."""
         address = parse_address(field)
         if address is None:
             return field
-        if self.prefix and address.version == 6:
-            return str(ipaddress.ip_network('%s/%d' % (address, self.prefix), strict=False)).encode('ascii')
+        prefix = self.prefixes[address.version]
+        if prefix:
+            return str(ipaddress.ip_network('%s/%d' % (address, prefix), strict=False)).encode('ascii')
         return str(address).encode('ascii')
 
     def decision_key(self, address):

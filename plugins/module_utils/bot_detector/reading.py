@@ -13,7 +13,7 @@ import re
 import zlib
 
 from .errors import BotDetectorError
-from .logfile import PROBE_BYTES, has_gzip_header, line_start_after
+from .logfile import PROBE_BYTES, TIMESTAMP, has_gzip_header, line_start_after
 
 __metaclass__ = type
 
@@ -55,6 +55,8 @@ class LongLine:
         self.state = 'leading'      # blanks before the first field, then 'in', 'done' or 'too long'
 
     def feed(self, piece):
+        if not self.tally.stamped:
+            self.tally.stamped = TIMESTAMP.search(piece) is not None
         if self.skip:
             return
         self._first_field(piece)
@@ -91,6 +93,8 @@ class LongLine:
                 self.state, self.separator = 'done', piece[end:end + 1]
 
     def finish(self):
+        if self.tally.lines is not None:
+            self.tally.lines += 1
         if self.skip or self.state == 'leading':
             return
         field = b''.join(self.field)
@@ -244,9 +248,10 @@ def count_parallel(path, handle, start, end, tally):
                 os.close(reader)
                 mine = tally.fresh()
                 read = count_range(handle.fileno(), bounds[part], bounds[part + 1], mine)
-                payload = pickle.dumps((None, mine.counters, read), protocol=pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps((None, mine.counters, read, mine.lines, mine.stamped),
+                                       protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # pylint: disable=broad-except
-                payload = pickle.dumps((str(exc), None, 0), protocol=pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps((str(exc), None, 0, None, False), protocol=pickle.HIGHEST_PROTOCOL)
                 status = 1
             with os.fdopen(writer, 'wb') as pipe:
                 pipe.write(payload)
@@ -263,11 +268,12 @@ def count_parallel(path, handle, start, end, tally):
                 payload = pipe.read()
             os.waitpid(pid, 0)
             # Our own child's pickle over a private pipe: trusted data.
-            error, counters, part_read = pickle.loads(payload) if payload else ('a worker died', None, 0)
+            error, counters, part_read, lines, stamped = (pickle.loads(payload) if payload
+                                                          else ('a worker died', None, 0, None, False))
             if error is not None:
                 failure = error
                 continue
-            tally.add(counters)
+            tally.add(counters, lines, stamped)
             read += part_read
     if failure is not None:
         raise BotDetectorError('cannot read %s: %s' % (path, failure))
@@ -322,6 +328,7 @@ def gunzip(handle, scan):
             members += 1
             pending = decompressor.unused_data
             decompressor, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+
 
 def lines_end(fd, start, size):
     """The offset just after the last newline in [start, size) of a file: where its

@@ -26,11 +26,12 @@ class Result:
         self.check_mode = check_mode
         self.emit = emit             # gets each console line as it happens (the command prints it)
         self.on_warning = on_warning  # gets each warning as it happens (the command: standard error)
-        self.warnings = []           # the run went on: a rotated file left out (the module: module.warn)
+        self.warnings = []           # the run went on: a rotated file left out, a log it cannot read (module.warn)
         self.by_verdict = {BLOCK: [], ALREADY_BLOCKED: [], ALLOW_LISTED: [], INVALID: []}
         self.windows = []
         self.messages = []
         self.appended = []           # keys (bytes) appended, or to append in check mode
+        self.additions = {}          # appended per reason: own (this host's count), fleet, sync
         self.blocklist_lines = 0     # lines in the blocklist when the run read it
         self.scans = []
         self.rules = 'spec'
@@ -40,10 +41,15 @@ class Result:
         self.report_floor = None     # report with a floor: the floor
         self.now = None              # report: the instant evaluated, whole seconds since the epoch
         self.duration = 0
+        self.blocklist_before = None     # the blocklist's content before any change (the diff)
+        self.removed_indexes = []    # its lines removed (unblock, expiry), by index
+        self.expired = []            # ban expiry: the entries removed (to remove in check mode)
+        self.unblocked = None        # unblock: [{address, lines}] removed; addresses not listed
+        self.not_listed = None
 
     @property
     def changed(self):
-        return bool(self.appended)
+        return bool(self.appended or self.removed_indexes)
 
     def say(self, line):
         self.messages.append(line)
@@ -60,6 +66,7 @@ class Result:
         if verdict == BLOCK:
             self.say(messages.blocking(entry['address'], entry['count'], self.check_mode, note))
             self.appended.append(key)
+            self.additions[note or 'own'] = self.additions.get(note or 'own', 0) + 1
         else:
             self.say(_VERDICT_LINES[verdict](entry))
         self.by_verdict[verdict].append(entry)
@@ -72,10 +79,16 @@ class Result:
         })
 
     def blocklist_diff(self, path):
-        """A unified diff of the lines the run appends (or would append) to the blocklist."""
-        added = ''.join('+%s\n' % to_text(a) for a in self.appended)
-        return printable('--- %s\n+++ %s\n@@ -%d,0 +%d,%d @@\n%s' % (
-            path, path, self.blocklist_lines, self.blocklist_lines + 1, len(self.appended), added))
+        """A unified diff, without context, of the lines the run removes from and appends to
+        the blocklist (or would, in check mode)."""
+        import difflib
+        before = to_text(self.blocklist_before or b'').split('\n')
+        if before[-1] == '':
+            before.pop()
+        removed = set(self.removed_indexes)
+        after = [line for i, line in enumerate(before) if i not in removed] + [to_text(a) for a in self.appended]
+        diff = difflib.unified_diff(before, after, path, path, n=0, lineterm='')
+        return printable(''.join(line + '\n' for line in diff))
 
     def as_dict(self):
         return printable({
@@ -96,4 +109,7 @@ class Result:
             'warnings': self.warnings,
             'report_floor': self.report_floor,
             'now': self.now,
+            'expired': self.expired,
+            'unblocked': self.unblocked,
+            'not_listed': self.not_listed,
         })

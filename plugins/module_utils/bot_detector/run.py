@@ -6,6 +6,10 @@
 detect   logs -> WindowCounts (tally) -> ranked records (rules) -> verdicts -> appended lines
 report   logs -> WindowCounts -> every key at or over a floor; no list read or written
 apply    decisions taken elsewhere (the fleet) -> verdicts -> appended lines
+
+With a ban time, detect removes the expired entries first (expiry.py). unblock.py and
+status.py hold the other two: unblock (remove entries) and status (read only). With a
+metrics file, detect, apply and unblock write metrics after the run (metrics.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,9 +20,11 @@ import time
 from .addresses import server_addresses
 from .clock import hour_windows
 from .errors import bad_option
+from .expiry import expire
 from .lists import count_lines, read_list
 from .logfile import check_readable
-from .messages import ACTIVITY_ADDED_PATTERN, EXECUTION_TIME
+from .messages import ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, UNREADABLE_FORMAT
+from .metrics import recorded
 from .result import Result
 from .rules import BELOW_THRESHOLD, BLOCK, decide, rules_for
 from .tally import count_windows, whole
@@ -42,21 +48,29 @@ def _count(settings, logs, now, resolver, result):
         counts, states = count_on(logs, hour_windows(now), rules.line_filter, settings, now, settings.state_dir)
     else:
         counts = count_windows(logs, hour_windows(now), rules.line_filter, seek=settings.seek,
-                               margin=settings.seek_margin, rotated=settings.rotated)
+                               margin=settings.seek_margin, rotated=settings.rotated,
+                               count_lines=settings.metrics_file is not None)
     for line in counts.warnings:
         result.warn(line)
+    for scan in counts.scans:
+        if scan.unreadable:     # lines, none with an access-log timestamp: nothing counted
+            result.warn(UNREADABLE_FORMAT % scan.path)
     return rules, counts, server_ips, states
 
 
-def _locked_lists(settings, rules, result, check_mode):
+def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
     """The writer, locked (unless check mode), and the rules' view of both lists read under
     the lock; a run adds its own additions to that view, so the current-hour pass sees
-    what the previous-hour pass appended."""
+    what the previous-hour pass appended. With ``expire_bans`` and a ban time, the expired
+    entries are removed first (expiry.py)."""
     writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
     if not check_mode:
         writer.lock()
     try:
         content = read_list(settings.blocklist)
+        result.blocklist_before = content
+        if expire_bans and settings.ban_time is not None:
+            content = expire(settings, writer, result, content, check_mode)
         result.blocklist_lines = count_lines(content)
         return writer, rules.lists(content, read_list(settings.exclusions_file))
     except BaseException:
@@ -76,15 +90,23 @@ def _act(result, writer, lists, verdict, key, entry, note=None):
 def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None, report_floor=None, on_warning=None):
     """The detector's run (spec rules 3 to 6). ``emit(line)`` gets each console line as it
     happens, ``on_warning(line)`` each warning. With ``report_floor``, also return the
-    counts a fleet run sums. Raises BotDetectorError (see BlocklistWriter.block for what an
-    append failure leaves)."""
+    counts a fleet run sums. With a ban time, expired entries are removed first; with a
+    metrics file, metrics are written after. Raises BotDetectorError (see
+    BlocklistWriter.block for what an append failure leaves)."""
     result = Result(check_mode, emit, on_warning)
+    with recorded(settings, result, logs):
+        _detect(result, settings, logs, now, resolver, report_floor)
+    return result
+
+
+def _detect(result, settings, logs, now, resolver, report_floor):
+    check_mode = result.check_mode
     start = int(time.time())
     rules, counts, server_ips, states = _count(settings, logs, now, resolver, result)
     result.scans = [scan.as_dict() for scan in counts.scans]
     if report_floor is not None:
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
-    writer, lists = _locked_lists(settings, rules, result, check_mode)
+    writer, lists = _locked_lists(settings, rules, result, check_mode, expire_bans=True)
     try:
         for window, counter in counts:
             result.say(window.heading)
@@ -108,7 +130,6 @@ def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None,
     result.verifications = rules.verifications
     result.duration = int(time.time()) - start
     result.say(EXECUTION_TIME % result.duration)
-    return result
 
 
 def report(settings, logs, floor=None, candidates=None, now=None, resolver=None):
@@ -153,18 +174,19 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
     checks as a run (already listed, allow-listed, only addresses) and no threshold: the
     decision is taken. Activity lines are noted '(fleet)' or '(sync)'."""
     result = Result(check_mode, emit)
-    rules = rules_for(settings, resolver)
-    writer, lists = _locked_lists(settings, rules, result, check_mode)
-    try:
-        for decision in decisions:
-            key = rules.decision_key(to_bytes(decision['address']))
-            count = int(decision.get('count') or 0)
-            note = decision.get('reason') or 'fleet'
-            entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
-            _act(result, writer, lists, lists.verdict(key), key, entry, note)
-    finally:
-        writer.unlock()
-    result.rules = rules.name
+    with recorded(settings, result):
+        rules = rules_for(settings, resolver)
+        writer, lists = _locked_lists(settings, rules, result, check_mode)
+        try:
+            for decision in decisions:
+                key = rules.decision_key(to_bytes(decision['address']))
+                count = int(decision.get('count') or 0)
+                note = decision.get('reason') or 'fleet'
+                entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
+                _act(result, writer, lists, lists.verdict(key), key, entry, note)
+        finally:
+            writer.unlock()
+        result.rules = rules.name
     return result
 
 
@@ -206,12 +228,15 @@ def parse_compact_counts(text):
 
 def local_blocks(activity_log):
     """The additions this host's own runs made, from its activity log (lines without a
-    '(fleet)' or '(sync)' note), in order, once each."""
-    pattern = re.compile(ACTIVITY_ADDED_PATTERN)
-    seen, found = set(), []
+    '(fleet)' or '(sync)' note), in order, once each, less those removed since."""
+    pattern, removal = re.compile(ACTIVITY_ADDED_PATTERN), re.compile(ACTIVITY_REMOVED_PATTERN)
+    found = {}
     for line in read_list(activity_log).split(b'\n'):
         match = pattern.search(line)
-        if match and match.group(3) is None and match.group(1) not in seen:
-            seen.add(match.group(1))
-            found.append({'address': to_text(match.group(1)), 'count': int(match.group(2))})
-    return found
+        if match and match.group(3) is None and match.group(1) not in found:
+            found[match.group(1)] = int(match.group(2))
+        elif match is None:
+            match = removal.search(line)
+            if match:       # unblocked or expired since: not to be synced back
+                found.pop(match.group(1), None)
+    return [{'address': to_text(address), 'count': count} for address, count in found.items()]

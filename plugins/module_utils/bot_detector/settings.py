@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 import os
 import re
 
+from .clock import format_duration, parse_duration
 from .errors import bad_option
 
 __metaclass__ = type
@@ -44,7 +45,11 @@ DEFAULT_CRAWLERS = {
 }
 
 RULES = ('spec', 'precise')
-KINDS = ('path', 'str', 'int', 'float', 'bool', 'list', 'dict')
+KINDS = ('path', 'str', 'int', 'float', 'bool', 'list', 'dict', 'duration')
+# The Ansible type (module option, role variable) of each kind: a duration is given as
+# seconds (a number) or as text with a unit, so Ansible passes it through untouched.
+ANSIBLE_TYPES = {'path': 'path', 'str': 'str', 'int': 'int', 'float': 'float', 'bool': 'bool', 'list': 'list',
+                 'dict': 'dict', 'duration': 'raw'}
 _TRUE = ('true', 'yes', 'on', '1')
 # A role_default that is the setting's own default (a path the role's tasks also need).
 SAME = object()
@@ -81,6 +86,11 @@ class Setting:
         self.role_default = default if role_default is SAME else role_default
         self.default_text = default_text
         self.group = group
+
+    @property
+    def ansible_type(self):
+        """The type of the module's option and of the role's variable."""
+        return ANSIBLE_TYPES[self.kind]
 
     # ---- checking a value of any source
 
@@ -119,6 +129,13 @@ class Setting:
         elif kind == 'dict':
             if not isinstance(value, dict):
                 raise bad_option('%s: must be a mapping, got %r' % (where, value))
+        elif kind == 'duration':
+            if isinstance(value, str):
+                value = parse_duration(value, where)
+            elif isinstance(value, bool) or not isinstance(value, int):
+                raise bad_option('%s: must be a duration (seconds, or a number with a unit s, m, h, d or w: '
+                                 '90m, 12h, 7d), got %r' % (where, value))
+            self._check_bounds(value, where, 'a duration in seconds')
         return value
 
     def _check_bounds(self, value, where, what):
@@ -156,6 +173,8 @@ class Setting:
             return self.check(value, where)
         if kind == 'list':
             return self.check([_unquote(line, where) for line in text.splitlines() if line.strip()], where)
+        if kind == 'duration':
+            return self.check(parse_duration(text, where), where)
         if kind == 'dict':
             import json
             try:
@@ -174,6 +193,8 @@ class Setting:
         if self.kind == 'dict':
             import json
             return json.dumps(value, sort_keys=True)
+        if self.kind == 'duration':
+            return format_duration(value)
         return str(value)
 
     @property
@@ -273,9 +294,27 @@ SETTINGS = (
     Setting('ipv6_prefix', 'int', None,
             'Precise rules: count and block IPv6 clients per network of this prefix length (64 is usual).',
             metavar='N', minimum=1, maximum=128),
+    Setting('ipv4_prefix', 'int', None,
+            'Precise rules: count and block IPv4 clients per network of this prefix length (24 is usual; at least '
+            '8), as ipv6_prefix does for IPv6. Every client behind one campus or carrier NAT network then counts '
+            'as one.',
+            metavar='N', minimum=8, maximum=32),
     Setting('dns_timeout', 'float', 2.0,
             'Precise rules: the time limit of each DNS lookup, in seconds; a failed or slow lookup does not verify.',
             metavar='SECONDS', minimum=0),
+    Setting('ban_time', 'duration', None,
+            'Ban expiry: at the start of each run, remove a blocklist entry whose latest addition in the activity '
+            'log (or its rotated files) is older than this, and log it as expired. Seconds, or with a unit: 90m, '
+            '12h, 7d. Entries without an addition line (added by hand or by other software) never expire.',
+            metavar='DURATION', minimum=1),
+    Setting('ban_time_max', 'duration', None,
+            'Ban expiry for repeat offenders: each new block of an address whose earlier block expired lasts '
+            'twice as long as that one, up to this maximum. Needs ban_time.',
+            metavar='DURATION', minimum=1),
+    Setting('metrics_file', 'path', None,
+            "Prometheus metrics (text format, for node_exporter's textfile collector): written to this file "
+            'after every run, atomically; off when unset.',
+            metavar='PATH'),
 )
 
 BY_NAME = dict((s.name, s) for s in SETTINGS)
@@ -308,6 +347,14 @@ class Settings:
         """What no single row can check."""
         if self.ipv6_prefix is not None and self.rules != 'precise':
             raise bad_option('ipv6_prefix: IPv6 grouping needs the precise rules (rules: precise)')
+        if self.ipv4_prefix is not None and self.rules != 'precise':
+            raise bad_option('ipv4_prefix: IPv4 grouping needs the precise rules (rules: precise)')
+        if self.ban_time_max is not None:
+            if self.ban_time is None:
+                raise bad_option('ban_time_max: needs ban_time')
+            if self.ban_time_max < self.ban_time:
+                raise bad_option('ban_time_max: must be at least ban_time (%s), got %s'
+                                 % (format_duration(self.ban_time), format_duration(self.ban_time_max)))
         if not self.job_prefixes:
             raise bad_option('job_prefixes: must list at least one prefix')
         for name, crawler in self.crawlers.items():

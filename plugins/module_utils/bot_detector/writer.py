@@ -236,7 +236,17 @@ def _same_file(fd, path):
     return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
 
 
-def append_target(path):
+def rewrite_target(path):
+    """The file that unblock and expiry replace for ``path``: the one appends go to. As root,
+    append_target's (a link followed only when trusted); as another user, every link
+    followed, as its appends follow them. Replacing ``path`` itself would turn an operator's
+    link into a file of its own, which the appends would then leave."""
+    if os.geteuid() == 0:
+        return append_target(path, 'rewrite')
+    return os.path.realpath(path)
+
+
+def append_target(path, action='append to'):
     """As root: the file to append to for ``path``. A symbolic link (and each link after it)
     is followed only when it is owned by root or the running user and so is the directory it
     points into, as the kernel's protected_symlinks rule trusts a link; any other link could
@@ -256,7 +266,7 @@ def append_target(path):
         except OSError:
             directory_owner = None
         if info.st_uid not in trusted or directory_owner not in trusted:
-            raise BotDetectorError('refusing to append to %s: the symbolic link %s, or the directory it points into, '
-                                   'belongs to another user (running as root)' % (path, current))
+            raise BotDetectorError('refusing to %s %s: the symbolic link %s, or the directory it points into, '
+                                   'belongs to another user (running as root)' % (action, path, current))
         current = target
-    raise BotDetectorError('refusing to append to %s: more than %d symbolic links (running as root)' % (path, MAX_LINKS))
+    raise BotDetectorError('refusing to %s %s: more than %d symbolic links (running as root)' % (action, path, MAX_LINKS))

@@ -1,0 +1,173 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Prometheus metrics (``metrics_file``), in the text format node_exporter's textfile
+collector reads, written atomically after every run.
+
+One file serves every run on the host: the cron entries (one per log), the fleet's apply
+runs and unblocks. So each detection run replaces only the series of its own logs (label
+``log``), the counters of additions and removals are carried forward and added to, and the
+file is read, merged and replaced under the run's lock. A log's series that no run has
+renewed for a day (a log no longer scheduled) are dropped.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+import time
+from contextlib import contextmanager
+
+from .errors import BotDetectorError
+from .lists import entries, read_list
+from .messages import METRICS_UNWRITABLE
+from .replace import replace_file
+from .writer import BlocklistWriter
+
+__metaclass__ = type
+
+PREFIX = 'bot_detector_'
+# (name, type, help), in the file's order. Series of one detection run carry label ``log``.
+FAMILIES = (
+    ('last_run_timestamp_seconds', 'gauge', 'When the last detection run of these logs ended, in seconds since the epoch.'),
+    ('last_run_success', 'gauge', '1 when the last detection run of these logs completed, 0 when it failed.'),
+    ('last_run_duration_seconds', 'gauge', 'How long the last detection run of these logs took, in seconds.'),
+    ('last_run_read_bytes', 'gauge', 'Bytes of access log the last detection run of these logs read.'),
+    ('last_run_read_lines', 'gauge', 'Lines of access log the last detection run of these logs read.'),
+    ('last_run_top_count', 'gauge', 'The highest request count of an examined address per window in the last '
+                                    'detection run of these logs.'),
+    ('threshold', 'gauge', 'Requests in one hourly window that block an address, in the last detection run of these logs.'),
+    ('additions_total', 'counter', "Addresses appended to the blocklist, by reason: own (this host's runs), fleet, sync."),
+    ('removals_total', 'counter', 'Entries removed from the blocklist, by reason: expired, unblock.'),
+    ('blocklist_entries', 'gauge', 'Entries in the blocklist after the last run.'),
+)
+COUNTERS = ('additions_total', 'removals_total')
+STALE_AFTER = 86400
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+_UNESCAPE = {'\\\\': '\\', '\\"': '"', '\\n': '\n'}
+
+
+def _escape(value):
+    return value.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
+
+
+def _unescape(value):
+    return re.sub(r'\\.', lambda m: _UNESCAPE.get(m.group(0), m.group(0)), value)
+
+
+def parse(text):
+    """The samples of a metrics file this module wrote: [(name, ((label, value), ...), number)]."""
+    samples = []
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if line.startswith('#') or match is None:
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        labels = tuple(sorted((k, _unescape(v)) for k, v in _LABEL.findall(match.group(2) or '')))
+        samples.append((match.group(1)[len(PREFIX):], labels, value))
+    return samples
+
+
+def render(samples):
+    """The text format: HELP and TYPE per family, then its samples."""
+    out = []
+    for name, kind, help_text in FAMILIES:
+        mine = sorted((labels, value) for sample_name, labels, value in samples if sample_name == name)
+        if not mine:
+            continue
+        out.append('# HELP %s%s %s' % (PREFIX, name, help_text))
+        out.append('# TYPE %s%s %s' % (PREFIX, name, kind))
+        for labels, value in mine:
+            text = ','.join('%s="%s"' % (k, _escape(v)) for k, v in labels)
+            number = '%d' % value if float(value).is_integer() else repr(float(value))
+            out.append('%s%s%s %s' % (PREFIX, name, '{%s}' % text if text else '', number))
+    return '\n'.join(out) + '\n'
+
+
+def run_samples(result, logs, success, started, ended, settings):
+    """The series of one run: per-log ones for a detection run (``logs``), the counters' increments."""
+    samples = []
+    if logs:
+        log = ','.join(logs)
+        samples += [('last_run_timestamp_seconds', (('log', log),), round(ended, 3)),
+                    ('last_run_success', (('log', log),), 1 if success else 0),
+                    ('last_run_duration_seconds', (('log', log),), round(ended - started, 3))]
+        if success:
+            samples += [('last_run_read_bytes', (('log', log),), sum(s['bytes_read'] for s in result.scans)),
+                        ('last_run_read_lines', (('log', log),), sum(s['lines'] or 0 for s in result.scans)),
+                        ('threshold', (('log', log),), settings.threshold)]
+            for window in result.windows:
+                top = window['records'][0]['count'] if window['records'] else 0
+                samples.append(('last_run_top_count', (('log', log), ('window', window['name'])), top))
+    for reason, count in sorted(result.additions.items()):
+        samples.append(('additions_total', (('reason', reason),), count))
+    for reason, count in (('expired', len(result.expired)), ('unblock', len(result.unblocked or []))):
+        samples.append(('removals_total', (('reason', reason),), count))
+    return samples
+
+
+def merge(old, new, logs, now):
+    """The file's samples after a run: ``new`` for its logs, other logs' series unless stale,
+    counters added up (every reason present, from 0)."""
+    log = ','.join(logs) if logs else None
+    stale = set(dict(labels)['log'] for name, labels, value in old
+                if name == 'last_run_timestamp_seconds' and 'log' in dict(labels) and now - value > STALE_AFTER)
+    totals = {}
+    for name, labels, value in old + new:
+        if name in COUNTERS:
+            totals[(name, labels)] = totals.get((name, labels), 0) + value
+    for name, reasons in (('additions_total', ('own', 'fleet', 'sync')), ('removals_total', ('expired', 'unblock'))):
+        for reason in reasons:
+            totals.setdefault((name, (('reason', reason),)), 0)
+    merged = [(name, labels, value) for (name, labels), value in totals.items()]
+    for name, labels, value in old:
+        other = dict(labels).get('log')
+        if name not in COUNTERS and other is not None and other != log and other not in stale:
+            merged.append((name, labels, value))
+    merged += [sample for sample in new if sample[0] not in COUNTERS]
+    return merged
+
+
+def write(settings, result, logs, success, started):
+    """Read, merge and replace the metrics file under the run's lock."""
+    path = settings.metrics_file
+    writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
+    writer.lock()
+    try:
+        try:
+            old = parse(read_list(path).decode('utf-8'))
+        except UnicodeDecodeError:
+            old = []            # not a file of ours: start it anew
+        ended = time.time()
+        samples = merge(old, run_samples(result, logs, success, started, ended, settings), logs, ended)
+        samples.append(('blocklist_entries', (), len(entries(read_list(settings.blocklist)))))
+        replace_file(path, render(samples).encode('utf-8'))
+    finally:
+        writer.unlock()
+
+
+@contextmanager
+def recorded(settings, result, logs=None):
+    """Write the metrics after the run in the block (``logs``: a detection run's), success or
+    failure, unless in check mode. A metrics file that cannot be written is a warning: the
+    run itself did its work."""
+    started = time.time()
+    if settings.metrics_file is None or result.check_mode:
+        yield
+        return
+    try:
+        yield
+    except BotDetectorError:
+        try:
+            write(settings, result, logs, False, started)
+        except BotDetectorError:
+            pass            # the run's own error is the one to report
+        raise
+    try:
+        write(settings, result, logs, True, started)
+    except BotDetectorError as exc:
+        result.warn(METRICS_UNWRITABLE % exc.message)
