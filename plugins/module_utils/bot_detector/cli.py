@@ -7,7 +7,6 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import os
-import signal
 import sys
 
 from . import VERSION
@@ -16,8 +15,6 @@ from .errors import EXIT_BAD_OPTION, EXIT_OK, EXIT_SPEC_ERROR, BotDetectorError
 from .messages import USAGE_LINES, WARNING_PREFIX
 from .run import detect
 from .settings import DEFAULT_CONFIG, SETTINGS, resolve
-from .status import status
-from .unblock import unblock
 from .text import to_bytes
 
 __metaclass__ = type
@@ -125,6 +122,7 @@ def main(argv=None):
         # A closed standard output (| head) ends the run where it ends a shell script: at
         # the line that could not be written, silently, by SIGPIPE; after the run's own
         # clean-up (its lock), which the exception went through.
+        import signal
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGPIPE)
@@ -156,9 +154,11 @@ def _main(argv):
                            config_required=args.config is not None)
         now = parse_now(args.now) if args.now is not None else None
         if args.unblock:
+            from .unblock import unblock
             result = unblock(settings, args.unblock, check_mode=args.check, emit=None if args.json else emit,
                              on_warning=warn)
         elif args.status:
+            from .status import status
             result = status(settings, args.log, now=now)
             for line in result.warnings:
                 warn(line)

@@ -15,12 +15,10 @@ from __future__ import absolute_import, division, print_function
 
 import re
 import time
-from contextlib import contextmanager
 
 from .errors import BotDetectorError
 from .lists import entries, read_list
 from .messages import METRICS_UNWRITABLE
-from .replace import replace_file
 from .writer import BlocklistWriter
 
 __metaclass__ = type
@@ -134,6 +132,7 @@ def merge(old, new, logs, now):
 
 def write(settings, result, logs, success, started):
     """Read, merge and replace the metrics file under the run's lock."""
+    from .replace import replace_file       # tempfile: only runs that write metrics pay for it
     path = settings.metrics_file
     writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
     writer.lock()
@@ -150,24 +149,30 @@ def write(settings, result, logs, success, started):
         writer.unlock()
 
 
-@contextmanager
-def recorded(settings, result, logs=None):
+class recorded:  # pylint: disable=invalid-name      # used as a function: ``with recorded(...):``
     """Write the metrics after the run in the block (``logs``: a detection run's), success or
     failure, unless in check mode. A metrics file that cannot be written is a warning: the
     run itself did its work."""
-    started = time.time()
-    if settings.metrics_file is None or result.check_mode:
-        yield
-        return
-    try:
-        yield
-    except BotDetectorError:
+
+    def __init__(self, settings, result, logs=None):
+        self.settings, self.result, self.logs = settings, result, logs
+        self.started = time.time()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, traceback):
+        if self.settings.metrics_file is None or self.result.check_mode:
+            return False
+        if kind is not None:
+            if issubclass(kind, BotDetectorError):
+                try:
+                    write(self.settings, self.result, self.logs, False, self.started)
+                except BotDetectorError:
+                    pass            # the run's own error is the one to report
+            return False
         try:
-            write(settings, result, logs, False, started)
-        except BotDetectorError:
-            pass            # the run's own error is the one to report
-        raise
-    try:
-        write(settings, result, logs, True, started)
-    except BotDetectorError as exc:
-        result.warn(METRICS_UNWRITABLE % exc.message)
+            write(self.settings, self.result, self.logs, True, self.started)
+        except BotDetectorError as exc:
+            self.result.warn(METRICS_UNWRITABLE % exc.message)
+        return False

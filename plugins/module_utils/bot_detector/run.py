@@ -20,7 +20,6 @@ import time
 from .addresses import server_addresses
 from .clock import hour_windows
 from .errors import bad_option
-from .expiry import expire
 from .lists import count_lines, read_list
 from .logfile import check_readable
 from .messages import ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, UNREADABLE_FORMAT
@@ -70,6 +69,7 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
         content = read_list(settings.blocklist)
         result.blocklist_before = content
         if expire_bans and settings.ban_time is not None:
+            from .expiry import expire      # only runs with a ban time pay for it
             content = expire(settings, writer, result, content, check_mode)
         result.blocklist_lines = count_lines(content)
         return writer, rules.lists(content, read_list(settings.exclusions_file))
