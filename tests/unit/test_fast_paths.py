@@ -31,7 +31,7 @@ line = st.lists(piece, max_size=12).map(b''.join)
 marker = st.sampled_from([b'Google', b'G', b'bot', b'oo', b'/files/', b'\xff', b'Goo\ngle'])
 
 
-def per_line_counts(line_filter, lines, stamp):
+def per_line_spec(line_filter, lines, stamp):
     return Counter(rules.first_field(l) for l in lines if stamp in l and line_filter.keep(l))
 
 
@@ -45,14 +45,30 @@ def test_batch_filter_equals_per_line_rules(lines, search_engine):
     assert counted == Counter(rules.first_field(l) for l in lines if line_filter.keep(l))
 
 
+def precise_filter():
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import precise
+    return precise.PreciseFilter(settings.SPEC_JOB_PREFIXES, {'Googlebot': {'user_agent': 'Google'}, 'Bing': {'user_agent': 'b.T'}})
+
+
+def per_line_precise(line_filter, lines, stamp):
+    counted = Counter()
+    for l in lines:
+        if stamp in l:
+            line_filter.count_into([l], counted)        # one line at a time: no batching
+    return counted
+
+
 @hsettings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(lines=st.lists(line, max_size=60), final_newline=st.booleans(), dense=st.booleans())
-def test_tally_equals_per_line_rules(lines, final_newline, dense):
+@given(lines=st.lists(line, max_size=60), final_newline=st.booleans(), dense=st.booleans(), precise=st.booleans())
+def test_tally_equals_per_line_rules(lines, final_newline, dense, precise):
     """Every stamp counted, the windows' by the fast path and the others as tracked ones,
-    over chunks cut at a newline or not, whatever share of the lines holds a stamp."""
+    over chunks cut at a newline or not, whatever share of the lines holds a stamp; the
+    spec's rules against their per-line definition, the precise ones against themselves
+    applied one line at a time."""
     if dense:       # most lines hold the first stamp (an incremental run's chunk), some do not
         lines = [l + b' [' + STAMPS[0] + b':00:00 +0000]' if i % 7 else l for i, l in enumerate(lines)]
-    line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
+    line_filter = precise_filter() if precise else rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
+    per_line_counts = per_line_precise if precise else per_line_spec
     buf = b'\n'.join(lines) + (b'\n' if final_newline else b'')
     counted = tally.Tally(STAMPS[:2], line_filter, tracked=STAMPS[1:])
     counted.chunk(buf)
@@ -159,7 +175,7 @@ def test_an_hours_chunk_finds_the_other_stamps_on_its_other_lines():
         counted = tally.Tally(STAMPS[:2], line_filter, tracked=STAMPS[2:4])
         counted.chunk(b'\n'.join(lines) + b'\n')
         for stamp in STAMPS[:4]:
-            assert counted.counters[stamp] == per_line_counts(line_filter, lines, stamp), stamp
+            assert counted.counters[stamp] == per_line_spec(line_filter, lines, stamp), stamp
         assert counted.counters[STAMPS[0]] == {b'10.9.9.1': 1}
 
 

@@ -127,13 +127,16 @@ def probe(fd, offset):
 
 class SeekPlan:
     """Where to start reading a plain log (``start``; None: read it all), the earliest
-    instant a line that counts can have been written less the margin (``target``), and the
-    instant of its first timestamped line (``first``; None when it has none near the start)."""
+    instant a line that counts can have been written less the margin (``target``), the
+    instant of its first timestamped line (``first``; None when it has none near the
+    start), and where the lines of that earliest instant begin, as far as the probes tell
+    (``counted_from``: only a hint, to share the counting out evenly between workers)."""
 
-    def __init__(self, start, target, first):
+    def __init__(self, start, target, first, counted_from=None):
         self.start = start
         self.target = target
         self.first = first
+        self.counted_from = counted_from
 
 
 def plan_seek(fd, size, stamps, margin):
@@ -172,7 +175,8 @@ def plan_seek(fd, size, stamps, margin):
         if instant >= target:
             break
         start = line_start
-    return SeekPlan(start, target, first_time)
+    counted_from = next((line_start for line_start, instant, dummy in probes if instant >= target + margin), start)
+    return SeekPlan(start, target, first_time, max(start, counted_from))
 
 
 def line_start_after(handle, offset):

@@ -44,10 +44,10 @@ class PreciseFilter:
         self._crawler = re.compile(b'|'.join(groups), re.IGNORECASE) if groups else None
 
     def kept(self, lines):
-        """(the job-page lines, joined): see rules.LineFilter.kept."""
+        """(the job-page lines, joined, None): see rules.LineFilter.kept."""
         lines = list(compress(lines, map(self._prefixes.search, lines)))
         lines = list(compress(lines, map(not_, map(contains, lines, repeat(b'/files/')))))
-        return lines, b'\n'.join(lines)
+        return lines, b'\n'.join(lines), None
 
     def count_into(self, lines, counter):
         self.count_kept(self.kept(lines)[0], counter, None)

@@ -230,14 +230,17 @@ def idle_cores():
     return max(1, cores - max(0, busy))
 
 
-def count_parallel(path, handle, start, end, tally):
+def count_parallel(path, handle, start, end, tally, counted_from=None):
     """Count [start, end) in one forked process per core, each over a line-aligned part,
-    and add up their counters. Returns the bytes read."""
+    and add up their counters. ``counted_from``: where the lines that count begin (the
+    bytes before it are read quickly), so [counted_from, end) is shared out evenly, the
+    first part also taking [start, counted_from). Returns the bytes read."""
     workers = workers_for(end - start)
     if workers < 2:
         return count_range(handle.fileno(), start, end, tally)
     import pickle       # only runs that fork pay for it
-    bounds = [start] + [line_start_after(handle, start + (end - start) * i // workers) for i in range(1, workers)] + [end]
+    even = start if counted_from is None else min(max(start, counted_from), end)
+    bounds = [start] + [line_start_after(handle, even + (end - even) * i // workers) for i in range(1, workers)] + [end]
     children = []
     for part in range(1, workers):
         reader, writer = os.pipe()

@@ -80,17 +80,19 @@ class LineFilter:
         return lines, joined
 
     def kept(self, lines):
-        """(the lines ``keep`` keeps, those lines joined by newlines): for a caller that
-        counts subsets of them (count_kept)."""
+        """(the lines ``keep`` keeps, those lines joined by newlines, how to cut their first
+        fields): for a caller that counts subsets of them (count_kept)."""
         lines, joined = self._kept(lines)
-        return lines, b'\n'.join(lines) if joined is None else joined
+        if joined is None:
+            joined = b'\n'.join(lines)
+        return lines, joined, _split_rule(joined)
 
     @staticmethod
-    def count_kept(lines, counter, joined):
-        """Count the first field of each of ``lines``, a subset of lines that ``kept``
-        kept and joined into ``joined``: how to cut the first fields holds for them all."""
+    def count_kept(lines, counter, first_fields):
+        """Count the first field of each of ``lines``, some of the lines ``kept`` kept, cut
+        by the ``first_fields`` it gave."""
         if lines:
-            counter.update(_split_rule(joined)(lines))
+            counter.update(first_fields(lines))
 
     def count_into(self, lines, counter):
         """Count the first field of each line the rules keep."""

@@ -134,7 +134,7 @@ class Tally:
             selected = lines_holding(buf, stamp, limit)
             if selected:
                 self.line_filter.count_into(selected, self.counters[stamp])
-        self._count_tracked(buf, limit, None)
+        self._count_tracked(buf, limit)
 
     def _dense_chunk(self, buf, limit, dense):
         """A chunk mostly of the windows' hours (a time-ordered log; what an incremental run
@@ -145,7 +145,7 @@ class Tally:
         lines = buf.split(b'\n')
         if limit < len(buf):
             lines.pop()     # the unfinished line after ``limit``
-        kept, joined = self.line_filter.kept(lines)
+        kept, joined, first_fields = self.line_filter.kept(lines)
         if not kept:
             return
         selected_lines = 0
@@ -154,26 +154,26 @@ class Tally:
                 selected = list(compress(kept, map(contains, kept, repeat(stamp))))
             else:
                 selected = lines_holding(joined, stamp, len(joined))
-            self.line_filter.count_kept(selected, self.counters[stamp], joined)
+            self.line_filter.count_kept(selected, self.counters[stamp], first_fields)
             selected_lines += len(selected)
         # Every line holding a stamp of the month holds its text ('/Nov/2026:') once per
         # stamp, and no stamp's text holds it twice: as many of them as lines selected,
         # and no tracked stamp is among the lines kept.
         if self.tracked and (self._month is None or joined.count(self._month) != selected_lines):
-            self._count_tracked(joined, len(joined), joined)
+            self._count_tracked(joined, len(joined), (first_fields,))
 
-    def _count_tracked(self, buf, limit, kept_joined):
+    def _count_tracked(self, buf, limit, kept=None):
         """Count the lines of ``buf[:limit]`` holding a tracked stamp (rare in a chunk:
-        one search per date tells whether any is there at all). ``kept_joined``: ``buf``
-        holds lines the rules kept, joined (their count_kept argument), else None."""
+        one search per date tells whether any is there at all). ``kept``: ``buf`` holds
+        lines the rules kept, joined, and ``kept[0]`` cuts their first fields."""
         for date, finder in self._finders:
             if buf.find(date, 0, limit) != -1:
                 for stamp in set(finder.findall(buf, 0, limit)):
                     found = lines_holding(buf, stamp, limit)
-                    if kept_joined is None:
+                    if kept is None:
                         self.line_filter.count_into(found, self.counters[stamp])
                     else:
-                        self.line_filter.count_kept(found, self.counters[stamp], kept_joined)
+                        self.line_filter.count_kept(found, self.counters[stamp], kept[0])
 
 
 def _stamp_finders(stamps):
@@ -226,7 +226,7 @@ def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=Fals
         start = plan.start if seek and plan is not None else None
         scan = Scan(path, 'full' if start is None else 'seek', start or 0)
         scan.end = size if tail is None else reading.lines_end(fd, scan.start, size)
-        reading.count_parallel(path, handle, scan.start, scan.end, tally)
+        reading.count_parallel(path, handle, scan.start, scan.end, tally, plan.counted_from if start is not None else None)
         if scan.end < size:
             reading.count_range(fd, scan.end, size, tail)
         scan.bytes_read = size - scan.start     # the part of the file scanned
