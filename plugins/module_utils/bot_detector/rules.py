@@ -74,7 +74,7 @@ class LineFilter:
         for marker in (self._search_engine, b'/files/'):
             if joined is None:
                 joined = b'\n'.join(lines)
-            if marker in joined:       # joined, a marker with a newline may match falsely: only a pass more
+            if in_text(marker, joined):     # a marker with a newline may match falsely: only a pass more
                 lines = list(compress(lines, map(not_, map(contains, lines, repeat(marker)))))
                 joined = None
         return lines, joined
@@ -100,6 +100,13 @@ class LineFilter:
         count_first_fields(lines, counter, joined)
 
 
+def in_text(needle, text):
+    """``needle in text``, twice as fast for a needle of six bytes or more in a large
+    text: CPython looks for such a needle with the two-way algorithm, for a shorter one
+    with a loop that is faster on average; its first five bytes absent, it is absent."""
+    return needle[:5] in text and (len(needle) <= 5 or needle in text)
+
+
 def first_field(line):
     """awk '{print $1}': the first run of characters other than space and tab."""
     match = _FIRST_FIELD.search(line)
@@ -108,29 +115,27 @@ def first_field(line):
 
 def count_first_fields(lines, counter, joined=None):
     """Add 1 to ``counter`` for the first field of each line (``joined``: the lines joined
-    by newlines, when the caller has them).
-
-    bytes.split(b' ', 1)[0] is awk's $1 unless a line starts with a blank or holds a tab;
-    when one of the lines does (one search of them joined tells), all are counted with
-    ``first_field``. Counter.update of an iterable counts in C; of a mapping, in Python."""
+    by newlines, when the caller has them). Counter.update of a list counts in C; of a
+    mapping, in Python; of a chain of maps, a third slower than of their list."""
     if lines:
         counter.update(_split_rule(b'\n'.join(lines) if joined is None else joined)(lines))
 
 
 def _split_rule(joined):
-    """How to cut the first fields of the lines joined in ``joined``: at the first space,
-    or, when one of them starts with a blank or holds a tab, by ``first_field``."""
-    if b'\t' in joined or joined[:1] == b' ' or b'\n ' in joined:
-        return _first_fields_exact
-    return _first_fields_at_space
+    """How to cut the first fields of the lines joined in ``joined``: by ``first_field``
+    when one holds a tab (one memchr tells), else at the first space (_first_fields_at_space)."""
+    return _first_fields_exact if b'\t' in joined else _first_fields_at_space
 
 
 def _first_fields_exact(lines):
-    return map(first_field, lines)
+    return list(map(first_field, lines))
 
 
 def _first_fields_at_space(lines):
-    return map(itemgetter(0), map(bytes.split, lines, repeat(b' '), repeat(1)))
+    """bytes.split(b' ', 1)[0], which is awk's $1 for a line without a tab unless it starts
+    with a space (or is empty): then its field is empty, and all are cut by ``first_field``."""
+    fields = list(map(itemgetter(0), map(bytes.split, lines, repeat(b' '), repeat(1))))
+    return _first_fields_exact(lines) if b'' in fields else fields
 
 
 def top_records(counter, server_ips, top):
