@@ -6,6 +6,7 @@ import json
 import os
 import random
 import stat
+import struct
 from collections import Counter
 
 import pytest
@@ -71,19 +72,27 @@ def with_header(data, change):
     return json.dumps(header).encode() + b'\n' + body
 
 
-def forged_section(data, content, part='counts'):
-    """The first section's ``part`` line ('top' or 'counts') replaced by ``content``, its
+def forged_section(data, raw, part='counts'):
+    """The first section's ``part`` ('top' or 'counts') replaced by the bytes ``raw``, its
     length and CRC made to fit: damage the checksum cannot see, found when it is parsed."""
     header, body = header_and_sections(data)
     first = header['files'][0]['sections'][0]
     top_length, counts_length = first['top'][0], first['counts'][0]
-    raw = json.dumps(content).encode() + b'\n'
     if part == 'top':
         body = raw + body[top_length:]
     else:
         body = body[:top_length] + raw + body[top_length + counts_length:]
     first[part] = [len(raw), binascii.crc32(raw)]
     return json.dumps(header).encode() + b'\n' + body
+
+
+def counts_part(keys, counts, claims=()):
+    """A counts part written by hand: claims (JSON), keys, 64-bit little-endian counts."""
+    return json.dumps(list(claims)).encode() + b'\n' + keys + b'\n' + b''.join(struct.pack('<Q', n) for n in counts)
+
+
+def top_part(content):
+    return json.dumps(content).encode() + b'\n'
 
 
 def damaged_files():
@@ -114,26 +123,37 @@ def damaged_files():
 def forged_sections():
     good = sample_state().dumps()
     return {
-        'count as text': forged_section(good, {'keys': 'a', 'counts': ['5']}),
-        'negative count': forged_section(good, {'keys': 'a', 'counts': [-5]}),
-        'bool count': forged_section(good, {'keys': 'a', 'counts': [True]}),
-        'more keys than counts': forged_section(good, {'keys': 'a b', 'counts': [1]}),
-        'keys but no counts': forged_section(good, {'keys': 'a', 'counts': []}),
-        'key twice': forged_section(good, {'keys': 'a a', 'counts': [1, 2]}),
-        'claim twice': forged_section(good, {'keys': '', 'counts': [], 'claims': [['a', 'g', 1], ['a', 'g', 2]]}),
-        'bad claim': forged_section(good, {'keys': '', 'counts': [], 'claims': [['a', 'g', '1']]}),
-        'wide key': forged_section(good, {'keys': '\u20ac', 'counts': [1]}),
-        'not an object': forged_section(good, ['a', 1]),
+        'zero count': forged_section(good, counts_part(b'a', [0])),
+        'counts cut short': forged_section(good, counts_part(b'a', [5])[:-3]),
+        'more keys than counts': forged_section(good, counts_part(b'a b', [1])),
+        'keys but no counts': forged_section(good, counts_part(b'a', [])),
+        'key twice': forged_section(good, counts_part(b'a a', [1, 2])),
+        'no keys line': forged_section(good, b'[]\n'),
+        'claim twice': forged_section(good, counts_part(b'', [], [['a', 'g', 1], ['a', 'g', 2]])),
+        'bad claim': forged_section(good, counts_part(b'', [], [['a', 'g', '1']])),
+        'bool claim count': forged_section(good, counts_part(b'', [], [['a', 'g', True]])),
+        'wide claim key': forged_section(good, counts_part(b'', [], [['\u20ac', 'g', 1]])),
+        'claims not a list': forged_section(good, b'{}\na\n' + struct.pack('<Q', 1)),
+        'claims not json': forged_section(good, b'cos\na\n' + struct.pack('<Q', 1)),
     }
+
+
+def test_a_hand_written_section_reads_back():
+    """The counts part's layout as the module's docstring gives it, written here by hand."""
+    st = sample_state()
+    raw = counts_part(b'1.2.3.4 \xff\x00odd', [5, 2**40], [['66.249.66.1', 'google', 7]])
+    loaded = state.loads(forged_section(st.dumps(), raw), LOG)
+    assert loaded.files[0].counts.get(st.stamps[0]) == Counter(
+        {b'1.2.3.4': 5, b'\xff\x00odd': 2**40, (b'66.249.66.1', 'google'): 7})
 
 
 def forged_tops():
     good = sample_state().dumps()
     return {
-        'count as text': forged_section(good, {'complete': True, 'keys': ['a'], 'counts': ['5']}, 'top'),
-        'complete as text': forged_section(good, {'complete': 'yes', 'keys': ['a'], 'counts': [5]}, 'top'),
-        'more keys': forged_section(good, {'complete': False, 'keys': ['a', 'b'], 'counts': [5]}, 'top'),
-        'not an object': forged_section(good, [], 'top'),
+        'count as text': forged_section(good, top_part({'complete': True, 'keys': ['a'], 'counts': ['5']}), 'top'),
+        'complete as text': forged_section(good, top_part({'complete': 'yes', 'keys': ['a'], 'counts': [5]}), 'top'),
+        'more keys': forged_section(good, top_part({'complete': False, 'keys': ['a', 'b'], 'counts': [5]}), 'top'),
+        'not an object': forged_section(good, top_part([]), 'top'),
     }
 
 
@@ -188,6 +208,20 @@ def test_load_ignores_what_it_cannot_trust_with_one_warning(tmp_path):
     os.mkfifo(path)                                                     # never blocks
     loaded, warning = statedir.load(directory, LOG)
     assert loaded is None and 'not a regular file' in warning
+
+
+def test_a_state_of_an_earlier_format_is_dropped_without_a_warning(tmp_path):
+    """After an upgrade the first run starts cold, quietly; a format no version wrote is a
+    foreign file, and warned about."""
+    directory = str(tmp_path / 'state')
+    assert statedir.save(directory, [sample_state()]) is None
+    path = statedir.state_path(directory, LOG)
+    good = open(path, 'rb').read()
+    for fmt, warned in (('jobboard.bot_detector state 1', False), ('something else', True)):
+        with open(path, 'wb') as handle:
+            handle.write(with_header(good, lambda h: h.update(format=fmt)))
+        loaded, warning = statedir.load(directory, LOG)
+        assert loaded is None and (warning is not None) == warned, fmt
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason='needs root to give the file to another user')

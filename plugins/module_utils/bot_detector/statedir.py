@@ -11,7 +11,7 @@ import errno
 import os
 import stat
 
-from .state import StateError, loads
+from .state import EarlierFormat, StateError, loads
 
 __metaclass__ = type
 
@@ -57,6 +57,8 @@ def load(state_dir, log):
         os.close(fd)
     try:
         return loads(b''.join(chunks), log), None
+    except EarlierFormat:
+        return None, None
     except StateError as exc:
         return None, 'state file %s ignored: %s' % (path, exc)
 
