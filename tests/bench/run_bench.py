@@ -2,7 +2,8 @@
 generated logs, in one run, with alternating repetitions. Writes docs/benchmarks.md.
 
 - Cold runs: one run on a 6, 24 and 96-hour time-ordered log and on the 24-hour log
-  shuffled; median wall time, CPU time and peak RSS of each, and their ratios.
+  shuffled, and the two 24-hour ones again with both sides pinned to one core; the cases'
+  repetitions interleaved; median wall time, CPU time and peak RSS of each, and their ratios.
 - The cron day: a log that starts at midnight and grows through the afternoon, with a run
   every 10 minutes from 12:00 to 17:50 (36 runs, --now at each run's time): the reference,
   the command with an incremental state (--state-dir) and the command without one. Every
@@ -83,19 +84,22 @@ def measure(argv, env):
 class Side:
     """The reference or the command, with its own blocklist, exclusion list and activity log."""
 
-    def __init__(self, who, scratch, state=False):
+    def __init__(self, who, scratch, state=False, pin=False):
         self.who = who
         self.dir = os.path.join(scratch, who)
         os.makedirs(self.dir)
         self.blocklist, self.exclusions, self.activity = [os.path.join(self.dir, n) for n in ('blocklist', 'exclusions', 'activity.log')]
         self.state_dir = os.path.join(self.dir, 'state') if state else None
+        # Pinned to one CPU (util-linux taskset): the reference's pipeline shares it, and
+        # the command, whose workers go by the cores it may use, stays in one process.
+        self.prefix = ['taskset', '-c', '0'] if pin else []
 
     def run(self, log, now):
         if self.who == 'reference':
             env = dict(ENV, BD_BLOCKLIST=self.blocklist, BD_EXCLUSIONS=self.exclusions, BD_ACTIVITY_LOG=self.activity,
                        BD_SERVER_IP=SERVER_IP, BD_NOW=now)
-            return measure([REFERENCE, log], env)
-        argv = [PYTHON, '-S', os.path.join(CORE, '__main__.py'), '--blocklist', self.blocklist,
+            return measure(self.prefix + [REFERENCE, log], env)
+        argv = self.prefix + [PYTHON, '-S', os.path.join(CORE, '__main__.py'), '--blocklist', self.blocklist,
                 '--exclusions', self.exclusions, '--activity-log', self.activity,
                 '--server-ip', SERVER_IP, '--now', now]
         if self.state_dir:
@@ -107,19 +111,30 @@ def masked(stdout):
     return b'\n'.join(b'Execution time: N seconds' if l.startswith(b'Execution time: ') else l for l in stdout.split(b'\n'))
 
 
-def run_cold(log, reps):
+def run_cold(cases):
+    """Cold runs of each case (key, log, repetitions, pinned to one core), interleaved: the
+    first repetition of every case, then the second, each with the reference and the
+    command in alternating order, so that a slow spell of a shared machine spreads over the
+    cases instead of falling on one. {key: {side: median wall, median CPU, peak RSS}}."""
     scratch = tempfile.mkdtemp()
     try:
-        subprocess.run(['cat', log], stdout=subprocess.DEVNULL, check=True)     # warm the page cache
-        results = {'reference': [], 'command': []}
-        for rep in range(reps):
+        for log in sorted(set(case[1] for case in cases)):
+            subprocess.run(['cat', log], stdout=subprocess.DEVNULL, check=True)     # warm the page cache
+        results = dict((key, {'reference': [], 'command': []}) for key, dummy, dummy, dummy in cases)
+        for rep in range(max(case[2] for case in cases)):
             order = ('reference', 'command') if rep % 2 == 0 else ('command', 'reference')
-            for who in order:
-                results[who].append(Side(who, os.path.join(scratch, str(rep))).run(log, NOW))
-            if masked(results['reference'][-1]['stdout']) != masked(results['command'][-1]['stdout']):
-                raise SystemExit('%s: the command printed other lines than the reference' % log)
-        return dict((who, {'wall': statistics.median(r['wall'] for r in runs), 'cpu': statistics.median(r['cpu'] for r in runs),
-                           'rss': max(r['rss'] for r in runs)}) for who, runs in results.items())
+            for key, log, reps, pin in cases:
+                if rep >= reps:
+                    continue
+                mine = results[key]
+                for who in order:
+                    mine[who].append(Side(who, os.path.join(scratch, '%s-%d' % (key, rep)), pin=pin).run(log, NOW))
+                if masked(mine['reference'][-1]['stdout']) != masked(mine['command'][-1]['stdout']):
+                    raise SystemExit('%s: the command printed other lines than the reference' % log)
+        return dict((key, dict((who, {'wall': statistics.median(r['wall'] for r in runs),
+                                      'cpu': statistics.median(r['cpu'] for r in runs),
+                                      'rss': max(r['rss'] for r in runs)}) for who, runs in sides.items()))
+                    for key, sides in results.items())
     finally:
         shutil.rmtree(scratch)
 
@@ -210,15 +225,24 @@ def main():
     cold = ['| log | size | runs | reference: wall | command: wall | **wall ratio** | reference: CPU | command: CPU | CPU ratio '
             '| reference: peak RSS | command: peak RSS |',
             '|---|---|---|---|---|---|---|---|---|---|---|']
+    one_core = ['| log | reference: wall | command: wall | **wall ratio** |', '|---|---|---|---|']
+    cases = []
     for label, hours, shuffled, reps in COLD_CASES:
         log = cold_log(hours, shuffled)
-        size = os.path.getsize(log)
-        r = run_cold(log, reps)
-        ref, cmd = r['reference'], r['command']
-        cold.append('| %s | %.0f MB | %d + %d | %.3f s | %.3f s | **%.1f×** | %.3f s | %.3f s | %.1f× | %.1f MiB | %.1f MiB |' % (
-            label, size / 1e6, reps, reps, ref['wall'], cmd['wall'], ref['wall'] / cmd['wall'],
-            ref['cpu'], cmd['cpu'], ref['cpu'] / cmd['cpu'], ref['rss'], cmd['rss']))
-        print(cold[-1], flush=True)
+        cases.append((label, log, reps, False))
+        if hours == 24:
+            cases.append((label + ', one core', log, reps, True))
+    results = run_cold(cases)
+    for label, log, reps, pin in cases:
+        ref, cmd = results[label]['reference'], results[label]['command']
+        if pin:
+            one_core.append('| %s | %.3f s | %.3f s | **%.1f×** |' % (
+                label[:-len(', one core')], ref['wall'], cmd['wall'], ref['wall'] / cmd['wall']))
+        else:
+            cold.append('| %s | %.0f MB | %d + %d | %.3f s | %.3f s | **%.1f×** | %.3f s | %.3f s | %.1f× | %.1f MiB | %.1f MiB |' % (
+                label, os.path.getsize(log) / 1e6, reps, reps, ref['wall'], cmd['wall'], ref['wall'] / cmd['wall'],
+                ref['cpu'], cmd['cpu'], ref['cpu'] / cmd['cpu'], ref['rss'], cmd['rss']))
+    print('\n'.join(cold + one_core), flush=True)
     runs, totals, differ, (state_bytes, state_counts, state_keys) = run_day()
     ref = totals['reference']
     day = ['| side | runs | CPU, all runs | **CPU ratio** | median CPU per run | wall, all runs | wall ratio | peak RSS | output identical to the reference |',
@@ -239,7 +263,7 @@ def main():
     with open(os.path.join(ROOT, 'docs', 'benchmarks.md.in')) as f:
         template = f.read()
     text = (template.replace('@MACHINE@', machine()).replace('@DATE@', time.strftime('%Y-%m-%d')).replace('@LOAD@', load)
-            .replace('@COLD@', '\n'.join(cold)).replace('@DAY@', '\n'.join(day)).replace('@STATE@', state_line))
+            .replace('@COLD@', '\n'.join(cold)).replace('@ONE_CORE@', '\n'.join(one_core)).replace('@DAY@', '\n'.join(day)).replace('@STATE@', state_line))
     with open(os.path.join(ROOT, 'docs', 'benchmarks.md'), 'w') as f:
         f.write(text)
     print('wrote docs/benchmarks.md')

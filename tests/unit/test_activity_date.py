@@ -80,3 +80,35 @@ def test_date_now_is_taken_again_for_another_zone_or_locale_in_the_same_second(m
         got = clock.date_default_format()
         assert got in (before, date()), (tz, lc_all)
     time.tzset()
+
+
+@pytest.mark.parametrize('tz', ['UTC', 'UTC0', ':Europe/Berlin', 'America/New_York', 'EST5EDT', 'Australia/Lord_Howe',
+                                '<+0530>-5:30', 'Nowhere/Fake'])
+@pytest.mark.parametrize('locale_vars', [{}, {'LC_ALL': 'POSIX'}, {'LC_ALL': '', 'LC_TIME': 'C', 'LANG': GERMAN},
+                                         {'LANG': GERMAN}, {'LC_ALL': GERMAN, 'LC_TIME': 'C'}])
+def test_date_now_is_what_date_prints_whatever_the_zone_and_locale_variables(tz, locale_vars, monkeypatch):
+    """Under the C locale the date is written in this process (clock.C_DATE_FORMAT), under
+    another taken from `date`: both must print what `date` prints, for every way the
+    environment names a locale and for zones given as names, POSIX rules or nonsense."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock
+    if GERMAN in locale_vars.values():
+        require_german_locale()
+    env = environment(tz, **locale_vars)
+    for name in ('LC_ALL', 'LC_TIME', 'LANG', 'TZ'):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        if name in ('LC_ALL', 'LC_TIME', 'LANG', 'TZ'):
+            monkeypatch.setenv(name, value)
+    time.tzset()
+    try:
+        for dummy in range(3):
+            before = subprocess.run(['date'], env=env, stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+            got = clock.date_default_format()
+            after = subprocess.run(['date'], env=env, stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+            assert got in (before, after)
+            for epoch in (1792888200, 1775314800, 1767225600):
+                assert clock.date_default_format(epoch) == subprocess.run(
+                    ['date', '-d', '@%d' % epoch], env=env, stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+    finally:
+        monkeypatch.undo()
+        time.tzset()
