@@ -71,3 +71,10 @@ def test_status_of_a_missing_blocklist(files):
     got = run_core(files.options() + ['--status'])
     assert got.returncode == 0 and got.stdout == b'Blocklist %s: 0 entries\n' % bytes(files.blocklist)
     assert not files.blocklist.exists() and not files.activity_log.exists()
+
+
+def test_status_of_one_entry_added_by_hand(files):
+    files.blocklist.write_bytes(b'192.0.2.1\n')
+    got = run_core(files.options() + ['--status'])
+    lines = got.stdout.decode().splitlines()
+    assert got.returncode == 0 and lines[0] == 'Blocklist %s: 1 entry' % files.blocklist and lines[1].startswith('192.0.2.1')

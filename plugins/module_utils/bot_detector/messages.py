@@ -64,7 +64,11 @@ HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whos
 METRICS_UNWRITABLE = 'metrics not written: %s'
 
 # --status, in text: the blocklist's entries, then with a LOG each window's top records.
-STATUS_HEADING = 'Blocklist %s: %d entries'
+STATUS_HEADING = 'Blocklist %s: %d %s'
+
+
+def status_heading(blocklist, entries):
+    return STATUS_HEADING % (blocklist, entries, 'entry' if entries == 1 else 'entries')
 STATUS_ENTRY = '%s  %s; %s'
 STATUS_ADDED = {
     'own': "added %(date)s by this host's run, RPH=%(count)d",

@@ -39,7 +39,7 @@ class Status:
 
     def lines(self):
         """The text of --status."""
-        out = [messages.STATUS_HEADING % (self.blocklist, len(self.entries))]
+        out = [messages.status_heading(self.blocklist, len(self.entries))]
         for entry in self.entries:
             added = messages.STATUS_ADDED[entry['source']] % {'date': entry['added'], 'count': entry['count'] or 0}
             expires = messages.STATUS_EXPIRES[entry['state']] % dict(entry, date=entry['expires_date'])
