@@ -100,8 +100,8 @@ class Side:
                        BD_SERVER_IP=SERVER_IP, BD_NOW=now)
             return measure(self.prefix + [REFERENCE, log], env)
         argv = self.prefix + [PYTHON, '-S', os.path.join(CORE, '__main__.py'), '--blocklist', self.blocklist,
-                '--exclusions', self.exclusions, '--activity-log', self.activity,
-                '--server-ip', SERVER_IP, '--now', now]
+                              '--exclusions', self.exclusions, '--activity-log', self.activity,
+                              '--server-ip', SERVER_IP, '--now', now]
         if self.state_dir:
             argv += ['--state-dir', self.state_dir]
         return measure(argv + [log], ENV)

@@ -65,10 +65,6 @@ METRICS_UNWRITABLE = 'metrics not written: %s'
 
 # --status, in text: the blocklist's entries, then with a LOG each window's top records.
 STATUS_HEADING = 'Blocklist %s: %d %s'
-
-
-def status_heading(blocklist, entries):
-    return STATUS_HEADING % (blocklist, entries, 'entry' if entries == 1 else 'entries')
 STATUS_ENTRY = '%s  %s; %s'
 STATUS_ADDED = {
     'own': "added %(date)s by this host's run, RPH=%(count)d",
@@ -100,3 +96,7 @@ def unblocking(address, check_mode=False, ban=None):
 
 def activity_removed(date, address, reason):
     return ACTIVITY_REMOVED % {'date': date, 'address': address, 'reason': reason}
+
+
+def status_heading(blocklist, entries):
+    return STATUS_HEADING % (blocklist, entries, 'entry' if entries == 1 else 'entries')
