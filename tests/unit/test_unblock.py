@@ -84,6 +84,14 @@ def test_an_address_or_network_written_another_way_is_the_same_entry(files):
     assert files.read('blocklist') == b'10.0.0.0/24\n10.0.0.10\n'       # the /24 holds it but is not it
 
 
+def test_an_ipv4_address_asked_as_a_32_network_removes_its_plain_line(files):
+    files.blocklist.write_bytes(b'10.0.0.1\n10.0.0.10\n')
+    got = unblock(files, '10.0.0.1/32')
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == b'Unblocking IP address: 10.0.0.1/32\n'
+    assert files.read('blocklist') == b'10.0.0.10\n'
+
+
 def test_not_listed_is_a_message_exit_0_and_changes_nothing(files):
     files.blocklist.write_bytes(b'203.0.113.70\n')
     before = os.stat(str(files.blocklist))
