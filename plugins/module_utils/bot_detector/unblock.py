@@ -57,6 +57,9 @@ class Matcher:
             network = parse_network(address)
             if network is not None:
                 self.by_network.setdefault(network, address)
+                if network.version == 4 and network.prefixlen == 32:
+                    # A plain IPv4 line is looked up by its text only (below): its one spelling.
+                    self.by_text.setdefault(str(network.network_address).encode('ascii'), address)
 
     def __call__(self, line):
         key = line.strip()
