@@ -323,3 +323,13 @@ def test_fleet_sync_leaves_out_what_was_removed_since(files):
     files.blocklist.write_bytes(b'192.0.2.9\n192.0.2.8\n')
     assert unblock(files, '192.0.2.9').returncode == 0
     assert entry.local_blocks(str(files.activity_log)) == [{'address': '192.0.2.8', 'count': 1100}]
+
+
+def test_fleet_sync_leaves_out_what_was_removed_under_another_spelling(files):
+    files.activity_log.write_bytes(b'Sat Nov 21 01:00:00 UTC 2026 | IP addess 2001:db8::9 added to the block list, RPH=1300\n'
+                                   b'Sat Nov 21 01:05:00 UTC 2026 | IP addess 192.0.2.9 added to the block list, RPH=1200\n'
+                                   b'Sat Nov 21 01:10:00 UTC 2026 | IP addess 192.0.2.8 added to the block list, RPH=1100\n')
+    files.blocklist.write_bytes(b'2001:db8::9\n192.0.2.9\n192.0.2.8\n')
+    got = unblock(files, '2001:DB8:0::9', '192.0.2.9/32')
+    assert got.returncode == 0 and files.read('blocklist') == b'192.0.2.8\n'
+    assert entry.local_blocks(str(files.activity_log)) == [{'address': '192.0.2.8', 'count': 1100}]
