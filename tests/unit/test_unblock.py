@@ -333,3 +333,18 @@ def test_fleet_sync_leaves_out_what_was_removed_under_another_spelling(files):
     got = unblock(files, '2001:DB8:0::9', '192.0.2.9/32')
     assert got.returncode == 0 and files.read('blocklist') == b'192.0.2.8\n'
     assert entry.local_blocks(str(files.activity_log)) == [{'address': '192.0.2.8', 'count': 1100}]
+
+
+@pytest.mark.parametrize('unwritable', ['its directory missing', 'a directory in its place'])
+def test_an_activity_log_that_cannot_take_the_removal_line_changes_nothing(files, unwritable):
+    """As an addition checks both files before it writes either, an unblock whose activity
+    line cannot be written leaves the blocklist as it was."""
+    files.blocklist.write_bytes(b'192.0.2.9\n203.0.113.7\n')
+    if unwritable == 'its directory missing':
+        files.activity_log = files.base / 'gone' / 'bot-detector.log'
+    else:
+        files.activity_log.mkdir()
+    got = unblock(files, '203.0.113.7')
+    assert got.returncode == 3
+    assert got.stderr.startswith(b'bot-detector: error: cannot append to %s: ' % str(files.activity_log).encode())
+    assert files.read('blocklist') == b'192.0.2.9\n203.0.113.7\n'
