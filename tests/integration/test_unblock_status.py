@@ -154,3 +154,20 @@ def test_unblock_playbook_on_every_web_host(tmp_path):
     assert plain.returncode == 0
     assert (tmp_path / 'web1' / 'blocklist').read_bytes() == b''
     assert b'192.0.2.1' not in (tmp_path / 'web1' / 'exclusions').read_bytes()
+
+
+def test_the_diff_of_an_expired_entry_blocked_again_shows_its_removal_and_its_addition(tmp_path):
+    """The diff says which lines go and which come: an expired first line appended again by
+    the same run is one line removed at the top and one appended, not another line moved."""
+    blocklist, activity = tmp_path / 'blocklist', tmp_path / 'activity.log'
+    blocklist.write_bytes(b'203.0.113.7\n192.0.2.1\n')
+    activity.write_text('%s | IP addess 203.0.113.7 added to the block list, RPH=1450\n' % gnu_date(int(time.time()) - 3 * 3600))
+    log = tmp_path / 'access.log'
+    log.write_bytes(loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1300}))
+    detect = dict(blocklist=str(blocklist), activity_log=str(activity), log=str(log), now=NOW, server_ip='10.0.0.5',
+                  exclusions=str(tmp_path / 'none'), ban_time='2h')
+    rc, res = ansible(detect, flags=['--check', '--diff'])
+    assert rc == 0 and res['changed'] is True
+    assert res['messages'][:3] == ['Would unblock IP address: 203.0.113.7 (ban of 2h expired)', 'Checking the previous hour...',
+                                   'Would block IP address: 203.0.113.7 (1300 requests)']
+    assert res['diff']['prepared'].split('\n')[2:] == ['@@ -1 +0,0 @@', '-203.0.113.7', '@@ -2,0 +2 @@', '+203.0.113.7', '']

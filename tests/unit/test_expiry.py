@@ -277,3 +277,17 @@ def test_a_locale_with_a_12_hour_clock_reads_back_too(tmp_path):
         found = in_timezone(tz, lambda: reads(tz))
         assert [epoch for text, epoch in found] == expected(tz), found
         assert any(text.split()[4] == b'PM' for text, epoch in found) and any(text.split()[4] == b'AM' for text, epoch in found)
+
+
+def test_an_entry_unblocked_under_another_spelling_and_put_back_by_hand_stays(files, quiet_log):
+    """--unblock 2001:DB8::7 removes the line 2001:db8::7 (the same address); its removal
+    line must end that addition's record too, so the entry put back by hand never expires."""
+    files.blocklist.write_bytes(b'2001:db8::7\n')
+    files.activity_log.write_bytes(added('2001:db8::7', 6))
+    got = run_core(files.options() + ['--unblock', '2001:DB8::7'])
+    assert got.returncode == 0 and files.read('blocklist') == b''
+    files.blocklist.write_bytes(b'2001:db8::7\n')           # put back by hand
+    got = detect(files, quiet_log, '--ban-time', '2h')
+    assert got.returncode == 0, got.stderr
+    assert b'Unblocking' not in got.stdout
+    assert files.read('blocklist') == b'2001:db8::7\n'

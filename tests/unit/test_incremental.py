@@ -20,7 +20,7 @@ import time
 from hypothesis import HealthCheck, Phase, event, given, settings as hsettings, strategies as st
 
 import loggen
-from conftest import CORE, Files, in_timezone, mask_duration, run_reference
+from conftest import CORE, Files, in_timezone, mask_duration, run_core, run_reference
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import run, settings, statedir
 
 START = 1795255200          # 2026-11-21 10:00:00 UTC
@@ -376,3 +376,30 @@ def test_several_logs_each_keep_a_state_and_are_summed(tmp_path):
         assert printed[0] == printed[1]
     assert sorted(os.listdir(str(tmp_path / 'state'))) == sorted(
         os.path.basename(statedir.state_path('', str(log))) for log in (first.log, second.log))
+
+
+def test_a_fall_back_night_whose_two_windows_share_an_hour_counts_it_once(tmp_path):
+    """At 01:00 EST on 1 November 2026 (New York falls back), 'one hour ago' is 01:00 EDT:
+    both windows are the hour 01/Nov/2026:01. A run with a state made during the first
+    01:xx must count that hour once, as a run without a state and the reference do."""
+    first = 1793509200                   # 2026-11-01 05:00 UTC, 01:00 EDT
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(b'203.0.113.9 - - [01/Nov/2026:01:%02d:%02d -0400] "GET /jobs/%d HTTP/1.1" 200 5 "-" "M"\n'
+                             % (second // 60, second % 60, second) for second in range(0, 3600, 4)))  # 900 lines
+    state_dir = tmp_path / 'state'
+
+    def run(name, now, *extra):
+        lists = Files(tmp_path / name)
+        return run_core(['--blocklist', lists.blocklist, '--exclusions', lists.exclusions, '--activity-log', lists.activity_log,
+                         '--server-ip', SERVER, '--threshold', '1000', '--now', '@%d' % now, log] + list(extra), tz='America/New_York')
+
+    run('before', first + 3000, '--state-dir', state_dir)            # 01:50 EDT: keeps a state
+    fall_back = first + 3600                                          # 01:00 EST
+    cold = run('cold', fall_back)
+    incremental = run('incremental', fall_back, '--state-dir', state_dir)
+    ref = run_reference(log, tmp_path / 'ref-bl', tmp_path / 'ref-ex', tmp_path / 'ref-act', [SERVER], '@%d' % fall_back,
+                        tz='America/New_York')
+    assert mask_duration(ref.stdout) == mask_duration(cold.stdout) == (
+        b'Checking the previous hour...\nChecking the current hour...\nExecution time: N seconds\n')
+    assert mask_duration(incremental.stdout) == mask_duration(cold.stdout)
+    assert not (tmp_path / 'incremental' / 'ipblocklist.txt').exists()

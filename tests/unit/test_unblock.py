@@ -84,6 +84,14 @@ def test_an_address_or_network_written_another_way_is_the_same_entry(files):
     assert files.read('blocklist') == b'10.0.0.0/24\n10.0.0.10\n'       # the /24 holds it but is not it
 
 
+def test_an_ipv4_address_asked_as_a_32_network_removes_its_plain_line(files):
+    files.blocklist.write_bytes(b'10.0.0.1\n10.0.0.10\n')
+    got = unblock(files, '10.0.0.1/32')
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == b'Unblocking IP address: 10.0.0.1/32\n'
+    assert files.read('blocklist') == b'10.0.0.10\n'
+
+
 def test_not_listed_is_a_message_exit_0_and_changes_nothing(files):
     files.blocklist.write_bytes(b'203.0.113.70\n')
     before = os.stat(str(files.blocklist))
@@ -315,3 +323,28 @@ def test_fleet_sync_leaves_out_what_was_removed_since(files):
     files.blocklist.write_bytes(b'192.0.2.9\n192.0.2.8\n')
     assert unblock(files, '192.0.2.9').returncode == 0
     assert entry.local_blocks(str(files.activity_log)) == [{'address': '192.0.2.8', 'count': 1100}]
+
+
+def test_fleet_sync_leaves_out_what_was_removed_under_another_spelling(files):
+    files.activity_log.write_bytes(b'Sat Nov 21 01:00:00 UTC 2026 | IP addess 2001:db8::9 added to the block list, RPH=1300\n'
+                                   b'Sat Nov 21 01:05:00 UTC 2026 | IP addess 192.0.2.9 added to the block list, RPH=1200\n'
+                                   b'Sat Nov 21 01:10:00 UTC 2026 | IP addess 192.0.2.8 added to the block list, RPH=1100\n')
+    files.blocklist.write_bytes(b'2001:db8::9\n192.0.2.9\n192.0.2.8\n')
+    got = unblock(files, '2001:DB8:0::9', '192.0.2.9/32')
+    assert got.returncode == 0 and files.read('blocklist') == b'192.0.2.8\n'
+    assert entry.local_blocks(str(files.activity_log)) == [{'address': '192.0.2.8', 'count': 1100}]
+
+
+@pytest.mark.parametrize('unwritable', ['its directory missing', 'a directory in its place'])
+def test_an_activity_log_that_cannot_take_the_removal_line_changes_nothing(files, unwritable):
+    """As an addition checks both files before it writes either, an unblock whose activity
+    line cannot be written leaves the blocklist as it was."""
+    files.blocklist.write_bytes(b'192.0.2.9\n203.0.113.7\n')
+    if unwritable == 'its directory missing':
+        files.activity_log = files.base / 'gone' / 'bot-detector.log'
+    else:
+        files.activity_log.mkdir()
+    got = unblock(files, '203.0.113.7')
+    assert got.returncode == 3
+    assert got.stderr.startswith(b'bot-detector: error: cannot append to %s: ' % str(files.activity_log).encode())
+    assert files.read('blocklist') == b'192.0.2.9\n203.0.113.7\n'

@@ -54,6 +54,17 @@ def parse_network(text):
         return None
 
 
+def entry_key(text):
+    """What an activity-log line names, as one key for every spelling of it: an unblock of
+    2001:DB8::7 or 10.0.0.1/32 ends the record of 2001:db8::7 or 10.0.0.1 (unblock.py
+    removes those lines). Any other text is its own key."""
+    if b':' in text or b'/' in text:        # a plain IPv4 address has one spelling
+        network = parse_network(text)
+        if network is not None:
+            return str(network.network_address if network.num_addresses == 1 else network).encode('ascii')
+    return text
+
+
 def server_addresses():
     """Each address ``hostname -i`` prints (spec: server_ip)."""
     import subprocess       # only runs without --server-ip pay for it

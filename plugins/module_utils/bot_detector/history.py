@@ -12,6 +12,7 @@ import re
 import stat
 import zlib
 
+from .addresses import entry_key
 from .clock import DateReader, parse_duration
 from .errors import BotDetectorError
 from .lists import read_list
@@ -111,20 +112,20 @@ class History:
                     continue
                 address, reason, ban = match.groups()
                 event = Event(REMOVED, address, line[:match.start()], self.dates, reason=reason.decode('ascii'), ban=_ban(ban))
-            self.events.setdefault(address, []).append(event)
+            self.events.setdefault(entry_key(address), []).append(event)
 
     def latest_addition(self, address):
         """The addition that put ``address`` on the list as it is now: its last event when that
         is an addition. None when it has no event, or when its last event is a removal (it
         was put back by hand since)."""
-        events = self.events.get(address)
+        events = self.events.get(entry_key(address))
         if events and events[-1].kind == ADDED:
             return events[-1]
         return None
 
     def previous_ban(self, address):
         """The ban of the last expiry of ``address`` before its latest addition, or None."""
-        for event in reversed(self.events.get(address, [])[:-1]):
+        for event in reversed(self.events.get(entry_key(address), [])[:-1]):
             if event.kind == REMOVED and event.reason == 'expired':
                 return event.ban or 0
         return None

@@ -113,7 +113,7 @@ class Reading:
         stamp no new line touched, not parsed yet."""
         used = self.segments[:2 if self.use_rotated else 1]
         found = dict((stamp, []) for stamp in self.stamps)
-        for stamp in self.stamps:
+        for stamp in found:         # once each: both windows are one hour on a fall-back night
             for segment in used:
                 if stamp in segment.counts.stamps():
                     found[stamp].append(segment.counts if segment.counts.prefix(stamp) is not None else segment.counts.get(stamp))

@@ -81,14 +81,26 @@ class Result:
     def blocklist_diff(self, path):
         """A unified diff, without context, of the lines the run removes from and appends to
         the blocklist (or would, in check mode)."""
-        import difflib
+        # Written from what the run did, not computed by difflib: a matcher may pair an
+        # appended line with a removed one of the same text and show other lines moved.
         before = to_text(self.blocklist_before or b'').split('\n')
         if before[-1] == '':
             before.pop()
-        removed = set(self.removed_indexes)
-        after = [line for i, line in enumerate(before) if i not in removed] + [to_text(a) for a in self.appended]
-        diff = difflib.unified_diff(before, after, path, path, n=0, lineterm='')
-        return printable(''.join(line + '\n' for line in diff))
+        removed = sorted(set(self.removed_indexes))
+        diff = ['--- %s' % path, '+++ %s' % path]
+        gone = 0                # lines removed before the hunk
+        while gone < len(removed):
+            start = end = removed[gone]
+            while gone + (end - start) + 1 < len(removed) and removed[gone + end - start + 1] == end + 1:
+                end += 1
+            diff.append('@@ -%s +%s @@' % (_unified_range(start, end + 1 - start), _unified_range(start - gone, 0)))
+            diff.extend('-' + before[i] for i in range(start, end + 1))
+            gone += end + 1 - start
+        if self.appended:
+            kept = len(before) - len(removed)
+            diff.append('@@ -%s +%s @@' % (_unified_range(len(before), 0), _unified_range(kept, len(self.appended))))
+            diff.extend('+' + to_text(a) for a in self.appended)
+        return printable(''.join(line + '\n' for line in diff)) if len(diff) > 2 else ''
 
     def as_dict(self):
         return printable({
@@ -113,3 +125,10 @@ class Result:
             'unblocked': self.unblocked,
             'not_listed': self.not_listed,
         })
+
+
+def _unified_range(start, length):
+    """A hunk's range in a unified diff, as difflib writes it: lines from index ``start``."""
+    if length == 1:
+        return '%d' % (start + 1)
+    return '%d,%d' % (start + 1 if length else start, length)

@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 import re
 import time
 
-from .addresses import server_addresses
+from .addresses import entry_key, server_addresses
 from .clock import hour_windows
 from .errors import bad_option
 from .lists import count_lines, read_list
@@ -233,10 +233,10 @@ def local_blocks(activity_log):
     found = {}
     for line in read_list(activity_log).split(b'\n'):
         match = pattern.search(line)
-        if match and match.group(3) is None and match.group(1) not in found:
-            found[match.group(1)] = int(match.group(2))
+        if match and match.group(3) is None and entry_key(match.group(1)) not in found:
+            found[entry_key(match.group(1))] = (match.group(1), int(match.group(2)))
         elif match is None:
             match = removal.search(line)
-            if match:       # unblocked or expired since: not to be synced back
-                found.pop(match.group(1), None)
-    return [{'address': to_text(address), 'count': count} for address, count in found.items()]
+            if match:       # unblocked or expired since, under any spelling: not to be synced back
+                found.pop(entry_key(match.group(1)), None)
+    return [{'address': to_text(address), 'count': count} for address, count in found.values()]

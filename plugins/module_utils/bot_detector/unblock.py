@@ -11,6 +11,8 @@ owner and mode it had (replace.py); then one activity-log line per address remov
 
 from __future__ import absolute_import, division, print_function
 
+import os
+
 from .addresses import parse_network
 from .clock import date_default_format
 from .errors import bad_option
@@ -57,6 +59,9 @@ class Matcher:
             network = parse_network(address)
             if network is not None:
                 self.by_network.setdefault(network, address)
+                if network.version == 4 and network.prefixlen == 32:
+                    # A plain IPv4 line is looked up by its text only (below): its one spelling.
+                    self.by_text.setdefault(str(network.network_address).encode('ascii'), address)
 
     def __call__(self, line):
         key = line.strip()
@@ -95,11 +100,20 @@ def remove(writer, wanted, reason_of, result, check_mode):
         result.blocklist_before = content
     new_content, removed, indexes = without(content, wanted)
     if removed and not check_mode:
-        replace_file(target, new_content, info)
-        for address in wanted:
-            if address in removed:
-                line = activity_removed(date_default_format(), to_text(address), reason_of(address))
-                writer.append_line(writer.activity_log, to_bytes(line) + b'\n', fsync=True)
+        # The activity log checked first, as an addition does: a removal it cannot record
+        # is not made (an absent log whose directory takes it is created below).
+        activity_fd = writer.open_for_append(writer.activity_log, create=False)
+        try:
+            replace_file(target, new_content, info)
+            for address in wanted:
+                if address in removed:
+                    if activity_fd is None:
+                        activity_fd = writer.open_for_append(writer.activity_log)
+                    line = activity_removed(date_default_format(), to_text(address), reason_of(address))
+                    writer.write_line(activity_fd, writer.activity_log, to_bytes(line) + b'\n', fsync=True)
+        finally:
+            if activity_fd is not None:
+                os.close(activity_fd)
     result.removed_indexes.extend(indexes)
     result.blocklist_lines = count_lines(new_content)
     return removed, new_content
