@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from hypothesis import HealthCheck, Phase, event, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, Phase, event, example, given, settings as hsettings, strategies as st
 
 import loggen
 from conftest import CORE, Files, in_timezone, mask_duration, run_core, run_reference
@@ -33,17 +33,24 @@ def local(epoch):
     return time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(epoch))
 
 
+# Afternoons in these zones start 75 minutes before a DST switch (the runs' windows then
+# cross it: the fall-back hour twice, the spring-forward hour missing, Lord Howe's half hour).
+ZONE_STARTS = [('UTC', START), ('Europe/Berlin', 1792890000 - 4500), ('America/New_York', 1793512800 - 4500),
+               ('Australia/Lord_Howe', 1775314800 - 4500), ('Europe/Berlin', 1774746000 - 4500)]
+
+
 class Afternoon:
     """The log directory, the writer's clock and the lists every side starts a run from."""
 
-    def __init__(self, base, seed, rotated):
+    def __init__(self, base, seed, rotated, tz='UTC', start=START):
         self.base = base
+        self.tz = tz                # the zone of the web server, the runs and the reference
         self.rng = random.Random(seed)
-        self.noise = loggen.Scenario(seed, START)     # its requests that a rule drops
+        self.noise = loggen.Scenario(seed, start)     # its requests that a rule drops
         self.rotated = rotated
         self.log = base / 'access.log'
         self.log.write_bytes(b'')
-        self.clock = START
+        self.clock = start
         self.lists = Files(base / 'lists')
         self.lists.blocklist.write_bytes(b'203.0.113.6\n')
         self.lists.exclusions.write_bytes(b'2001:db8::2\n')
@@ -78,11 +85,11 @@ class Afternoon:
                 for dummy in range(minutes):
                     self.clock += 60
                     handle.write(b''.join(self.line(self.clock - self.rng.randrange(60)) for dummy2 in range(per_minute)))
-        in_timezone('UTC', append)
+        in_timezone(self.tz, append)
 
     def write_half_a_line(self):
         """The writer is in the middle of a line (two writes): a run sees its first part."""
-        line = in_timezone('UTC', lambda: loggen.line(HEAVY[0], self.clock, path='/job/half'))
+        line = in_timezone(self.tz, lambda: loggen.line(HEAVY[0], self.clock, path='/job/half'))
         cut = self.rng.randrange(1, len(line) - 1)
         with open(str(self.log), 'ab') as handle:
             handle.write(self.unfinished + line[:cut])
@@ -129,7 +136,7 @@ class Afternoon:
         chosen = self.settings(blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
                                activity_log=str(files.activity_log),
                                state_dir=None if state_dir is None else str(state_dir), **changed)
-        result = in_timezone('UTC', lambda: run.detect(chosen, [str(self.log)], now=now, emit=lines.append))
+        result = in_timezone(self.tz, lambda: run.detect(chosen, [str(self.log)], now=now, emit=lines.append))
         return result, mask_duration(('\n'.join(lines) + '\n').encode()), files
 
     def run(self, now, killed=False, **changed):
@@ -152,7 +159,7 @@ class Afternoon:
             for attribute in ('blocklist', 'exclusions'):
                 shutil.copyfile(str(getattr(self.lists, attribute)), str(getattr(reference, attribute)))
             ref = run_reference(self.log, reference.blocklist, reference.exclusions, reference.activity_log,
-                                [SERVER], local(now), extra_env={'BD_THRESHOLD': str(THRESHOLD), 'BD_TOP': str(TOP)})
+                                [SERVER], '@%d' % now, tz=self.tz, extra_env={'BD_THRESHOLD': str(THRESHOLD), 'BD_TOP': str(TOP)})
             assert ref.returncode == 0, ref.stderr
             assert mask_duration(ref.stdout) == printed
             assert reference.read('blocklist') == files.read('blocklist')
@@ -183,9 +190,12 @@ step = st.one_of(
 
 @hsettings(max_examples=25, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10 ** 6), rotated=st.booleans(), steps=st.lists(step, min_size=3, max_size=14))
-def test_runs_with_a_state_equal_cold_runs_and_the_reference(tmp_path_factory, seed, rotated, steps):
-    day = Afternoon(tmp_path_factory.mktemp('afternoon'), seed, rotated)
+@given(seed=st.integers(0, 10 ** 6), rotated=st.booleans(), steps=st.lists(step, min_size=3, max_size=14),
+       zone=st.sampled_from(ZONE_STARTS))
+@example(seed=1, rotated=False, zone=ZONE_STARTS[2],                # New York: runs in both 01:xx hours
+         steps=[('run', 0, 0), ('write', 30, 20), ('run', 0, 0), ('write', 30, 20), ('run', 0, 0)])
+def test_runs_with_a_state_equal_cold_runs_and_the_reference(tmp_path_factory, seed, rotated, steps, zone):
+    day = Afternoon(tmp_path_factory.mktemp('afternoon'), seed, rotated, *zone)
     day.write(day.log, 50, 25)
     day.run(day.clock)
     for kind, a, b in steps + [('write', 12, 20), ('run', 0, 0)]:
@@ -212,6 +222,7 @@ def test_runs_with_a_state_equal_cold_runs_and_the_reference(tmp_path_factory, s
     for mode in sorted(day.modes):
         event('read: %s' % mode)
     event('compared with the reference: %s' % ('yes' if day.compared['reference'] else 'no'))
+    event('zone: %s' % zone[0])
 
 
 def test_a_run_reads_only_what_was_appended_since_the_last(tmp_path):
