@@ -78,3 +78,12 @@ def test_status_of_one_entry_added_by_hand(files):
     got = run_core(files.options() + ['--status'])
     lines = got.stdout.decode().splitlines()
     assert got.returncode == 0 and lines[0] == 'Blocklist %s: 1 entry' % files.blocklist and lines[1].startswith('192.0.2.1')
+
+
+def test_status_of_a_list_it_cannot_read_is_an_error_naming_it(files):
+    """Not '0 entries' for a blocklist that is there but cannot be read (a directory here:
+    the tests run as root, who reads any file)."""
+    files.blocklist.mkdir()
+    got = run_core(files.options() + ['--status'])
+    assert got.returncode == 3 and got.stdout == b''
+    assert got.stderr.decode().strip() == 'bot-detector: error: cannot read %s: not a regular file' % files.blocklist

@@ -27,6 +27,8 @@ def test_files_owners_and_modes(host):
     assert (command.user, command.mode) == ('root', 0o755)
     assert command.contains('Ansible managed')
     assert host.file('/etc/logrotate.d/bot-detector').contains('/var/log/bot-detector.log')
+    # Numbered rotations whatever /etc/logrotate.conf says (dateext): ban expiry reads them.
+    assert host.file('/etc/logrotate.d/bot-detector').contains('^ *nodateext$')
     exclusions = host.file('/etc/ipexcludedlist.txt')
     assert exclusions.mode == 0o644
     assert get(host, '/etc/ipexcludedlist.txt') == b'# office\n203.0.113.250\n198.51.100.23\n'

@@ -5,6 +5,7 @@
 
 from __future__ import absolute_import, division, print_function
 
+import errno
 import os
 import stat
 
@@ -17,24 +18,30 @@ __metaclass__ = type
 READ_BLOCK = 1024 * 1024
 
 
-def read_list(path):
+def read_list(path, strict=False):
     """A list file's content for the search. Missing, unreadable or not a regular file (a
-    directory, a FIFO that would block) counts as empty, as a failed grep does (rule 5.6)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
+    directory, a FIFO that would block) counts as empty, as a failed grep does (rule 5.6).
+    ``strict`` (status, which must not report a list it cannot read as empty): only a
+    missing file is empty; the rest raises BotDetectorError naming the file."""
+    def unreadable(why):
+        if strict:
+            raise BotDetectorError('cannot read %s: %s' % (path, why))
         return b''
     try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return b'' if exc.errno == errno.ENOENT else unreadable(exc.strerror)
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b''
+            return unreadable('not a regular file')
         chunks = []
         while True:
             chunk = os.read(fd, READ_BLOCK)
             if not chunk:
                 return b''.join(chunks)
             chunks.append(chunk)
-    except OSError:
-        return b''
+    except OSError as exc:
+        return unreadable(exc.strerror)
     finally:
         os.close(fd)
 

@@ -69,7 +69,7 @@ def status(settings, logs=(), now=None, resolver=None):
     """The status of the blocklist (expiry judged on the wall clock, as the activity log's
     dates are) and, with ``logs``, of the windows as of ``now``."""
     report = Status(settings.blocklist)
-    content = read_list(settings.blocklist)
+    content = read_list(settings.blocklist, strict=True)
     found, history = bans(settings, content)
     report.warnings.extend(history.warnings)
     wall = time.time()
@@ -87,7 +87,7 @@ def status(settings, logs=(), now=None, resolver=None):
     if logs:
         from .run import _count      # the detector's own counting (and its warnings), unchanged
         rules, counts, server_ips, dummy = _count(settings, logs, now, resolver, report)    # no state saved
-        lists = rules.lists(content, read_list(settings.exclusions_file))
+        lists = rules.lists(content, read_list(settings.exclusions_file, strict=True))
         report.windows = []
         for window, counter in counts:
             records = []
