@@ -109,6 +109,15 @@ def mount(tmp_path):
         subprocess.run(['umount', str(point)], check=False)
 
 
+def fill_up(point):
+    """Fill the small filesystem at ``point`` (a ``mount`` tmpfs) with a file 'filler'."""
+    with open(str(point / 'filler'), 'wb') as filler:
+        try:
+            filler.write(b'x' * 1024 * 1024)
+        except OSError:
+            pass
+
+
 @pytest.fixture
 def zone():
     """Switch this process's local time zone, as TZ does for `date`."""

@@ -5,7 +5,7 @@ import os
 import pytest
 
 import loggen
-from conftest import require_root, Files, in_timezone, run_core
+from conftest import require_root, Files, fill_up, in_timezone, run_core
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -86,21 +86,13 @@ def test_activity_log_that_cannot_be_opened_writes_no_blocklist_line(tmp_path, l
     assert files.read('blocklist') == b'192.0.2.1\n'
 
 
-def fill(point):
-    with open(str(point / 'filler'), 'wb') as filler:
-        try:
-            filler.write(b'x' * 256 * 1024)
-        except OSError:
-            pass
-
-
 def test_full_activity_log_takes_back_the_blocklist_line(tmp_path, log, mount):
     """The blocklist append succeeds, the activity append finds the disk full: the run takes
     its blocklist line back, so neither file claims the addition."""
     point = mount('full', 'size=64k')
     activity = point / 'bot-detector.log'
     activity.write_bytes(b'x' * 4095 + b'\n')                     # one page: the next line needs another
-    fill(point)
+    fill_up(point)
     files = Files(tmp_path / 'files')
     files.blocklist.write_bytes(b'192.0.2.1\n')
     got = run_core(['--blocklist', files.blocklist, '--exclusions', files.exclusions, '--activity-log', activity,

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 import loggen
-from conftest import require_root, in_timezone, mask_duration, run_core
+from conftest import fill_up, require_root, in_timezone, mask_duration, run_core
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, reading, rules, settings, tally, writer
 
 NOW = '2026-11-21 04:13:43'
@@ -156,11 +156,7 @@ def test_full_filesystem_at_append(tmp_path, files, mount):
     blocklist = point / 'ipblocklist.txt'
     content = b'192.0.2.1\n' * 409 + b'1.2.3\n'         # exactly one 4 KiB page: an append needs another
     blocklist.write_bytes(content)
-    with open(str(point / 'filler'), 'wb') as filler:
-        try:
-            filler.write(b'x' * 128 * 1024)
-        except OSError:
-            pass
+    fill_up(point)
     log = tmp_path / 'access.log'
     log.write_bytes(clean_log())
     got = run_core(['--blocklist', blocklist, '--exclusions', files.exclusions, '--activity-log', files.activity_log,

@@ -12,7 +12,7 @@ import tempfile
 import pytest
 
 import loggen
-from conftest import CORE, in_timezone, run_core
+from conftest import CORE, fill_up, in_timezone, require_root, run_core
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import run as entry
 
 NOW = '2026-11-21 04:13:43'
@@ -42,15 +42,8 @@ def unblock(files, *addresses, extra=()):
     return run_core(args)
 
 
-def require_root():
-    if os.geteuid() != 0:
-        if os.environ.get('CI') == 'true':
-            pytest.fail('this test needs root (owners, mounts)')
-        pytest.skip('needs root')
-
-
 def test_removes_only_equal_lines_keeping_every_other_byte_owner_and_mode(files):
-    require_root()
+    require_root('this test needs root (owners)')
     files.blocklist.write_bytes(ODD_BLOCKLIST)
     os.chown(str(files.blocklist), 65534, 65534)
     os.chmod(str(files.blocklist), 0o640)
@@ -136,7 +129,7 @@ def test_unblock_and_expiry_replace_the_file_a_trusted_link_leads_to(tmp_path, f
     """As root, the operator's links (root's, into root's directory; a link to a link) lead
     the appends to the firewall's file, and unblock and expiry replace that same file: the
     links stay links, the file keeps its mode and every other line."""
-    require_root()
+    require_root('this test needs root (owners)')
     firewall = tmp_path / 'firewall'
     firewall.mkdir()
     real = firewall / 'blocklist'
@@ -168,7 +161,7 @@ def test_unblock_and_expiry_replace_the_file_a_trusted_link_leads_to(tmp_path, f
 @pytest.mark.parametrize('planted', ['link', 'target dir', 'chain'])
 def test_links_another_user_could_have_planted_are_refused_and_nothing_changes(tmp_path, files, planted):
     """As root, a link the appends refuse, unblock refuses too (the same rule, writer.py)."""
-    require_root()
+    require_root('this test needs root (owners)')
     theirs, ours = tmp_path / 'theirs', tmp_path / 'ours'
     for directory in (theirs, ours):
         directory.mkdir()
@@ -194,7 +187,7 @@ def test_links_another_user_could_have_planted_are_refused_and_nothing_changes(t
 
 def test_as_another_user_links_are_followed_as_its_appends_follow_them():
     """Not root: the appends follow any link, and so does unblock: the link's target is replaced."""
-    require_root()
+    require_root('this test needs root (owners)')
     base = tempfile.mkdtemp(prefix='bd-unblock-')
     try:
         os.chown(base, NOBODY, NOBODY)
@@ -218,7 +211,7 @@ def test_as_another_user_links_are_followed_as_its_appends_follow_them():
 def test_a_user_who_cannot_keep_the_owner_changes_nothing():
     """As another user, in a directory that user may write, the root-owned blocklist could only
     be replaced by one the user owns: refused, the file and the directory as they were."""
-    require_root()
+    require_root('this test needs root (owners)')
     base = tempfile.mkdtemp(prefix='bd-unblock-')
     try:
         os.chmod(base, 0o777)
@@ -246,26 +239,12 @@ def test_a_user_who_cannot_keep_the_owner_changes_nothing():
         shutil.rmtree(base)
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    """A small tmpfs for the test, to fill up."""
-    require_root()
-    point = tmp_path / 'small'
-    point.mkdir()
-    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', str(point)], check=True)
-    yield point
-    subprocess.run(['umount', str(point)], check=False)
-
-
-def test_full_filesystem_leaves_the_old_file_and_no_temporary(tmpfs, files):
+def test_full_filesystem_leaves_the_old_file_and_no_temporary(mount, files):
+    tmpfs = mount('small', 'size=64k')
     blocklist = tmpfs / 'ipblocklist.txt'
     content = b'192.0.2.1\n' * 2000 + b'203.0.113.7\n'      # 20 KB: its copy does not fit beside it
     blocklist.write_bytes(content)
-    with open(str(tmpfs / 'filler'), 'wb') as filler:
-        try:
-            filler.write(b'x' * 40 * 1024)
-        except OSError:
-            pass
+    fill_up(tmpfs)
     got = run_core(['--blocklist', blocklist, '--activity-log', files.activity_log, '--unblock', '203.0.113.7'])
     assert got.returncode == 3
     assert got.stderr == b'bot-detector: error: cannot replace %s: No space left on device\n' % bytes(blocklist)
