@@ -137,13 +137,14 @@ def test_precise_rules_through_the_module(case):
 
 def test_report_mode_counts_and_touches_nothing(case):
     tmp_path, args = case
-    (tmp_path / 'activity.log').write_bytes(b'Sat Nov 21 01:00:00 UTC 2026 | IP addess 192.0.2.9 added to the block list, RPH=1300\n'
+    (tmp_path / 'activity.log').write_bytes(b'Sat Nov 21 01:00:00 UTC 2026 | IP addess 192.0.2.1 added to the block list, RPH=1300\n'
+                                            b'Sat Nov 21 01:30:00 UTC 2026 | IP addess 192.0.2.9 added to the block list, RPH=1200\n'
                                             b'Sat Nov 21 02:00:00 UTC 2026 | IP addess 192.0.2.8 added to the block list, RPH=1000 (fleet)\n')
     rc, res = ansible(dict(args, mode='report', report_floor=30))
     assert rc == 0 and res['changed'] is False
     assert res['counts'] == {'previous': {'198.51.100.1': 2000, '203.0.113.7': 1450},
                              'current': {'2001:db8::7': 1000, '203.0.113.7': 30}}
-    assert res['local_blocks'] == [{'address': '192.0.2.9', 'count': 1300}]     # not the fleet's
+    assert res['local_blocks'] == [{'address': '192.0.2.1', 'count': 1300}]     # not the fleet's; 192.0.2.9 not listed
     assert res['report_floor'] == 30 and res['now'] == NOW_EPOCH
     windows = [(w['name'], w['hour_stamp']) for w in res['windows']]
     assert windows == [('previous', '21/Nov/2026:03'), ('current', '21/Nov/2026:04')]

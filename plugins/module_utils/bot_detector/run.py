@@ -154,7 +154,7 @@ def report(settings, logs, floor=None, candidates=None, now=None, resolver=None)
         floor = settings.threshold if floor is None else floor
         result.counts = reported_counts(rules, counts, server_ips, floor)
         result.report_floor = floor
-        result.local_blocks = local_blocks(settings.activity_log)
+        result.local_blocks = local_blocks(settings.activity_log, read_list(settings.blocklist))
     else:
         result.counts = {}
         for window, counter in counts:
@@ -226,9 +226,12 @@ def parse_compact_counts(text):
     return dict((key, int(count)) for count, key in pairs)
 
 
-def local_blocks(activity_log):
+def local_blocks(activity_log, blocklist):
     """The additions this host's own runs made, from its activity log (lines without a
-    '(fleet)' or '(sync)' note), in order, once each, less those removed since."""
+    '(fleet)' or '(sync)' note), in order, once each, less those removed since and those no
+    longer in ``blocklist`` (its content: an entry taken out by hand, or by an unblock killed
+    before its activity line, is not this host's block any more)."""
+    listed = set(entry_key(line.strip()) for line in blocklist.split(b'\n'))
     pattern, removal = re.compile(ACTIVITY_ADDED_PATTERN), re.compile(ACTIVITY_REMOVED_PATTERN)
     found = {}
     for line in read_list(activity_log).split(b'\n'):
@@ -239,4 +242,4 @@ def local_blocks(activity_log):
             match = removal.search(line)
             if match:       # unblocked or expired since, under any spelling: not to be synced back
                 found.pop(entry_key(match.group(1)), None)
-    return [{'address': to_text(address), 'count': count} for address, count in found.values()]
+    return [{'address': to_text(address), 'count': count} for key, (address, count) in found.items() if key in listed]
