@@ -63,9 +63,9 @@ options:
         over are removed first (RV(expired)).
       - V(report) counts and reads or writes no list; C(changed) is always false. Without O(candidates) (the
         fleet's phase 1) it returns RV(counts), every address at or over O(report_floor) per window, and
-        RV(local_blocks), this host's own additions, from its activity log, less those removed since or no longer in its blocklist. With O(candidates) (phase 2) it
-        returns the exact counts of the addresses asked. The fleet playbook C(jobboard.bot_detector.fleet) sums
-        these reports across the hosts.
+        RV(local_blocks), this host's own additions, from its activity log, less those removed since or no
+        longer in its blocklist. With O(candidates) (phase 2) it returns the exact counts of the addresses asked.
+        The fleet playbook C(jobboard.bot_detector.fleet) sums these reports across the hosts.
       - V(apply) reads no log; it appends O(addresses), decisions taken elsewhere (for example by the fleet
         playbook), with the same checks as a run (already listed, allow-listed, only addresses) and an
         activity log line noted with each decision's C(reason), C(RPH=3000 (fleet)).
@@ -263,7 +263,8 @@ counts:
   type: dict
   sample: {previous: {203.0.113.7: 400, 198.51.100.4: 73}, current: {}}
 local_blocks:
-  description: With O(mode=report) without O(candidates), the additions this host's own runs made, from its activity log, once each, that are still in its blocklist.
+  description: With O(mode=report) without O(candidates), the additions this host's own runs made, from its activity log,
+    once each, that are still in its blocklist.
   returned: when O(mode=report) without O(candidates)
   type: list
   elements: dict
