@@ -44,11 +44,14 @@ class Host:
         return self.read(self.blocklist).split('\n')[:-1] if os.path.exists(self.blocklist) else []
 
 
-def make_fleet(base, current, names, group_vars=None, unreachable=(), exclusions=None, activity=None, host_vars=None):
+def make_fleet(base, current, names, group_vars=None, unreachable=(), exclusions=None, activity=None, host_vars=None,
+               blocked=None):
     """Hosts ``names`` under ``base``, each host's log holding ``current[name]`` ({address:
     requests}) stamped now, in the current hour (a run crossing the hour's end still counts
     it, as the previous hour). ``unreachable`` hosts get an SSH address where nothing
-    listens. Returns (inventory directory, {name: Host})."""
+    listens. ``activity`` and ``blocked``: a host's activity log and the addresses its
+    blocklist holds after 192.0.2.1 (its own earlier blocks). Returns (inventory directory,
+    {name: Host})."""
     hosts, inventory = {}, {}
     now = time.time()
     for name in names:
@@ -56,7 +59,7 @@ def make_fleet(base, current, names, group_vars=None, unreachable=(), exclusions
         with open(host.log, 'wb') as f:
             f.write(loggen.planted_log(now, current=current.get(name, {})))
         with open(host.blocklist, 'w') as f:
-            f.write('192.0.2.1\n')
+            f.write(''.join(a + '\n' for a in ['192.0.2.1'] + (blocked or {}).get(name, [])))
         with open(host.exclusions, 'w') as f:
             f.write(''.join(a + '\n' for a in (exclusions or {}).get(name, [])))
         with open(host.activity_log, 'w') as f:

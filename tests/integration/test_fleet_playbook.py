@@ -25,7 +25,8 @@ def spread(names):
 
 def test_thin_spreads_are_blocked_on_every_host_and_the_near_miss_on_none(tmp_path):
     activity = {'web03': 'Sat Nov 21 01:00:00 UTC 2026 | IP addess %s added to the block list, RPH=1500\n' % OWN}
-    inventory, hosts = make_fleet(str(tmp_path), spread(NAMES), NAMES, exclusions={'web05': [LUMPY]}, activity=activity)
+    inventory, hosts = make_fleet(str(tmp_path), spread(NAMES), NAMES, exclusions={'web05': [LUMPY]}, activity=activity,
+                                  blocked={'web03': [OWN]})
     run, seconds = run_playbook(inventory, forks=8)
     print('fleet playbook, 24 local hosts: %.1f s' % seconds)
     assert run.returncode == 0, run.stdout[-3000:]
