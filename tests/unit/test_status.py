@@ -36,7 +36,7 @@ def test_status_text_and_json(tmp_path, files):
             gnu_date(own).decode(), gnu_date(own + 86400).decode()),
         '198.51.100.4  added %s by the fleet, RPH=3100; expires %s (ban 1d)' % (
             gnu_date(fleet).decode(), gnu_date(fleet + 86400).decode()),
-        '192.0.2.50  added by hand or by other software (no addition in the activity log since its last removal); never expires',
+        '192.0.2.50  added by hand or by other software (no addition in the activity log, or none since its last removal); never expires',
         "2001:db8::9  added %s by the fleet, from another host's own run, RPH=1200; expires %s (ban 1d)" % (
             gnu_date(sync).decode(), gnu_date(sync + 86400).decode()),
         "192.0.2.60  added %s by this host's run, RPH=1000; ban of 1d over: the next run removes it" % gnu_date(old).decode(),

@@ -189,5 +189,5 @@ def test_bans_expire_across_the_rotated_activity_log(host):
     assert get(host, '/var/log/bot-detector.log').decode().endswith(
         'IP addess 203.0.113.202 removed from the block list (expired, ban 2h)\n')
     status = host.run('/usr/local/sbin/bot-detector.sh --status')
-    assert '192.0.2.50  added by hand or by other software (no addition in the activity log); never expires' in status.stdout
+    assert '192.0.2.50  added by hand or by other software (no addition in the activity log, or none since its last removal); never expires' in status.stdout
     assert '203.0.113.203  added ' in status.stdout and 'expires' in status.stdout.split('203.0.113.203')[1]

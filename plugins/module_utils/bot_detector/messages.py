@@ -70,7 +70,7 @@ STATUS_ADDED = {
     'own': "added %(date)s by this host's run, RPH=%(count)d",
     'fleet': 'added %(date)s by the fleet, RPH=%(count)d',
     'sync': "added %(date)s by the fleet, from another host's own run, RPH=%(count)d",
-    'hand': 'added by hand or by other software (no addition in the activity log since its last removal)',
+    'hand': 'added by hand or by other software (no addition in the activity log, or none since its last removal)',
 }
 STATUS_EXPIRES = {
     'at': 'expires %(date)s (ban %(ban)s)',
