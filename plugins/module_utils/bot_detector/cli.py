@@ -12,7 +12,7 @@ import sys
 from . import VERSION
 from .clock import parse_now
 from .errors import EXIT_BAD_OPTION, EXIT_OK, EXIT_SPEC_ERROR, BotDetectorError
-from .messages import USAGE_LINES, WARNING_PREFIX
+from .messages import ERROR_PREFIX, USAGE_LINES, WARNING_PREFIX
 from .run import detect
 from .settings import DEFAULT_CONFIG, SETTINGS, resolve
 from .text import to_bytes
@@ -53,7 +53,7 @@ class _Formatter(argparse.HelpFormatter):
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         # One line, exit 2: argparse's default adds the usage block.
-        sys.stderr.write('bot-detector: error: %s\n' % message)
+        sys.stderr.write(ERROR_PREFIX + message + '\n')
         raise SystemExit(EXIT_BAD_OPTION)
 
 
@@ -171,7 +171,7 @@ def _main(argv):
         if exc.exit_status == EXIT_SPEC_ERROR:
             emit(exc.message)     # the spec's errors go to standard output
         else:
-            sys.stderr.write('bot-detector: error: %s\n' % exc.message)
+            sys.stderr.write(ERROR_PREFIX + exc.message + '\n')
         return exc.exit_status
     if args.json:
         import json

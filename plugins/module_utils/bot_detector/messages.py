@@ -54,7 +54,8 @@ UNBLOCKING = '%s IP address: %s'
 UNBLOCKING_EXPIRED = '%s IP address: %s (ban of %s expired)'
 NOT_LISTED = 'IP address %s is not in the block list.'
 
-# Standard error, after the prefix 'bot-detector: warning: '.
+# Standard error: an error ends the run (one line), a warning does not.
+ERROR_PREFIX = 'bot-detector: error: '
 WARNING_PREFIX = 'bot-detector: warning: '
 UNREADABLE_FORMAT = ('%s: no line of the part read carries an access-log timestamp [dd/Mon/yyyy:HH:MM:SS +zzzz], '
                      'so nothing was counted; log in the combined format (nginx: log_format combined; Apache: '
