@@ -6,6 +6,7 @@ package's (tests/tools/install-prereqs.sh installs it)."""
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -108,3 +109,41 @@ def test_every_alert_is_tested_firing_and_quiet():
                 (firing if check.get('exp_alerts') else quiet).add(check['alertname'])
     assert set(alerts()) - firing == set()
     assert set(alerts()) - quiet == set()
+
+
+# The role's `prometheus` entry point installs the rules into a Prometheus server's rule
+# directory (a scratch one here, local connection) with the limit of
+# bot_detector_prometheus_blocklist_limit; promtool accepts what it wrote.
+def install(tmp_path, extra):
+    playbook = tmp_path / 'prometheus.yml'
+    playbook.write_text(yaml.safe_dump([{
+        'hosts': 'localhost', 'gather_facts': False,
+        'tasks': [{'name': 'rules', 'ansible.builtin.include_role': {
+            'name': 'jobboard.bot_detector.bot_detector', 'tasks_from': 'prometheus'}}]}]))
+    extra = dict(extra, ansible_python_interpreter=sys.executable)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'))
+    return subprocess.run(['ansible-playbook', '-i', 'localhost,', '-c', 'local', '-e', yaml.safe_dump(extra, default_flow_style=True),
+                           str(playbook)], cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+
+
+def test_rules_installed_with_the_limit_and_checked_by_promtool(tmp_path):
+    tool = promtool()
+    rules_dir = tmp_path / 'rules'
+    rules_dir.mkdir()
+    got = install(tmp_path, {'bot_detector_prometheus_rules_dir': str(rules_dir), 'bot_detector_prometheus_blocklist_limit': 20000})
+    assert got.returncode == 0 and 'changed=1' in got.stdout, got.stdout
+    installed = rules_dir / 'bot_detector.rules.yml'
+    shipped = (RULES_DIR / 'bot_detector.rules.yml').read_text()
+    assert installed.read_text() == shipped.replace('expr: vector(65536)', 'expr: vector(20000)')
+    assert oct(installed.stat().st_mode & 0o777) == '0o644'
+    check = subprocess.run([tool, 'check', 'rules', str(installed)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, check=False)
+    assert check.returncode == 0, check.stdout
+    again = install(tmp_path, {'bot_detector_prometheus_rules_dir': str(rules_dir), 'bot_detector_prometheus_blocklist_limit': 20000})
+    assert again.returncode == 0 and 'changed=0' in again.stdout, again.stdout
+
+
+def test_the_entry_point_needs_the_rule_directory(tmp_path):
+    got = install(tmp_path, {'bot_detector_prometheus_blocklist_limit': 20000})
+    assert got.returncode != 0 and 'bot_detector_prometheus_rules_dir' in got.stdout, got.stdout
