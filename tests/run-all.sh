@@ -19,10 +19,10 @@ older_cores=(.venv-core/2.16 .venv-core/2.17 .venv-core/2.18)
 # early exit would fail the step).
 core_version() { local v; v=$("$root/$1/bin/ansible" --version); echo "${v%%$'\n'*}"; }
 
-step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible"
+step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible, Prometheus rules (promtool) and dashboard, the README's first steps in a fresh clone"
 pytest -n 2 -p no:cacheprovider tests/unit tests/equivalence tests/integration
 
-step "changelog and docs: antsibull-changelog lint, CHANGELOG.md generated, antsibull-docs lint-collection-docs"
+step "changelog and docs: antsibull-changelog lint, CHANGELOG.md generated, antsibull-docs lint-collection-docs (plugins and the guides of docs/docsite)"
 make --no-print-directory test-tree >/dev/null
 (
     cd "$test_tree"
@@ -31,9 +31,9 @@ make --no-print-directory test-tree >/dev/null
     generated=$(mktemp) && trap 'rm -f "$generated"' EXIT
     antsibull-changelog generate --output "$generated" --output-format md
     cmp -s "$generated" CHANGELOG.md || { echo "CHANGELOG.md is stale: run make docs" >&2; diff -u CHANGELOG.md "$generated" >&2; exit 1; }
-    antsibull-docs lint-collection-docs --plugin-docs .
+    antsibull-docs lint-collection-docs --plugin-docs --check-extra-docs-refs .
 )
-echo "changelog fragments, changelog.yaml, CHANGELOG.md and the plugins' docs are clean"
+echo "changelog fragments, changelog.yaml, CHANGELOG.md, the plugins' docs and the guides are clean"
 # (The role READMEs against their argument specs: tests/unit/test_role_readme.py, above.)
 
 step "ansible-test sanity on ansible-core 2.19, every test (no ignore file)"
