@@ -85,12 +85,14 @@ ansible-galaxy collection build --output-path "$tmp" >/dev/null
 tarball=$(echo "$tmp"/jobboard-bot_detector-*.tar.gz)
 contents=$(tar tzf "$tarball")
 for shipped in LICENSE CHANGELOG.md changelogs/changelog.yaml meta/execution-environment.yml meta/runtime.yml \
-        roles/bot_detector/README.md playbooks/site.yml playbooks/fleet.yml playbooks/unblock.yml; do
+        roles/bot_detector/README.md playbooks/site.yml playbooks/fleet.yml playbooks/unblock.yml \
+        roles/bot_detector/files/prometheus/bot_detector.rules.yml roles/bot_detector/files/prometheus/bot_detector.dashboard.json \
+        docs/docsite/extra-docs.yml docs/docsite/rst/guide_monitoring.rst; do
     grep -qx "$shipped" <<<"$contents" || { echo "the tarball lacks $shipped" >&2; exit 1; }
 done
 # The checkout's ansible.cfg (collections path, inventory, test conveniences) is not for users.
 ! grep -q -E '(^|/)ansible\.cfg$' <<<"$contents" || { echo "the tarball ships an ansible.cfg" >&2; exit 1; }
-echo "tarball: LICENSE, changelog, EE metadata, role README and playbooks shipped; no ansible.cfg"
+echo "tarball: LICENSE, changelog, EE metadata, role README, playbooks, Prometheus rules and dashboard, guides shipped; no ansible.cfg"
 
 # Two scratch web hosts on this machine (local connection), each with its own files in $tmp.
 mkdir "$tmp/web-a" "$tmp/web-b"
