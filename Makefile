@@ -31,7 +31,7 @@ help:
 	@echo "make test    every test (installs what it needs); CI runs it"
 	@echo "make unit / equivalence / integration    the pytest parts of make test alone"
 	@echo "make venv    the venv alone (make setup makes it too)"
-	@echo "make prereqs the system tools the tests need, with apt: podman, runc, debootstrap, shellcheck"
+	@echo "make prereqs the system tools the tests need, with apt: podman, runc, debootstrap, shellcheck, promtool (prometheus)"
 	@echo "make test-tree  a copy of the tracked files in .build/test/..., where ansible-test runs"
 	@echo "make cores   the venvs of the older ansible-core releases tested ($(OLDER_CORES))"
 	@echo "make docs    regenerate the role READMEs (from meta/argument_specs.yml) and CHANGELOG.md"

@@ -19,10 +19,10 @@ older_cores=(.venv-core/2.16 .venv-core/2.17 .venv-core/2.18)
 # early exit would fail the step).
 core_version() { local v; v=$("$root/$1/bin/ansible" --version); echo "${v%%$'\n'*}"; }
 
-step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible"
+step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible, Prometheus rules (promtool) and dashboard, the README's first steps in a fresh clone"
 pytest -n 2 -p no:cacheprovider tests/unit tests/equivalence tests/integration
 
-step "changelog and docs: antsibull-changelog lint, CHANGELOG.md generated, antsibull-docs lint-collection-docs"
+step "changelog and docs: antsibull-changelog lint, CHANGELOG.md generated, antsibull-docs lint-collection-docs (plugins and the guides of docs/docsite)"
 make --no-print-directory test-tree >/dev/null
 (
     cd "$test_tree"
@@ -31,9 +31,9 @@ make --no-print-directory test-tree >/dev/null
     generated=$(mktemp) && trap 'rm -f "$generated"' EXIT
     antsibull-changelog generate --output "$generated" --output-format md
     cmp -s "$generated" CHANGELOG.md || { echo "CHANGELOG.md is stale: run make docs" >&2; diff -u CHANGELOG.md "$generated" >&2; exit 1; }
-    antsibull-docs lint-collection-docs --plugin-docs .
+    antsibull-docs lint-collection-docs --plugin-docs --check-extra-docs-refs .
 )
-echo "changelog fragments, changelog.yaml, CHANGELOG.md and the plugins' docs are clean"
+echo "changelog fragments, changelog.yaml, CHANGELOG.md, the plugins' docs and the guides are clean"
 # (The role READMEs against their argument specs: tests/unit/test_role_readme.py, above.)
 
 step "ansible-test sanity on ansible-core 2.19, every test (no ignore file)"
@@ -85,12 +85,14 @@ ansible-galaxy collection build --output-path "$tmp" >/dev/null
 tarball=$(echo "$tmp"/jobboard-bot_detector-*.tar.gz)
 contents=$(tar tzf "$tarball")
 for shipped in LICENSE CHANGELOG.md changelogs/changelog.yaml meta/execution-environment.yml meta/runtime.yml \
-        roles/bot_detector/README.md playbooks/site.yml playbooks/fleet.yml playbooks/unblock.yml; do
+        roles/bot_detector/README.md playbooks/site.yml playbooks/fleet.yml playbooks/unblock.yml \
+        roles/bot_detector/files/prometheus/bot_detector.rules.yml roles/bot_detector/files/prometheus/bot_detector.dashboard.json \
+        docs/docsite/extra-docs.yml docs/docsite/rst/guide_monitoring.rst; do
     grep -qx "$shipped" <<<"$contents" || { echo "the tarball lacks $shipped" >&2; exit 1; }
 done
 # The checkout's ansible.cfg (collections path, inventory, test conveniences) is not for users.
 ! grep -q -E '(^|/)ansible\.cfg$' <<<"$contents" || { echo "the tarball ships an ansible.cfg" >&2; exit 1; }
-echo "tarball: LICENSE, changelog, EE metadata, role README and playbooks shipped; no ansible.cfg"
+echo "tarball: LICENSE, changelog, EE metadata, role README, playbooks, Prometheus rules and dashboard, guides shipped; no ansible.cfg"
 
 # Two scratch web hosts on this machine (local connection), each with its own files in $tmp.
 mkdir "$tmp/web-a" "$tmp/web-b"
