@@ -163,3 +163,64 @@ def test_bad_precise_options(tmp_path, files, args, fragment):
     got = run_core(files.options() + ['--server-ip', '10.0.0.5'] + args + [log])
     assert got.returncode == 2 and fragment in got.stderr, got.stderr
     assert not any(files.base.iterdir())
+
+
+# Issue 20, item 1: an IPv4-mapped IPv6 client (nginx on [::]:80 with ipv6only=off logs IPv4
+# clients so) is the IPv4 address it maps, in every spelling, everywhere precise mode looks.
+def mapped_spellings(ipv4):
+    a, b, c, d = (int(x) for x in ipv4.split('.'))
+    return ['::ffff:%s' % ipv4, '::FFFF:%s' % ipv4, '::ffff:%x:%x' % (a << 8 | b, c << 8 | d),
+            '0:0:0:0:0:ffff:%s' % ipv4, '0000:0000:0000:0000:0000:FFFF:%04X:%04X' % (a << 8 | b, c << 8 | d)]
+
+
+MAPPED = mapped_spellings('198.51.100.8')
+
+
+@pytest.mark.parametrize('spelling', MAPPED)
+@pytest.mark.parametrize('grouping,expected', [
+    ({}, '198.51.100.8'), ({'ipv4_prefix': 24}, '198.51.100.0/24'),
+    ({'ipv6_prefix': 64}, '198.51.100.8'), ({'ipv6_prefix': 96}, '198.51.100.8'), ({'ipv6_prefix': 81}, '198.51.100.8'),
+    ({'ipv6_prefix': 64, 'ipv4_prefix': 16}, '198.51.0.0/16'),
+])
+def test_mapped_client_is_keyed_grouped_and_written_as_ipv4(tmp_path, spelling, grouping, expected):
+    # Half the requests in the mapped spelling, half plain: one client, one record.
+    log = lines(spelling, 600) + lines('198.51.100.8', 500) + lines('::ffff:203.0.113.77', 1200)
+    doc, files = run(tmp_path, log, resolver=FakeResolver(), **grouping)
+    other = '203.0.113.77' if 'ipv4_prefix' not in grouping else (
+        '203.0.113.0/24' if grouping['ipv4_prefix'] == 24 else '203.0.0.0/16')
+    assert [(b['address'], b['count']) for b in doc['blocked']] == [(other, 1200), (expected, 1100)]
+    assert files.read('blocklist') == ('%s\n%s\n' % (other, expected)).encode()
+    assert doc['skipped_invalid'] == []
+
+
+@pytest.mark.parametrize('spelling', mapped_spellings('127.0.0.1'))
+@pytest.mark.parametrize('server', ['127.0.0.1', '::ffff:127.0.0.1'])
+def test_mapped_server_address_is_the_server(tmp_path, spelling, server):
+    log = tmp_path / 'access.log'
+    log.write_bytes(lines(spelling, 5000) + lines('127.0.0.1', 3000) + lines('198.51.100.9', 1000))
+    files = Files(tmp_path / 'f')
+    chosen = settings.Settings(blocklist=str(files.blocklist), exclusions=str(files.exclusions),
+                               activity_log=str(files.activity_log), server_ips=[server], rules='precise')
+    doc = entry.detect(chosen, [str(log)], now=NOW_EPOCH, resolver=FakeResolver()).as_dict()
+    assert doc['blocked'] == [{'address': '198.51.100.9', 'count': 1000, 'window': 'previous'}]
+    assert [r['address'] for r in doc['windows'][0]['records']] == ['198.51.100.9']
+
+
+@pytest.mark.parametrize('spelling', MAPPED)
+@pytest.mark.parametrize('listed', [b'198.51.100.8', b'198.51.100.0/24', b'::ffff:198.51.100.8', b'::FFFF:C633:6400/120'])
+def test_mapped_client_and_the_lists(tmp_path, spelling, listed):
+    log = lines(spelling, 1000)
+    doc, files = run(tmp_path / 'allow', log, exclusions=listed + b'\n', resolver=FakeResolver())
+    assert doc['blocked'] == [] and [b['address'] for b in doc['allow_listed']] == ['198.51.100.8']
+    doc, files = run(tmp_path / 'block', log, blocklist=listed + b'\n', resolver=FakeResolver())
+    assert doc['blocked'] == [] and [b['address'] for b in doc['already_blocked']] == ['198.51.100.8']
+    assert files.read('blocklist') == listed + b'\n'
+
+
+def test_mapped_decision_from_the_fleet_is_applied_as_ipv4(tmp_path):
+    files = Files(tmp_path / 'f')
+    chosen = settings.Settings(blocklist=str(files.blocklist), exclusions=str(files.exclusions),
+                               activity_log=str(files.activity_log), server_ips=['10.0.0.5'], rules='precise')
+    doc = entry.apply(chosen, [{'address': a, 'count': 9} for a in MAPPED + ['::ffff:203.0.113.0/120']]).as_dict()
+    assert [b['address'] for b in doc['blocked']] == ['198.51.100.8', '203.0.113.0/24']
+    assert files.read('blocklist') == b'198.51.100.8\n203.0.113.0/24\n'
