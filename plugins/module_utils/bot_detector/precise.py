@@ -7,15 +7,15 @@ by exact address or CIDR network, optional IPv4 and IPv6 grouping."""
 
 from __future__ import absolute_import, division, print_function
 
-import ipaddress
+import heapq
 import re
 import socket
 import threading
 from collections import Counter
 from itertools import compress, repeat
-from operator import contains, itemgetter, not_
+from operator import contains, ge, itemgetter, not_
 
-from .addresses import parse_address, parse_network
+from .ranges import BITS, Networks, client, grouped, network, spelling
 from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, first_field, prefix_pattern
 from .tally import whole
 from .text import to_bytes, to_text
@@ -101,35 +101,42 @@ class PreciseRules:
         self.prefixes = {4: settings.ipv4_prefix, 6: settings.ipv6_prefix}
         self.resolver = resolver or SystemResolver(settings.dns_timeout)
         self.verified = {}            # (field, crawler) -> bool: the per-run cache
+        self._keys = {}               # field -> key
         self.verifications = []
 
     def key(self, field):
-        """What is counted and blocked: the normalised address, its network with ``ipv4_prefix``
-        or ``ipv6_prefix``, or the field itself when it is not an address."""
-        address = parse_address(field)
-        if address is None:
-            return field
-        prefix = self.prefixes[address.version]
-        if prefix:
-            return str(ipaddress.ip_network('%s/%d' % (address, prefix), strict=False)).encode('ascii')
-        return str(address).encode('ascii')
+        """What is counted and blocked: the address in its one spelling (a mapped IPv6
+        address as the IPv4 address), its network with ``ipv4_prefix`` or ``ipv6_prefix``,
+        or the field itself when it is not an address. Parsed once per field and run."""
+        key = self._keys.get(field)
+        if key is None:
+            parsed = client(field)
+            if parsed is None:
+                key = field
+            else:
+                version, value = parsed
+                length = self.prefixes[version] or BITS[version]
+                key = spelling(version, length, grouped(version, value, length))
+            self._keys[field] = key
+        return key
 
     def decision_key(self, address):
         """The key a decision taken elsewhere (fleet) is applied as: normalised."""
-        if parse_address(address.split(b'/')[0]) is None:
+        if client(address.split(b'/')[0]) is None:
             return address
         if b'/' in address:
-            return parse_network(address).with_prefixlen.encode('ascii')
+            parsed = network(address)
+            return address if parsed is None else spelling(*parsed)
         return self.key(address)
 
     def verify(self, field, crawler):
         """Reverse DNS, a name under the crawler's domains, forward DNS back to the address."""
-        address = parse_address(field)
+        address = client(field)
         if address is None:
             return False
         domains = [d.lower().strip('.') for d in self.crawlers[crawler]['domains']]
         try:
-            names = self.resolver.reverse(str(address))
+            names = self.resolver.reverse(spelling(address[0], BITS[address[0]], address[1]).decode('ascii'))
         except Exception:  # pylint: disable=broad-except
             return False
         for name in names:
@@ -140,39 +147,53 @@ class PreciseRules:
                 forward = self.resolver.forward(name)
             except Exception:  # pylint: disable=broad-except
                 continue
-            if any(parse_address(to_bytes(a)) == address for a in forward):
+            if any(client(to_bytes(a)) == address for a in forward):
                 return True
         return False
 
-    @staticmethod
-    def _is_server(key, servers):
-        network = parse_network(key)
-        return network is not None and any(s.version == network.version and s in network for s in servers)
+    def _group(self, plain):
+        """{key: count} of the plain (not crawler-claiming) counts. Only fields that can
+        have another key are parsed: with no ipv4_prefix, a field without ':' is its own."""
+        if self.prefixes[4]:
+            parse = list(plain)
+        else:
+            parse = list(compress(plain, map(contains, plain, repeat(b':'))))
+        if not parse:
+            return plain
+        grouped, moved = Counter(plain), Counter()
+        for field in parse:
+            key = self.key(field)
+            if key != field:
+                grouped[field] -= plain[field]
+                moved[key] += plain[field]
+        grouped.update(moved)
+        return grouped
 
     def examined(self, counter, server_ips, top):
         """Rank with unverified crawler claims counted; verify the claimers that reach the
-        examined records, drop what verifies, and rank again until the records are exact."""
+        examined records, drop what verifies, and rank again until the records are exact.
+        The server test runs on the records ranked only: the server's keys are known."""
         counter = whole(counter)
-        plain, claims = Counter(), {}
-        for key, count in counter.items():
-            if isinstance(key, tuple):
-                claims.setdefault(key[0], Counter())[key[1]] += count
-            else:
-                plain[key] += count
-        servers = [a for a in (parse_address(ip) for ip in server_ips) if a is not None]
+        claimed = list(compress(counter, map(isinstance, counter, repeat(tuple))))
+        plain, claims = counter, {}
+        if claimed:
+            plain = Counter(counter)
+            for key in claimed:
+                claims.setdefault(key[0], Counter())[key[1]] += plain.pop(key)
+        grouped = self._group(plain)
+        servers = set(self.key(ip) for ip in server_ips if client(ip) is not None)
         while True:
-            grouped, members = Counter(), {}
-            for field, count in plain.items():
-                grouped[self.key(field)] += count
-                members.setdefault(self.key(field), set()).add(field)
-            for field, per_crawler in claims.items():
-                unverified = sum(n for crawler, n in per_crawler.items() if not self.verified.get((field, crawler)))
-                grouped[self.key(field)] += unverified
-                members.setdefault(self.key(field), set()).add(field)
-            ordered = sorted(grouped.items(), key=itemgetter(1, 0), reverse=True)
-            records = [(count, key) for key, count in ordered if count and not self._is_server(key, servers)][:top]
-            pending = sorted(set((field, crawler) for dummy, key in records for field in members[key]
-                                 for crawler in claims.get(field, ()) if (field, crawler) not in self.verified))
+            ranked, members = grouped, {}
+            if claims:
+                ranked = Counter(grouped)
+                for field, per_crawler in claims.items():
+                    key = self.key(field)
+                    ranked[key] += sum(n for crawler, n in per_crawler.items() if not self.verified.get((field, crawler)))
+                    members.setdefault(key, []).append(field)
+            records = [(count, key) for key, count in _largest(ranked, top + len(servers))
+                       if count and key not in servers][:top]
+            pending = sorted(set((field, crawler) for dummy, key in records for field in members.get(key, ())
+                                 for crawler in claims[field] if (field, crawler) not in self.verified))
             if not pending:
                 return records
             for field, crawler in pending:
@@ -185,27 +206,33 @@ class PreciseRules:
         return NetworkLists(blocklist_content, exclusions_content)
 
 
+def _largest(counter, n):
+    """The ``n`` first (key, count) items in ``sort -nr`` order (ties: key descending),
+    without sorting all: the n-th largest count, then only the items at or over it."""
+    if n >= len(counter):
+        return sorted(counter.items(), key=itemgetter(1, 0), reverse=True)
+    floor = heapq.nlargest(n, counter.values())[-1]
+    return heapq.nlargest(n, compress(counter.items(), map(ge, counter.values(), repeat(floor))), key=itemgetter(1, 0))
+
+
 class NetworkLists:
-    """Precise lists: each line an address or a CIDR network (others ignored)."""
+    """Precise lists: each line an address or a CIDR network (others ignored), a mapped
+    IPv6 one as IPv4; membership asked only for the records examined (ranges.Networks)."""
 
     def __init__(self, blocklist, exclusions):
-        self.blocked = self._networks(blocklist)
-        self.excluded = self._networks(exclusions)
-
-    @staticmethod
-    def _networks(content):
-        return [n for n in (parse_network(line) for line in content.split(b'\n') if line.strip()) if n is not None]
+        self.blocked = Networks(blocklist)
+        self.excluded = Networks(exclusions)
 
     def verdict(self, key):
         """The verdict on a record at or over the threshold."""
-        target = parse_network(key) if parse_address(key.split(b'/')[0]) is not None else None
+        target = network(key) if client(key.split(b'/')[0]) is not None else None
         if target is None:
             return INVALID
-        if any(n.version == target.version and target.subnet_of(n) for n in self.blocked):
+        if self.blocked.contains(*target):
             return ALREADY_BLOCKED
-        if any(n.version == target.version and target.overlaps(n) for n in self.excluded):
+        if self.excluded.overlaps(*target):
             return ALLOW_LISTED
         return BLOCK
 
     def add(self, key):
-        self.blocked.append(parse_network(key))
+        self.blocked.add(key)
