@@ -224,3 +224,67 @@ def test_mapped_decision_from_the_fleet_is_applied_as_ipv4(tmp_path):
     doc = entry.apply(chosen, [{'address': a, 'count': 9} for a in MAPPED + ['::ffff:203.0.113.0/120']]).as_dict()
     assert [b['address'] for b in doc['blocked']] == ['198.51.100.8', '203.0.113.0/24']
     assert files.read('blocklist') == b'198.51.100.8\n203.0.113.0/24\n'
+
+
+# Issue 20, item 2: crawler verification verifies only what can change a decision, in
+# parallel, within a bound per run, outside the lock (test_dns_silent.py: a real resolver
+# that answers nothing).
+class SlowResolver(FakeResolver):
+    """Every reverse lookup takes ``delay`` seconds, then fails."""
+
+    def __init__(self, delay):
+        super(SlowResolver, self).__init__()
+        self.delay = delay
+
+    def reverse(self, address):
+        self.calls.append(('reverse', address))
+        time.sleep(self.delay)
+        raise OSError('no answer')
+
+
+@pytest.mark.parametrize('count', [1, 500, 999])
+def test_claims_below_the_threshold_are_not_verified(tmp_path, count):
+    resolver = FakeResolver()
+    log = lines('203.0.113.9', count, agent=GOOGLEBOT) + lines('2001:db8::1', count, agent=GOOGLEBOT)
+    doc, dummy = run(tmp_path, log, resolver=resolver, threshold=1000)
+    assert resolver.calls == [] and doc['verifications'] == [] and doc['blocked'] == []
+    assert sorted(r['count'] for r in doc['windows'][0]['records']) == [count, count]
+
+
+def claimers(number, requests, agent=GOOGLEBOT):
+    return b''.join(lines('2001:db8:1:2::%x' % (i + 1), requests, agent=agent) for i in range(number))
+
+
+def test_verification_is_parallel_and_bounded_in_lookups(tmp_path):
+    resolver = SlowResolver(0.3)
+    started = time.monotonic()
+    doc, files = run(tmp_path, claimers(60, 20) + lines('2001:db8:1:2::ff', 10), resolver=resolver, threshold=100,
+                     ipv6_prefix=64, dns_lookups=40)
+    elapsed = time.monotonic() - started
+    assert len(resolver.calls) == 40 and elapsed < 40 * 0.3 / 2      # sequential would take 12 s
+    failed = [v for v in doc['verifications'] if v['verified'] is False]
+    unresolved = [v for v in doc['verifications'] if v['verified'] is None]
+    assert len(failed) == 40 and len(unresolved) == 20
+    # The record stands on what is known: the plain requests and the claims that failed;
+    # the claims left unverified are neither exempt nor counted.
+    assert doc['blocked'] == [{'address': '2001:db8:1:2::/64', 'count': 40 * 20 + 10, 'window': 'previous'}]
+
+
+def test_verification_is_bounded_in_time(tmp_path):
+    resolver = SlowResolver(1.0)
+    started = time.monotonic()
+    doc, files = run(tmp_path, claimers(200, 20), resolver=resolver, threshold=100, ipv6_prefix=64, dns_budget=1.5)
+    assert time.monotonic() - started < 5
+    failed = [v for v in doc['verifications'] if v['verified'] is False]
+    unresolved = [v for v in doc['verifications'] if v['verified'] is None]
+    assert len(failed) + len(unresolved) == 200 and 0 < len(failed) < 200
+    blocked = [(b['address'], b['count']) for b in doc['blocked']]
+    assert blocked == ([('2001:db8:1:2::/64', 20 * len(failed))] if 20 * len(failed) >= 100 else [])
+
+
+def test_verification_goes_by_the_largest_claims_first(tmp_path):
+    resolver = SlowResolver(0)
+    log = claimers(30, 10) + lines('2001:db8:1:2::aaaa', 500, agent=GOOGLEBOT)
+    doc, dummy = run(tmp_path, log, resolver=resolver, threshold=100, ipv6_prefix=64, dns_lookups=1)
+    assert resolver.calls == [('reverse', '2001:db8:1:2::aaaa')]
+    assert doc['blocked'] == [{'address': '2001:db8:1:2::/64', 'count': 500, 'window': 'previous'}]

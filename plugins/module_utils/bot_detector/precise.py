@@ -11,6 +11,7 @@ import heapq
 import re
 import socket
 import threading
+import time
 from collections import Counter
 from itertools import compress, repeat
 from operator import contains, ge, itemgetter, not_
@@ -21,6 +22,8 @@ from .tally import whole
 from .text import to_bytes, to_text
 
 __metaclass__ = type
+
+WORKERS = 16        # crawler verifications at a time
 
 
 def user_agent(line):
@@ -100,7 +103,9 @@ class PreciseRules:
         self.crawlers = settings.crawlers
         self.prefixes = {4: settings.ipv4_prefix, 6: settings.ipv6_prefix}
         self.resolver = resolver or SystemResolver(settings.dns_timeout)
-        self.verified = {}            # (field, crawler) -> bool: the per-run cache
+        self.verified = {}            # (field, crawler) -> True, False, None (left unverified): the run's
+        self.threshold = settings.threshold
+        self.budget, self.lookups_left, self._deadline = settings.dns_budget, settings.dns_lookups, None
         self._keys = {}               # field -> key
         self.verifications = []
 
@@ -188,18 +193,51 @@ class PreciseRules:
                 ranked = Counter(grouped)
                 for field, per_crawler in claims.items():
                     key = self.key(field)
-                    ranked[key] += sum(n for crawler, n in per_crawler.items() if not self.verified.get((field, crawler)))
+                    # Counted: a claim that failed, or is not verified yet; not: one that
+                    # verified, or was left unverified when the run's budget ran out (None).
+                    ranked[key] += sum(n for crawler, n in per_crawler.items()
+                                       if self.verified.get((field, crawler), False) is False)
                     members.setdefault(key, []).append(field)
             records = [(count, key) for key, count in _largest(ranked, top + len(servers))
                        if count and key not in servers][:top]
-            pending = sorted(set((field, crawler) for dummy, key in records for field in members.get(key, ())
-                                 for crawler in claims[field] if (field, crawler) not in self.verified))
+            # Only a record at or over the threshold can be blocked: only its claims matter.
+            pending = set((field, crawler) for count, key in records if count >= self.threshold
+                          for field in members.get(key, ()) for crawler in claims[field]
+                          if (field, crawler) not in self.verified)
             if not pending:
                 return records
-            for field, crawler in pending:
-                self.verified[(field, crawler)] = self.verify(field, crawler)
-                self.verifications.append({'address': to_text(field), 'crawler': crawler,
-                                           'verified': self.verified[(field, crawler)]})
+            self._verify_all(sorted(pending, key=lambda item: (-claims[item[0]][item[1]], item)))
+
+    def _verify_all(self, pending):
+        """Verify ``pending`` claims, the largest first, WORKERS at a time, within the run's
+        ``dns_lookups`` and ``dns_budget``; what is left is recorded as None (unverified)."""
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self.budget
+        deadline, allowed = self._deadline, pending[:max(0, self.lookups_left)]
+        self.lookups_left -= len(allowed)
+        results, queue, guard = {}, list(reversed(allowed)), threading.Lock()
+
+        def work():
+            while True:
+                with guard:
+                    if not queue or time.monotonic() >= deadline:
+                        return
+                    item = queue.pop()
+                value = self.verify(*item)
+                with guard:
+                    results[item] = value
+        threads = [threading.Thread(target=work) for dummy in range(min(WORKERS, len(allowed)))]
+        for thread in threads:
+            thread.daemon = True      # a lookup still hanging at the deadline must not keep the run
+            thread.start()
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with guard:
+            done, queue[:] = dict(results), []
+        for field, crawler in pending:
+            self.verified[(field, crawler)] = done.get((field, crawler))
+            self.verifications.append({'address': to_text(field), 'crawler': crawler,
+                                       'verified': self.verified[(field, crawler)]})
 
     @staticmethod
     def lists(blocklist_content, exclusions_content):
