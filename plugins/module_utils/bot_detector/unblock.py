@@ -13,6 +13,8 @@ owner and mode it had (replace.py), after one activity-log line per address remo
 from __future__ import absolute_import, division, print_function
 
 import os
+import re
+import socket
 
 from .addresses import entry_key, parse_network
 from .clock import date_default_format
@@ -27,6 +29,7 @@ from .writer import BlocklistWriter, rewrite_target
 
 __metaclass__ = type
 
+_IPV4 = re.compile(br'(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z')
 REWRITE_ATTEMPTS = 8    # then the file is replaced even if it changed (what was appended is carried over)
 
 
@@ -59,12 +62,12 @@ class Matcher:
         self.by_text = dict((address, address) for address in wanted)
         self.by_network = {}
         for address in wanted:
-            network = parse_network(address)
-            if network is not None:
-                self.by_network.setdefault(network, address)
-                if network.version == 4 and network.prefixlen == 32:
+            key = _network_key(address)
+            if key is not None:
+                self.by_network.setdefault(key, address)
+                if key[0] == 4 and key[1] == 32:
                     # A plain IPv4 line is looked up by its text only (below): its one spelling.
-                    self.by_text.setdefault(str(network.network_address).encode('ascii'), address)
+                    self.by_text.setdefault(socket.inet_ntoa(key[2].to_bytes(4, 'big')).encode('ascii'), address)
 
     def __call__(self, line):
         key = line.strip()
@@ -72,9 +75,19 @@ class Matcher:
         if found is None and self.by_network and (b':' in key or b'/' in key):
             # Only such lines can spell an address another way: a plain IPv4 address has
             # one spelling, so a long blocklist is not parsed line by line.
-            network = parse_network(key)
-            found = self.by_network.get(network) if network is not None else None
+            found = self.by_network.get(_network_key(key))
         return found
+
+
+def _network_key(text):
+    """(version, prefix length, first address) of an address or network as parse_network
+    reads it, None for other text; a plain IPv4 address without the ipaddress module (an
+    expiry may name a million)."""
+    text = text.strip()
+    if _IPV4.match(text):
+        return 4, 32, int.from_bytes(socket.inet_aton(text.decode('ascii')), 'big')
+    network = parse_network(text)
+    return None if network is None else (network.version, network.prefixlen, int(network.network_address))
 
 
 def without(content, wanted):
@@ -120,7 +133,8 @@ def remove(writer, wanted, reason_of, result, check_mode):
                     break
                 if activity_fd is None:     # checked before anything is written, as for an addition
                     activity_fd = writer.open_for_append(writer.activity_log, create=False)
-                lines = [to_bytes(activity_removed(date_default_format(), to_text(address), reason_of(address))) + b'\n'
+                date = date_default_format()
+                lines = [to_bytes(activity_removed(date, to_text(address), reason_of(address))) + b'\n'
                          for address in wanted if address in removed and address not in logged]
 
                 def before_rename(new, lines=lines, removed=removed, last=attempt == REWRITE_ATTEMPTS - 1,
