@@ -288,3 +288,36 @@ def test_verification_goes_by_the_largest_claims_first(tmp_path):
     doc, dummy = run(tmp_path, log, resolver=resolver, threshold=100, ipv6_prefix=64, dns_lookups=1)
     assert resolver.calls == [('reverse', '2001:db8:1:2::aaaa')]
     assert doc['blocked'] == [{'address': '2001:db8:1:2::/64', 'count': 500, 'window': 'previous'}]
+
+
+# Issue 20, item 3: the filter counts in C-level passes; its definition, per line: the first
+# field, under (field, crawler) when the user agent (only) matches a crawler's pattern.
+@pytest.mark.parametrize('table', [None, {'odd': {'user_agent': r'Crawl[0-9]+er\b', 'domains': ['odd.example']},
+                                          'google': {'user_agent': 'Googlebot', 'domains': ['googlebot.com']}}])
+@pytest.mark.parametrize('seed', range(5))
+def test_precise_filter_counts_as_its_per_line_definition(table, seed):
+    import random
+    from collections import Counter
+    rng = random.Random(seed)
+    crawlers = table or settings.DEFAULT_CRAWLERS
+    agents = [loggen.BROWSERS[0], GOOGLEBOT, 'msnBOT/1.1', 'BINGbot', 'Crawl42er x', 'YandexImages/3', 'curl/8',
+              'Mozilla (GOOGLEOTHER)', 'baiduspider+']
+    lines = []
+    for i in range(3000):
+        path = rng.choice(['/job/%d' % i, '/job/googlebot', '/jobs/bingbot?x', '/job/Crawl7er'])
+        referer = rng.choice(['-', 'https://www.google.com/', 'http://applebot.example/'])
+        address = rng.choice(['203.0.113.%d' % rng.randrange(9), '2001:db8::%x' % rng.randrange(5), '\t198.51.100.1'])
+        lines.append(loggen.line(address, NOW_EPOCH, path=path, agent=rng.choice(agents), referer=referer).rstrip(b'\n'))
+    subject = precise.PreciseFilter(settings.SPEC_JOB_PREFIXES, crawlers)
+    got = Counter()
+    subject.count_into(lines, got)
+    pattern = precise.re.compile(b'|'.join(b'(?P<%s>%s)' % (n.encode(), c['user_agent'].encode()) for n, c in crawlers.items()),
+                                 precise.re.IGNORECASE)
+    expected = Counter()
+    for line in lines:
+        if not any(p.encode() in line for p in settings.SPEC_JOB_PREFIXES) or b'/files/' in line:
+            continue
+        field = precise.first_field(line)
+        match = pattern.search(precise.user_agent(line))
+        expected[field if match is None else (field, match.lastgroup)] += 1
+    assert got == expected

@@ -14,16 +14,17 @@ import threading
 import time
 from collections import Counter
 from itertools import compress, repeat
-from operator import contains, ge, itemgetter, not_
+from operator import contains, ge, itemgetter, not_, or_
 
 from .ranges import BITS, Networks, client, grouped, network, spelling
-from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, first_field, prefix_pattern
+from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, count_first_fields, first_field, prefix_pattern
 from .tally import whole
 from .text import to_bytes, to_text
 
 __metaclass__ = type
 
 WORKERS = 16        # crawler verifications at a time
+_WORDS = re.compile(br'[A-Za-z0-9_ -]+(?:\|[A-Za-z0-9_ -]+)*\Z')
 
 
 def user_agent(line):
@@ -45,6 +46,14 @@ class PreciseFilter:
             self._names['c%d' % i] = name
             groups.append(b'(?P<c%d>%s)' % (i, to_bytes(crawlers[name]['user_agent'])))
         self._crawler = re.compile(b'|'.join(groups), re.IGNORECASE) if groups else None
+        # Patterns that are alternations of plain words (the default table's): the lines that
+        # may claim a crawler are found by C-level substring tests of the lower-cased lines,
+        # and only those are matched one by one; others: every line is matched.
+        sources = [to_bytes(crawler['user_agent']) for crawler in crawlers.values()]
+        self._needles = None
+        if sources and all(_WORDS.match(source) for source in sources):
+            words = set(word.lower() for source in sources for word in source.split(b'|'))
+            self._needles = sorted(w for w in words if not any(o != w and o in w for o in words))
 
     def kept(self, lines):
         """(the job-page lines, joined, None): see rules.LineFilter.kept."""
@@ -55,10 +64,31 @@ class PreciseFilter:
     def count_into(self, lines, counter):
         self.count_kept(self.kept(lines)[0], counter, None)
 
+    def _may_claim(self, lines):
+        """A list of booleans: which of ``lines`` may claim a crawler (None: none may)."""
+        if self._crawler is None or not lines:
+            return None
+        if self._needles is None:
+            return list(map(bool, map(self._crawler.search, lines)))
+        lowered = b'\n'.join(lines).lower()
+        present = [needle for needle in self._needles if needle in lowered]
+        if not present:
+            return None
+        lowered = list(map(bytes.lower, lines))
+        mask = list(map(contains, lowered, repeat(present[0])))
+        for needle in present[1:]:
+            mask = list(map(or_, mask, map(contains, lowered, repeat(needle))))
+        return mask
+
     def count_kept(self, lines, counter, dummy):
-        for line in lines:
+        mask = self._may_claim(lines)
+        if mask is None:
+            count_first_fields(lines, counter)
+            return
+        count_first_fields(list(compress(lines, map(not_, mask))), counter)
+        for line in compress(lines, mask):
             field = first_field(line)
-            match = self._crawler.search(user_agent(line)) if self._crawler is not None else None
+            match = self._crawler.search(user_agent(line))
             counter[field if match is None else (field, self._names[match.lastgroup])] += 1
 
 
