@@ -161,7 +161,10 @@ class PreciseRules:
             return address
         if b'/' in address:
             parsed = network(address)
-            return address if parsed is None else spelling(*parsed)
+            if parsed is None:
+                return address
+            version, length, first = parsed
+            return b'%s/%d' % (spelling(version, BITS[version], first), length)
         return self.key(address)
 
     def verify(self, field, crawler):
