@@ -70,3 +70,15 @@ def test_membership_is_that_of_ipaddress(seed):
 ])
 def test_client(text, expected):
     assert ranges.client(text) == expected
+
+
+@pytest.mark.parametrize('length', [8, 12, 16, 20, 24, 31, 32])
+def test_v4_groups_are_the_networks(length):
+    rng = random.Random(length)
+    fields = ['%d.%d.%d.%d' % (rng.randrange(1, 256), rng.randrange(256), rng.randrange(256), rng.randrange(256))
+              for dummy in range(2000)] + ['1.0.0.0', '255.255.255.255', '10.0.0.1']
+    expected = [ipaddress.ip_network('%s/%d' % (f, length), strict=False) for f in fields]
+    expected = [(str(n.network_address) if length == 32 else str(n)).encode() for n in expected]
+    identifiers, keys_of = ranges.v4_groups([f.encode() for f in fields], length)
+    identifiers = list(identifiers)
+    assert list(keys_of(identifiers) if keys_of else identifiers) == expected

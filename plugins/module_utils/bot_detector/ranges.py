@@ -11,12 +11,14 @@ import bisect
 import ipaddress
 import re
 import socket
+from itertools import repeat
+from operator import add, itemgetter, lshift, rshift
 
 __metaclass__ = type
 
 BITS = {4: 32, 6: 128}
 _OCTET = br'(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'
-_V4 = re.compile(br'(?:%s\.){3}%s\Z' % (_OCTET, _OCTET))
+V4 = _V4 = re.compile(br'(?:%s\.){3}%s\Z' % (_OCTET, _OCTET))
 _BLANKS = b' \t\r\n\x0b\x0c'
 
 
@@ -72,6 +74,27 @@ def grouped(version, value, length):
     """The first address of the network of ``length`` bits holding ``value``."""
     shift = BITS[version] - length
     return value >> shift << shift
+
+
+def v4_groups(fields, length):
+    """(an iterator of group identifiers of plain IPv4 addresses, valid and not 0.0.0.0, in
+    order; a function from identifiers to their keys, None when they are the keys): for 8,
+    16, 24 and 32 bits the key itself, cut from the text, else the network's first address
+    as an integer; C-level maps either way."""
+    if length == 32:
+        return iter(fields), None
+    if length % 8 == 0:
+        heads = fields
+        for dummy in range(4 - length // 8):
+            heads = map(itemgetter(0), map(bytes.rpartition, heads, repeat(b'.')))
+        return map(add, heads, repeat(b'.0' * (4 - length // 8) + b'/%d' % length)), None
+    shift = 32 - length
+    integers = map(int.from_bytes, map(socket.inet_aton, map(bytes.decode, fields)), repeat('big'))
+
+    def keys_of(identifiers):
+        texts = map(socket.inet_ntoa, map(int.to_bytes, identifiers, repeat(4), repeat('big')))
+        return map(add, map(str.encode, texts), repeat(b'/%d' % length))
+    return map(lshift, map(rshift, integers, repeat(shift)), repeat(shift)), keys_of
 
 
 class Networks:
