@@ -321,3 +321,16 @@ def test_precise_filter_counts_as_its_per_line_definition(table, seed):
         match = pattern.search(precise.user_agent(line))
         expected[field if match is None else (field, match.lastgroup)] += 1
     assert got == expected
+
+
+@pytest.mark.parametrize('grouping', [{}, {'ipv4_prefix': 24}, {'ipv4_prefix': 20}])
+def test_grouping_leaves_what_is_not_an_address_as_it_is(tmp_path, grouping):
+    log = (lines('0.0.0.0', 1300) + lines('010.0.0.1', 1200) + lines('-', 1100) + lines('198.51.100.7', 700)
+           + lines('198.51.100.9', 400, agent='curl/8') + lines('::ffff:198.51.100.9', 300))
+    doc, dummy = run(tmp_path, log, resolver=FakeResolver(), **grouping)
+    assert [(r['address'], r['count']) for r in doc['skipped_invalid']] == [('0.0.0.0', 1300), ('010.0.0.1', 1200), ('-', 1100)]
+    if grouping:
+        network = '198.51.96.0/20' if grouping['ipv4_prefix'] == 20 else '198.51.100.0/24'
+        assert doc['blocked'] == [{'address': network, 'count': 1400, 'window': 'previous'}]
+    else:
+        assert doc['blocked'] == []

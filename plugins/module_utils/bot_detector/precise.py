@@ -14,7 +14,7 @@ import threading
 import time
 from collections import Counter
 from itertools import compress, repeat
-from operator import contains, eq, ge, itemgetter, not_, or_
+from operator import contains, eq, ge, itemgetter, ne, not_, or_
 
 from .ranges import BITS, V4, Networks, client, grouped, network, spelling, v4_groups
 from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, count_first_fields, first_field, prefix_pattern
@@ -192,25 +192,26 @@ class PreciseRules:
     def _group(self, plain):
         """{key: count} of the plain (not crawler-claiming) counts. Only fields that can
         have another key are parsed: with no ipv4_prefix, a field without ':' is its own;
-        with it, the plain IPv4 fields are grouped in bulk (v4_keys), not one by one."""
+        with it, the plain IPv4 fields are grouped in bulk (v4_groups), not one by one."""
         length = self.prefixes[4]
         if length:
-            fields = list(plain)
-            valid = list(map(bool, map(V4.match, fields)))
+            bulk = list(compress(plain, map(V4.match, plain)))     # lists freed as soon as done with: 1 M keys
             if b'0.0.0.0' in plain:
-                valid[fields.index(b'0.0.0.0')] = False
-            bulk = list(compress(fields, valid))
-            single = list(map(eq, map(plain.__getitem__, bulk), repeat(1)))
+                bulk.remove(b'0.0.0.0')
+            many = list(compress(bulk, map(ne, map(plain.__getitem__, bulk), repeat(1))))
+            single = list(compress(bulk, map(eq, map(plain.__getitem__, bulk), repeat(1))))
+            del bulk
             grouped = Counter()
             # Addresses with one request (most, in a flood of addresses) counted in C.
-            identifiers, keys_of = v4_groups(list(compress(bulk, single)), length)
+            identifiers, keys_of = v4_groups(single, length)
             grouped.update(identifiers)
-            bulk = list(compress(bulk, map(not_, single)))
-            for identifier, field in zip(v4_groups(bulk, length)[0], bulk):
+            del single, identifiers
+            for identifier, field in zip(v4_groups(many, length)[0], many):
                 grouped[identifier] += plain[field]
             if keys_of is not None:
                 grouped = Counter(dict(zip(keys_of(grouped.keys()), grouped.values())))
-            for field in compress(fields, map(not_, valid)):
+            others = list(compress(plain, map(not_, map(V4.match, plain))))
+            for field in others + ([b'0.0.0.0'] if b'0.0.0.0' in plain else []):
                 grouped[self.key(field)] += plain[field]
             return grouped
         parse = list(compress(plain, map(contains, plain, repeat(b':'))))
