@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 

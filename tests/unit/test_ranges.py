@@ -53,8 +53,8 @@ def test_membership_is_that_of_ipaddress(seed):
         if rng.random() < 0.8:
             target = ipaddress.ip_network('%s/%d' % (random_v4(rng), rng.choice([8, 12, 16, 20, 24, 28, 31, 32])), strict=False)
         else:
-            target = ipaddress.ip_network('2001:db8:%x::%x/%d' % (rng.randrange(4), rng.randrange(65536),
-                                                                 rng.choice([32, 48, 64, 112, 128])), strict=False)
+            text = '2001:db8:%x::%x/%d' % (rng.randrange(4), rng.randrange(65536), rng.choice([32, 48, 64, 112, 128]))
+            target = ipaddress.ip_network(text, strict=False)
         parsed = (target.version, target.prefixlen, int(target.network_address))
         contains = any(n.version == target.version and target.subnet_of(n) for n in networks)
         overlaps = any(n.version == target.version and target.overlaps(n) for n in networks)

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 import os
 import re
 import socket
+from functools import partial
 
 from .addresses import entry_key, parse_network
 from .clock import date_default_format
@@ -122,6 +123,24 @@ def remove(writer, wanted, reason_of, result, check_mode):
     logged = set() if check_mode else journal.unfinished(writer.activity_log)
     wanted = list(wanted) + sorted(logged - set(wanted))
     activity_fd, fds = None, []
+
+    def before_rename(new, lines, removed, last, size, info):
+        """The new file is written: note the removal in the journal, log it, then rename
+        only over the file read (the last attempt: over what it has become)."""
+        try:
+            journal.write(info, new, removed)
+            if lines:
+                fd = activity_fd if activity_fd is not None else (fds or [None])[-1]
+                if fd is None:      # an absent log, created only now, with lines to write
+                    fd = writer.open_for_append(writer.activity_log)
+                    fds.append(fd)
+                writer.write_line(fd, writer.activity_log, b''.join(lines), fsync=True)
+                logged.update(removed)
+        except BaseException:
+            journal.clear()     # nothing logged: nothing to finish
+            raise
+        return last or _unchanged(target, info, size)
+
     try:
         for attempt in range(REWRITE_ATTEMPTS):
             content, info, old_fd = open_for_rewrite(target)
@@ -137,25 +156,9 @@ def remove(writer, wanted, reason_of, result, check_mode):
                 lines = [to_bytes(activity_removed(date, to_text(address), reason_of(address))) + b'\n'
                          for address in wanted if address in removed and address not in logged]
 
-                def before_rename(new, lines=lines, removed=removed, last=attempt == REWRITE_ATTEMPTS - 1,
-                                  content=content, info=info):
-                    """The new file is written: note the removal in the journal, log it,
-                    then rename only over the file read (the last attempt: over what it
-                    has become)."""
-                    try:
-                        journal.write(info, new, removed)
-                        if lines:
-                            fd = activity_fd if activity_fd is not None else (fds or [None])[-1]
-                            if fd is None:      # an absent log, created only now, with lines to write
-                                fd = writer.open_for_append(writer.activity_log)
-                                fds.append(fd)
-                            writer.write_line(fd, writer.activity_log, b''.join(lines), fsync=True)
-                            logged.update(removed)
-                    except BaseException:
-                        journal.clear()     # nothing logged: nothing to finish
-                        raise
-                    return last or _unchanged(target, info, len(content))
-                if replace_file(target, new_content, info, before_rename):
+                last = attempt == REWRITE_ATTEMPTS - 1
+                if replace_file(target, new_content, info, partial(before_rename, lines=lines, removed=removed, last=last,
+                                                                   size=len(content), info=info)):
                     journal.clear()
                     new_content += _carry_appended(old_fd, len(content), target)
                     break
