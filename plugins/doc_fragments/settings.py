@@ -165,6 +165,23 @@ options:
       - >-
         Default: the host config file's C(dns_timeout) when set there, else 2.0.
     type: float
+  dns_budget:
+    description:
+      - >-
+        Precise rules: the time all crawler verifications of one run may take together, in seconds
+        (they run before the lists are locked, several at a time). A claim left unverified when it
+        runs out is neither exempt nor counted in that run; the next run verifies again.
+      - >-
+        Default: the host config file's C(dns_budget) when set there, else 30.0.
+    type: float
+  dns_lookups:
+    description:
+      - >-
+        Precise rules: the most crawler claims (address, crawler) one run verifies, the largest
+        first; the rest are left unverified as when dns_budget runs out.
+      - >-
+        Default: the host config file's C(dns_lookups) when set there, else 256.
+    type: int
   ban_time:
     description:
       - >-

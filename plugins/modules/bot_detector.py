@@ -285,7 +285,10 @@ rules:
   type: str
   sample: spec
 verifications:
-  description: With O(rules=precise), each crawler claim checked, in order, and whether the address verified.
+  description:
+    - With O(rules=precise), each crawler claim checked, in order, and whether the address verified.
+    - V(verified) is null for a claim left unverified when the run's O(dns_budget) or O(dns_lookups) ran out
+      (neither exempt nor counted in that run).
   returned: always
   type: list
   elements: dict

@@ -97,7 +97,7 @@ def test_format_config_round_trips_every_setting(tmp_path):
     values = {'blocklist': '/srv/b list.txt', 'exclusions_file': '/srv/e', 'activity_log': '/srv/a', 'threshold': 7,
               'top': 3, 'job_prefixes': [' GET /x ', '#GET', '"q"', 'GET /é/'], 'search_engine': 'Bing;x',
               'server_ips': ['10.0.0.5', '::1'], 'rotated': False, 'seek': False, 'seek_margin': 0, 'rules': 'precise',
-              'crawlers': {'a': {'user_agent': 'A|B', 'domains': ['a.example']}}, 'ipv6_prefix': 64, 'dns_timeout': 0.5,
+              'crawlers': {'a': {'user_agent': 'A|B', 'domains': ['a.example']}}, 'ipv6_prefix': 64, 'dns_timeout': 0.5, 'dns_budget': 12.5, 'dns_lookups': 40,
               'lock_timeout': 5, 'state_dir': '/srv/state', 'ipv4_prefix': 24, 'ban_time': 5400,
               'ban_time_max': 7 * 86400, 'metrics_file': '/srv/m.prom'}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised

@@ -143,8 +143,14 @@ class DateReader:
         longest_first = sorted(set(self.zones), key=len, reverse=True)
         self._zone = re.compile(b'(?<![A-Za-z])(' + b'|'.join(re.escape(name) for name in longest_first) + b')(?![A-Za-z])')
         self._years = {}        # year -> {masked rendering: (month, day, half)}; half: None (24-hour), 'am', 'pm'
+        self._read = {}         # date text -> epoch or None
 
     def epoch(self, text):
+        if text not in self._read:      # a run's lines share their dates: each is read once
+            self._read[text] = self._epoch(text)
+        return self._read[text]
+
+    def _epoch(self, text):
         masked = self._masked(text.strip())
         if masked is None:
             return None

@@ -106,11 +106,13 @@ def _detect(result, settings, logs, now, resolver, report_floor):
     result.scans = [scan.as_dict() for scan in counts.scans]
     if report_floor is not None:
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
+    # Ranked before the lock: the ranking reads no list, and the precise rules' crawler
+    # verification (DNS, up to dns_budget seconds) must not hold the lock.
+    ranked = [(window, rules.examined(counter, server_ips, settings.top)) for window, counter in counts]
     writer, lists = _locked_lists(settings, rules, result, check_mode, expire_bans=True)
     try:
-        for window, counter in counts:
+        for window, records in ranked:
             result.say(window.heading)
-            records = rules.examined(counter, server_ips, settings.top)
             result.window(window, records)
             for count, key in records:
                 verdict = decide(count, key, settings.threshold, lists)

@@ -302,6 +302,15 @@ SETTINGS = (
     Setting('dns_timeout', 'float', 2.0,
             'Precise rules: the time limit of each DNS lookup, in seconds; a failed or slow lookup does not verify.',
             metavar='SECONDS', minimum=0),
+    Setting('dns_budget', 'float', 30.0,
+            'Precise rules: the time all crawler verifications of one run may take together, in seconds (they run '
+            'before the lists are locked, several at a time). A claim left unverified when it runs out is neither '
+            'exempt nor counted in that run; the next run verifies again.',
+            metavar='SECONDS', minimum=0),
+    Setting('dns_lookups', 'int', 256,
+            'Precise rules: the most crawler claims (address, crawler) one run verifies, the largest first; the '
+            'rest are left unverified as when dns_budget runs out.',
+            metavar='N', minimum=1),
     Setting('ban_time', 'duration', None,
             'Ban expiry: at the start of each run, remove a blocklist entry whose latest addition in the activity '
             'log (or its rotated files) is older than this, and log it as expired. Seconds, or with a unit: 90m, '
