@@ -30,6 +30,7 @@ from . import messages, state, statedir
 from .errors import BotDetectorError
 from .logfile import Scan, open_log, plan_seek, rotated_sibling
 from .reading import DamagedGzip, count_parallel, count_range, count_stream, gunzip, gzip_problem, lines_end
+from .spill import spilled, total
 from .tally import Tally, WindowCounts, scan_file
 
 __metaclass__ = type
@@ -39,31 +40,37 @@ class Unusable(Exception):
     """The state cannot be carried on for this log: count it cold."""
 
 
-def count_windows(logs, windows, line_filter, settings, now, state_dir):
-    """tally.count_windows, with a state per log. Returns (WindowCounts, [LogState]): the
-    states to save once the run's decisions are appended (statedir.save)."""
+def count_with_state(logs, windows, line_filter, settings, now, session=None):
+    """tally.count_windows, with a state per log in ``settings.state_dir``; with ``session``
+    (spill.Session), in bounded memory. Returns (WindowCounts, [LogState]): the states to
+    save once the run's decisions are appended (statedir.save). A log whose counts went
+    past the session's budget keeps no state (one warning; its next run starts cold)."""
+    state_dir = settings.state_dir
     stamps = [window.stamp for window in windows]
     parts = dict((stamp, []) for stamp in stamps)
     scans, warnings, states, seen = [], [], [], set()
     wanted = state.counting_settings(settings)
     for path in logs:
         log = os.path.abspath(path)
-        old, warning = statedir.load(state_dir, log)
+        old, warning = statedir.load(state_dir, log, settings.state_budget)
         if warning:
             warnings.append(warning)
-        reading = Reading(path, log, stamps, line_filter, settings, now, seen)
+        reading = Reading(path, log, stamps, line_filter, settings, now, seen, session)
         if old is not None and old.settings == wanted and old.now <= now and all(s in old.stamps for s in stamps):
             try:
                 reading.carry_on(old)
             except Unusable as exc:
                 warnings.extend(exc.args[0] if exc.args else [])
-                reading = Reading(path, log, stamps, line_filter, settings, now, seen)
+                reading = Reading(path, log, stamps, line_filter, settings, now, seen, session)
         if not reading.done:
             reading.cold()
         for stamp, counters in reading.parts().items():
             parts[stamp].extend(counters)
         scans.extend(reading.scans)
         warnings.extend(reading.warnings)
+        if reading.new_state is not None and reading.spilled():
+            reading.new_state = None
+            warnings.append(statedir.drop(state_dir, log, 'more than count_budget (%d) distinct addresses' % session.budget))
         if reading.new_state is not None:
             reading.new_state.prune(now)
             states.append(reading.new_state)
@@ -75,7 +82,7 @@ def count_windows(logs, windows, line_filter, settings, now, state_dir):
             summed[stamp] = found[0].prefix(stamp)
         else:
             found = [part.get(stamp) if isinstance(part, state.Counts) else part for part in found]
-            summed[stamp] = (found[0] if len(found) == 1 else sum_counters(found)) if found else Counter()
+            summed[stamp] = (found[0] if len(found) == 1 else total(found)) if found else Counter()
     counts = WindowCounts(windows, [summed[window.stamp] for window in windows])
     counts.scans, counts.warnings = scans, warnings
     return counts, states
@@ -85,8 +92,9 @@ class Reading:
     """One log's reading in one run: its segments' counts (the log's, the rotated file's),
     the lines not finished yet, and the state to save."""
 
-    def __init__(self, path, log, stamps, line_filter, settings, now, seen):
+    def __init__(self, path, log, stamps, line_filter, settings, now, seen, session=None):
         self.path, self.log, self.stamps, self.line_filter = path, log, stamps, line_filter
+        self.session = session
         self.settings, self.now, self.seen = settings, now, seen
         self.done = False
         self.scans, self.warnings = [], []
@@ -97,7 +105,13 @@ class Reading:
         self._claimed = []
 
     def _tally(self, tracked):
-        return Tally(self.stamps, self.line_filter, tracked, count_lines=self.settings.metrics_file is not None)
+        return Tally(self.stamps, self.line_filter, tracked, count_lines=self.settings.metrics_file is not None,
+                     session=self.session)
+
+    def spilled(self):
+        """Whether counts of this log went to spill files: too many to keep in a state."""
+        return any(spilled(segment.counts.get(stamp)) for segment in self.segments for stamp in segment.counts.stamps()
+                   if stamp not in segment.counts.unparsed())
 
     def _first_time(self, info):
         key = (info.st_dev, info.st_ino)
@@ -314,12 +328,3 @@ def _gzip_head(handle):
     except DamagedGzip:
         pass
     return head
-
-
-def sum_counters(parts):
-    """One Counter with the sum of ``parts`` (the largest copied in C, the others added)."""
-    parts = sorted(parts, key=len, reverse=True)
-    total = parts[0].copy()
-    for part in parts[1:]:
-        total.update(part.elements())       # counted in C, not a loop over the keys
-    return total
