@@ -189,17 +189,28 @@ def test_a_partition_larger_than_the_budget_is_split_again():
 
 def test_the_spill_directory_is_private_and_removed_even_on_failure(tmp_path, monkeypatch):
     monkeypatch.setenv('TMPDIR', str(tmp_path))
-    import tempfile
-    monkeypatch.setattr(tempfile, 'tempdir', None)
     with pytest.raises(RuntimeError):
         with spill.Session(1) as session:
-            assert oct(os.stat(session.directory).st_mode & 0o777) == '0o700'
             counter = session.counter()
             counter.update([b'a', b'b'])
             counter.spill()
+            assert os.path.dirname(session.directory) == str(tmp_path)
+            assert oct(os.stat(session.directory).st_mode & 0o777) == '0o700'
             assert os.listdir(session.directory)
             raise RuntimeError('the run fails')
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_without_a_temporary_directory_the_counts_stay_in_memory(tmp_path, monkeypatch):
+    monkeypatch.setenv('TMPDIR', str(tmp_path / 'missing'))
+    log = churn_log(tmp_path / 'access.log', 300, 5, seed=2)
+    line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
+    windows = clock.hour_windows(NOW_EPOCH)
+    plain = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter))
+    with spill.Session(10) as session:
+        counted = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter, session=session))
+        assert [counter for dummy, counter in counted] == [counter for dummy, counter in plain]
+        assert not session.usable
 
 
 def test_forked_workers_hand_over_spilled_counts(tmp_path, monkeypatch):

@@ -234,6 +234,8 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
     if workers < 2:
         return count_range(handle.fileno(), start, end, tally)
     import pickle       # only runs that fork pay for it
+    if tally.session is not None and not tally.session.ready():
+        tally.session = None        # no directory for spilled counts: they stay in memory
     even = start if counted_from is None else min(max(start, counted_from), end)
     bounds = [start] + [line_start_after(handle, even + (end - even) * i // workers) for i in range(1, workers)] + [end]
     children = []

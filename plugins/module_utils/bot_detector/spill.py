@@ -18,9 +18,8 @@ who cannot read the process's memory cannot choose addresses that fall in one pa
 
 from __future__ import absolute_import, division, print_function
 
+import binascii
 import os
-import shutil
-import tempfile
 from collections import Counter
 from itertools import chain, repeat
 
@@ -33,42 +32,50 @@ HASH_LOW, HASH_HIGH = -(1 << 63), 1 << 63
 
 class Session:
     """One run's spill area: the budget (distinct keys held in memory by one process, all
-    windows together: the setting count_budget), and a private directory (mode 0700) made at the
-    first spill and removed, with every file in it, when the session ends (also on failure)."""
+    windows together: the setting count_budget), and a private directory (mode 0700, in
+    TMPDIR or /tmp) made at the first spill, or before workers fork, and removed with every
+    file in it when the session ends, also on failure. When it cannot be made, counts stay
+    in memory (``usable`` is False from then on)."""
 
     def __init__(self, budget):
         self.budget = budget
         self.directory = None
+        self.usable = True
         self._serial = 0
         self._owner = os.getpid()
 
     def __enter__(self):
-        # Made now, before any worker forks: the files of every process go into this one.
-        # None when it cannot be made (no writable temporary directory): counts stay in memory.
-        try:
-            self.directory = tempfile.mkdtemp(prefix='bot-detector-spill-')
-        except OSError:
-            self.directory = None
         return self
-
-    @property
-    def usable(self):
-        return self.directory is not None
 
     def __exit__(self, *exc):
         self.close()
 
+    def ready(self):
+        """Make the directory now (before workers fork: every process's files go in it)."""
+        if self.directory is None and self.usable:
+            base = os.environ.get('TMPDIR') or '/tmp'
+            path = os.path.join(base, 'bot-detector-spill-%d-%s' % (os.getpid(), binascii.hexlify(os.urandom(6)).decode()))
+            try:
+                os.mkdir(path, 0o700)         # fails if anything is there already
+            except OSError:
+                self.usable = False
+                return False
+            self.directory = path
+        return self.usable
+
     def close(self):
         if self.directory is not None and os.getpid() == self._owner:     # never a forked worker
-            shutil.rmtree(self.directory, ignore_errors=True)
+            for name in os.listdir(self.directory):
+                os.unlink(os.path.join(self.directory, name))
+            os.rmdir(self.directory)
             self.directory = None
 
     def counter(self, low=HASH_LOW, high=HASH_HIGH):
         return SpillCounter(self, low, high)
 
     def new_file(self, tag):
-        if self.directory is None:
-            raise RuntimeError('spill session not entered')
+        if not self.ready():
+            raise OSError('no private temporary directory for the counts')
         self._serial += 1
         return os.path.join(self.directory, '%d-%d-%s' % (os.getpid(), self._serial, tag))
 
@@ -106,7 +113,7 @@ class SpillCounter(Counter):
                 mine.extend(theirs)
         if other:
             self.update(other.elements())       # counted in C
-        if self.session is not None and len(self) > self.session.budget:
+        if self.session is not None and len(self) > self.session.budget and self.session.ready():
             self.spill()
 
     def bounds(self):

@@ -124,6 +124,9 @@ class Tally:
         held = sum(map(len, self.counters.values()))
         if held <= self.session.budget:
             return
+        if not self.session.ready():
+            self.session = None         # no directory for spilled counts: they stay in memory
+            return
         for counter in sorted(self.counters.values(), key=len, reverse=True):
             if held <= self.session.budget // 2:
                 break
