@@ -26,12 +26,12 @@ from __future__ import absolute_import, division, print_function
 import os
 from collections import Counter
 
-from . import messages, state, statedir
+from . import state, statedir
 from .errors import BotDetectorError
 from .logfile import Scan, open_log, plan_seek, rotated_sibling
 from .reading import DamagedGzip, count_parallel, count_range, count_stream, gunzip, gzip_problem, lines_end
 from .spill import spilled, total
-from .tally import Tally, WindowCounts, scan_file
+from .tally import Tally, WindowCounts, read_log
 
 __metaclass__ = type
 
@@ -140,42 +140,27 @@ class Reading:
     def cold(self):
         settings = self.settings
         tracked = state.stamps_in_play(self.now, self.now + state.HORIZON)
-        log_tally, self.tail = self._tally(tracked), self._tally(tracked)
-        plan = None
-        keep_state = True
-        with open_log(self.path) as handle:
-            fd = handle.fileno()
+        self.tail = self._tally(tracked)
+
+        def identify(handle, scan):
+            fd, gzip = handle.fileno(), scan.mode == 'full-gzip'
             info = os.fstat(fd)
-            if self._first_time(info):
-                keep_state = gzip_problem(fd) is not None        # a gzip log has no place to go on from
-                scan, plan = scan_file(self.path, handle, log_tally, self.stamps, settings.seek_margin, settings.seek,
-                                       settings.rotated, tail=self.tail)
-                self.scans.append(scan)
-                self.segments.append(state.Segment(info.st_dev, info.st_ino, _head(fd), scan.end, counts=log_tally.counters,
-                                                   before=state.bytes_before(fd, scan.end)))
-            else:
-                keep_state = False
+            head = _gzip_head(handle) if gzip else _head(fd)
+            return state.Segment(info.st_dev, info.st_ino, head, scan.end, gzip,
+                                 before=None if gzip else state.bytes_before(fd, scan.end))
+
+        files, warnings = read_log(self.path, self.stamps, lambda: self._tally(tracked),
+                                   lambda handle: self._first_time(os.fstat(handle.fileno())), settings.seek,
+                                   settings.seek_margin, settings.rotated, with_tail=True, identify=identify)
         self.done = True
-        late = settings.rotated and plan is not None and (plan.first is None or plan.first > plan.target)
-        sibling = rotated_sibling(self.path) if late else None
-        if sibling is not None:
-            part, part_tail = self._tally(tracked), self._tally(tracked)
-            try:
-                with open_log(sibling) as handle:
-                    fd = handle.fileno()
-                    info = os.fstat(fd)
-                    if self._first_time(info):
-                        scan, dummy = scan_file(sibling, handle, part, self.stamps, settings.seek_margin, settings.seek,
-                                                False, sibling.endswith('.gz'), tail=part_tail)
-                        gzip = scan.mode == 'full-gzip'
-                        head = _gzip_head(handle) if gzip else _head(fd)
-                        before = None if gzip else state.bytes_before(fd, scan.end)
-                        self.segments.append(state.Segment(info.st_dev, info.st_ino, head, scan.end, gzip, part.counters, before))
-                        self.tail.add(part_tail.counters)
-                        self.use_rotated = True
-                        self.scans.append(scan)
-            except BotDetectorError as exc:
-                self.warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
+        self.warnings.extend(warnings)
+        keep_state = bool(files) and files[0].path == self.path and not files[0].identity.gzip     # a gzip log: no going on
+        for read in files:
+            read.identity.counts = state.Counts(read.tally.counters)
+            self.segments.append(read.identity)
+            self.tail.add(read.tail.counters)
+            self.scans.append(read.scan)
+        self.use_rotated = len(self.segments) > 1
         if keep_state and self.segments:
             self.new_state = state.LogState(self.log, state.counting_settings(settings), self.now,
                                             self.now + state.HORIZON, tracked, self.segments)

@@ -314,8 +314,49 @@ def _measured(pieces, scan):
         yield piece
 
 
+class FileRead:
+    """One file of a log's reading: its Scan, the Tally its lines went into, the Tally of
+    its unfinished last line (with ``with_tail``) and what ``identify`` noted while it was
+    open (an incremental run's Segment)."""
+
+    def __init__(self, path, scan, tally, tail, identity):
+        self.path, self.scan, self.tally, self.tail, self.identity = path, scan, tally, tail, identity
+
+
+def read_log(path, stamps, new_tally, first_time, seek=False, margin=600, rotated=False, with_tail=False, identify=None):
+    """The one reading of one log, for a cold run and an incremental run's cold start alike:
+    the log from where the windows can start (with ``seek``), then, with ``rotated``, the
+    most recent rotated file when the log starts after that point. Each file goes into a
+    tally of its own (``new_tally()``); a file ``first_time(handle)`` has seen already is
+    not read again; a rotated file that cannot be read whole is left out with a warning.
+    With ``with_tail``, a last line without its newline goes to a tally apart (scan_file).
+    ``identify(handle, scan)``, called while a file is open, notes what the caller keeps
+    of it. Returns ([FileRead], [warning])."""
+    files, warnings, plan = [], [], None
+    with open_log(path) as handle:
+        if first_time(handle):
+            counted, tail = new_tally(), new_tally() if with_tail else None
+            scan, plan = scan_file(path, handle, counted, stamps, margin, seek, rotated, tail=tail)
+            files.append(FileRead(path, scan, counted, tail, identify(handle, scan) if identify else None))
+    # The log starts after the windows can begin (or shows no time near its start):
+    # logrotate ran meanwhile, and the rotated file holds the rest.
+    late = rotated and plan is not None and (plan.first is None or plan.first > plan.target)
+    sibling = rotated_sibling(path) if late else None
+    if sibling is None:
+        return files, warnings
+    try:
+        with open_log(sibling) as handle:
+            if first_time(handle):
+                counted, tail = new_tally(), new_tally() if with_tail else None
+                scan, dummy = scan_file(sibling, handle, counted, stamps, margin, seek, False, sibling.endswith('.gz'), tail=tail)
+                files.append(FileRead(sibling, scan, counted, tail, identify(handle, scan) if identify else None))
+    except BotDetectorError as exc:
+        warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
+    return files, warnings
+
+
 def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=False, count_lines=False, session=None):
-    """Read each log once, in chunks, and count requests per key for every window.
+    """Read each log once (read_log), in chunks, and count requests per key for every window.
 
     With ``seek``, start each plain log where lines older than the windows less ``margin``
     end (logfile.plan_seek). With ``rotated``, also read the most recent rotated file when
@@ -337,28 +378,11 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
         return True
 
     for path in logs:
-        plan = None
-        with open_log(path) as handle:
-            if first_time(handle):
-                scan, plan = scan_file(path, handle, tally, stamps, margin, seek, rotated)
-                scans.append(scan)
-        # The log starts after the windows can begin (or shows no time near its start):
-        # logrotate ran meanwhile, and the rotated file holds the rest.
-        late = rotated and plan is not None and (plan.first is None or plan.first > plan.target)
-        sibling = rotated_sibling(path) if late else None
-        if sibling is None:
-            continue
-        part = tally.fresh()
-        try:
-            with open_log(sibling) as handle:
-                if not first_time(handle):
-                    continue
-                scan, dummy = scan_file(sibling, handle, part, stamps, margin, seek, False, sibling.endswith('.gz'))
-        except BotDetectorError as exc:
-            warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
-            continue
-        tally.add(part.counters)
-        scans.append(scan)
+        files, problems = read_log(path, stamps, tally.fresh, first_time, seek, margin, rotated)
+        for read in files:
+            tally.add(read.tally.counters)
+            scans.append(read.scan)
+        warnings.extend(problems)
     counts = tally.window_counts(windows)
     counts.scans, counts.warnings = scans, warnings
     return counts
