@@ -138,7 +138,7 @@ options:
         past it the state of that log is dropped with one warning, and the next run counts that
         log's windows cold, with the same decisions.
       - >-
-        Default: the host config file's C(state_budget) when set there, else 8388608.
+        Default: the host config file's C(state_budget) when set there, else 4194304.
     type: int
   rules:
     description:

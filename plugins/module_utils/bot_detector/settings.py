@@ -287,7 +287,7 @@ SETTINGS = (
             'the spec rules spill the counts to files in a private temporary directory and rank them a part at '
             'a time, with the same decisions. A log whose counts go past it keeps no state.',
             metavar='N', minimum=1),
-    Setting('state_budget', 'int', 8 * 1024 * 1024,
+    Setting('state_budget', 'int', 4 * 1024 * 1024,
             'Largest state file, in bytes, a run writes or reads (about 34 bytes per address and hour); past it '
             "the state of that log is dropped with one warning, and the next run counts that log's windows cold, "
             'with the same decisions.',
