@@ -131,7 +131,7 @@ class Reading:
             for segment in used:
                 if stamp in segment.counts.stamps():
                     found[stamp].append(segment.counts if segment.counts.prefix(stamp) is not None else segment.counts.get(stamp))
-            if self.tail is not None and self.tail.counters.get(stamp):
+            if self.tail is not None and (self.tail.counters.get(stamp) or spilled(self.tail.counters.get(stamp))):
                 found[stamp].append(self.tail.counters[stamp])
         return found
 
