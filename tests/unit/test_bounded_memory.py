@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings as hsettings, strategies as st
 
 import loggen
+from unit.test_incremental import Afternoon
 from conftest import CORE, Files, in_timezone, mask_duration, run_reference
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
     clock, reading, rules, run, settings, spill, tally)
@@ -282,3 +283,32 @@ def test_peak_memory_stays_bounded_with_many_addresses(tmp_path):
         status, peaks[budget] = peak_rss(argv, env)
         assert status == 0
     assert peaks[5000] + 15 * 1024 < peaks[10 ** 9], peaks
+
+
+# ---- with a state: the bounded path across runs, rotations and restarts
+
+
+@hsettings(max_examples=5, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10 ** 6), budget=st.sampled_from([1, 7, 40, 10 ** 6]), rotated=st.booleans(),
+       rotation=st.sampled_from(['rename', 'compress', 'copytruncate']))
+def test_runs_with_a_state_and_a_small_budget_equal_cold_runs_and_the_reference(tmp_path_factory, seed, budget, rotated,
+                                                                                 rotation):
+    """test_incremental's afternoon of runs, every run (with a state, and the cold run and
+    the reference it is compared with) under ``count_budget``: a state is kept only while
+    the counts fit in it; the decisions and the examined records are the same throughout."""
+    day = Afternoon(tmp_path_factory.mktemp('afternoon'), seed, rotated)
+    plain = day.settings
+    day.settings = lambda **changed: plain(**dict({'count_budget': budget}, **changed))
+    day.write(day.log, 50, 25)
+    day.run(day.clock)
+    for minutes in (10, 5):
+        day.write(day.log, minutes, 20)
+        day.clock += minutes * 60
+        day.run(day.clock)
+    day.rotate(rotation, 1)
+    day.write(day.log, 8, 20)
+    day.write_half_a_line()
+    day.clock += 480
+    day.run(day.clock)
+    assert day.compared['cold'] == 4 and day.compared['reference'] >= 1
