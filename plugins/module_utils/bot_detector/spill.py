@@ -137,9 +137,18 @@ class SpillCounter(Counter):
             if self._own[part] is None:
                 self._own[part] = self.session.new_file('%d' % part)
                 self.files[part].append(self._own[part])
-            with open(self._own[part], 'ab') as out:
-                out.write(b'\n'.join(chain.from_iterable(map(repeat, chosen, map(self.__getitem__, chosen)))))
-                out.write(b'\n')
+            counts = list(map(self.__getitem__, chosen))
+            if max(counts) == 1:        # a churn's keys: once each, joined in one C call
+                data = b'\n'.join(chosen) + b'\n'
+            else:
+                data = b'\n'.join(chain.from_iterable(map(repeat, chosen, counts))) + b'\n'
+            fd = os.open(self._own[part], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
         self.clear()
 
     def parts(self):
