@@ -120,8 +120,8 @@ def churn(distinct, server_like=False, seed=2019):
         if server_like:
             address = '2001:db8:1:2:%x:%x:10.0.0.5' % (scrambled >> 48, (scrambled >> 32) & 0xFFFF)
         else:
-            address = '2001:db8:1:2:%x:%x:%x:%x' % (scrambled >> 48, (scrambled >> 32) & 0xFFFF, (scrambled >> 16) & 0xFFFF,
-                                                   scrambled & 0xFFFF)
+            address = '2001:db8:1:2:%x:%x:%x:%x' % (scrambled >> 48, (scrambled >> 32) & 0xFFFF,
+                                                    (scrambled >> 16) & 0xFFFF, scrambled & 0xFFFF)
         while at < len(planted) and planted[at][0] <= epoch:
             when, who = planted[at]
             at += 1

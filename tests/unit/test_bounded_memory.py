@@ -292,8 +292,8 @@ def test_peak_memory_stays_bounded_with_many_addresses(tmp_path):
            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10 ** 6), budget=st.sampled_from([1, 7, 40, 10 ** 6]), rotated=st.booleans(),
        rotation=st.sampled_from(['rename', 'compress', 'copytruncate']))
-def test_runs_with_a_state_and_a_small_budget_equal_cold_runs_and_the_reference(tmp_path_factory, seed, budget, rotated,
-                                                                                 rotation):
+def test_runs_with_a_state_and_a_small_budget_equal_cold_runs_and_the_reference(tmp_path_factory, seed, budget,
+                                                                                rotated, rotation):
     """test_incremental's afternoon of runs, every run (with a state, and the cold run and
     the reference it is compared with) under ``count_budget``: a state is kept only while
     the counts fit in it; the decisions and the examined records are the same throughout."""
