@@ -8,7 +8,6 @@ The reference pipeline (tests/reference) is the oracle; the plain in-memory path
 beside the bounded one on the same inputs."""
 import os
 import random
-import resource
 import subprocess
 import sys
 import textwrap

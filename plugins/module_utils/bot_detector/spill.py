@@ -176,8 +176,7 @@ class SpillCounter(Counter):
                     elif deeper is not None and len(deeper) > self.session.budget:
                         deeper.spill()
             if deeper is not None:
-                for counter in deeper.parts():
-                    yield counter
+                yield from deeper.parts()
             elif counter:
                 yield counter
 
