@@ -122,6 +122,24 @@ options:
         Default: the host config file's C(state_dir) when set there, else off (the role:
         /var/lib/bot-detector).
     type: path
+  count_budget:
+    description:
+      - >-
+        Distinct addresses a run holds in memory, all windows together (about 130 bytes each); past
+        it, the spec rules spill the counts to files in a private temporary directory and rank them
+        a part at a time, with the same decisions. A log whose counts go past it keeps no state.
+      - >-
+        Default: the host config file's C(count_budget) when set there, else 100000.
+    type: int
+  state_budget:
+    description:
+      - >-
+        Largest state file, in bytes, a run writes or reads (about 34 bytes per address and hour);
+        past it the state of that log is dropped with one warning, and the next run counts that
+        log's windows cold, with the same decisions.
+      - >-
+        Default: the host config file's C(state_budget) when set there, else 4194304.
+    type: int
   rules:
     description:
       - >-

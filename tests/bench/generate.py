@@ -4,6 +4,7 @@ disorder (Apache logs a request's start time), with planted scrapers, bots, a se
 engine, static files and ordinary visitors.
 
     python3 generate.py HOURS OUT [--shuffled]       HOURS hours ending at END
+    python3 generate.py churn OUT --distinct N       N distinct addresses in END's hour (issue 19)
     python3 generate.py day OUT --index INDEX        the cron day: DAY_START to DAY_END, and
                                                      INDEX (JSON): for each cron run of the day
                                                      (and the warm-up run before them), the size
@@ -92,6 +93,48 @@ def generate(start, end, seed=2026):
             address, text, method, path, 2000 + (epoch % 50000), agent)
 
 
+CHURN_SCRAPERS = ([('185.7.%d.%d' % (i // 200, i % 200 + 1), 1000) for i in range(25)]     # ties at the top-20 cut
+                  + [('185.8.0.1', 999), ('185.8.0.2', 1001), ('185.8.0.3', 1200), ('10.0.0.51', 1500)])
+
+
+def churn(distinct, server_like=False, seed=2019):
+    """The high-churn hour: ``distinct`` addresses rotating inside one IPv6 /64, one job-page
+    request each, from the top of END's hour to END, in time order; among them scrapers at
+    and around the threshold (1000): 25 tied at 1000 around the top-20 cut, 999, 1001, 1200,
+    and one holding the server address 10.0.0.5 as a substring (dropped by rule 5.3.8).
+    With ``server_like``, every rotating address holds the server address too (IPv6 with
+    an embedded IPv4 part, '2001:db8:1:2:...:10.0.0.5'), and of the scrapers only 999,
+    1001, 1200 and the server's: fewer records than the top 20 survive rule 5.3.8."""
+    rng = random.Random(seed)
+    planted_set = CHURN_SCRAPERS[25:] if server_like else CHURN_SCRAPERS
+    end = utc(END)
+    start = end - end % 3600
+    span = end - start
+    planted = sorted((start + rng.randrange(span), address) for address, count in planted_set for dummy in range(count))
+    agent = AGENTS[0]
+    texts = {}
+    at = 0
+    for i in range(distinct):
+        epoch = start + i * span // distinct
+        scrambled = (i * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF
+        if server_like:
+            address = '2001:db8:1:2:%x:%x:10.0.0.5' % (scrambled >> 48, (scrambled >> 32) & 0xFFFF)
+        else:
+            address = '2001:db8:1:2:%x:%x:%x:%x' % (scrambled >> 48, (scrambled >> 32) & 0xFFFF,
+                                                    (scrambled >> 16) & 0xFFFF, scrambled & 0xFFFF)
+        while at < len(planted) and planted[at][0] <= epoch:
+            when, who = planted[at]
+            at += 1
+            yield '%s - - [%s] "GET /job/%d HTTP/1.1" 200 2100 "-" "%s"\n' % (who, texts.get(when) or stamp(when), at, SCRAPER_AGENT)
+        text = texts.get(epoch)
+        if text is None:
+            texts.clear()
+            text = texts[epoch] = stamp(epoch)
+        yield '%s - - [%s] "GET /jobs/%d HTTP/1.1" 200 2100 "-" "%s"\n' % (address, text, i, agent)
+    for when, who in planted[at:]:
+        yield '%s - - [%s] "GET /job/0 HTTP/1.1" 200 2100 "-" "%s"\n' % (who, stamp(when), SCRAPER_AGENT)
+
+
 def write(lines, out):
     with open(out, 'w') as handle:
         batch = []
@@ -130,7 +173,12 @@ def main():
     parser.add_argument('out')
     parser.add_argument('--shuffled', action='store_true', help='the same lines in random order')
     parser.add_argument('--index', help="the cron day's run index (JSON)")
+    parser.add_argument('--distinct', type=int, default=1000000, help='churn: distinct addresses in the hour')
+    parser.add_argument('--server-like', action='store_true', help='churn: the addresses hold the server address')
     args = parser.parse_args()
+    if args.hours == 'churn':
+        write(churn(args.distinct, args.server_like), args.out)
+        return
     if args.hours == 'day':
         write_day(args.out, args.index)
         return

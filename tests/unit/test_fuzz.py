@@ -47,8 +47,10 @@ def render(spec, garbage):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(spec=requests, garbage=st.lists(st.binary(max_size=60), max_size=5), blocked=list_lines, excluded=list_lines,
-       unterminated=st.booleans())
-def test_invariants(tmp_path_factory, spec, garbage, blocked, excluded, unterminated):
+       unterminated=st.booleans(), budget=st.sampled_from([None, None, 1, 3]))
+def test_invariants(tmp_path_factory, spec, garbage, blocked, excluded, unterminated, budget):
+    """``budget``: a count_budget of 1 or 3 addresses drives the bounded path (counts
+    spilled to files, issue 19) against the reference too."""
     os.environ['TZ'] = 'UTC'
     tmp_path = tmp_path_factory.mktemp('fuzz')
     log = tmp_path / 'access.log'
@@ -60,7 +62,8 @@ def test_invariants(tmp_path_factory, spec, garbage, blocked, excluded, untermin
     for f in (ours, theirs):
         f.blocklist.write_bytes(before)
         f.exclusions.write_bytes(''.join(e + '\n' for e in excluded).encode('utf-8'))
-    got = run_core(ours.options() + ['--server-ip', '10.0.0.5', '--threshold', str(THRESHOLD), '--now', NOW, log])
+    bounded = [] if budget is None else ['--count-budget', str(budget)]
+    got = run_core(ours.options() + bounded + ['--server-ip', '10.0.0.5', '--threshold', str(THRESHOLD), '--now', NOW, log])
     assert got.returncode == 0, got.stderr
     after = ours.read('blocklist')
     assert after.startswith(before)

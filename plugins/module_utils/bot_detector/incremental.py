@@ -26,11 +26,12 @@ from __future__ import absolute_import, division, print_function
 import os
 from collections import Counter
 
-from . import messages, state, statedir
+from . import state, statedir
 from .errors import BotDetectorError
 from .logfile import Scan, open_log, plan_seek, rotated_sibling
 from .reading import DamagedGzip, count_parallel, count_range, count_stream, gunzip, gzip_problem, lines_end
-from .tally import Tally, WindowCounts, scan_file
+from .spill import spilled, total
+from .tally import Tally, WindowCounts, read_log
 
 __metaclass__ = type
 
@@ -39,31 +40,37 @@ class Unusable(Exception):
     """The state cannot be carried on for this log: count it cold."""
 
 
-def count_windows(logs, windows, line_filter, settings, now, state_dir):
-    """tally.count_windows, with a state per log. Returns (WindowCounts, [LogState]): the
-    states to save once the run's decisions are appended (statedir.save)."""
+def count_with_state(logs, windows, line_filter, settings, now, session=None):
+    """tally.count_windows, with a state per log in ``settings.state_dir``; with ``session``
+    (spill.Session), in bounded memory. Returns (WindowCounts, [LogState]): the states to
+    save once the run's decisions are appended (statedir.save). A log whose counts went
+    past the session's budget keeps no state (one warning; its next run starts cold)."""
+    state_dir = settings.state_dir
     stamps = [window.stamp for window in windows]
     parts = dict((stamp, []) for stamp in stamps)
     scans, warnings, states, seen = [], [], [], set()
     wanted = state.counting_settings(settings)
     for path in logs:
         log = os.path.abspath(path)
-        old, warning = statedir.load(state_dir, log)
+        old, warning = statedir.load(state_dir, log, settings.state_budget)
         if warning:
             warnings.append(warning)
-        reading = Reading(path, log, stamps, line_filter, settings, now, seen)
+        reading = Reading(path, log, stamps, line_filter, settings, now, seen, session)
         if old is not None and old.settings == wanted and old.now <= now and all(s in old.stamps for s in stamps):
             try:
                 reading.carry_on(old)
             except Unusable as exc:
                 warnings.extend(exc.args[0] if exc.args else [])
-                reading = Reading(path, log, stamps, line_filter, settings, now, seen)
+                reading = Reading(path, log, stamps, line_filter, settings, now, seen, session)
         if not reading.done:
             reading.cold()
         for stamp, counters in reading.parts().items():
             parts[stamp].extend(counters)
         scans.extend(reading.scans)
         warnings.extend(reading.warnings)
+        if reading.new_state is not None and reading.spilled():
+            reading.new_state = None
+            warnings.append(statedir.drop(state_dir, log, 'more than count_budget (%d) distinct addresses' % session.budget))
         if reading.new_state is not None:
             reading.new_state.prune(now)
             states.append(reading.new_state)
@@ -75,7 +82,7 @@ def count_windows(logs, windows, line_filter, settings, now, state_dir):
             summed[stamp] = found[0].prefix(stamp)
         else:
             found = [part.get(stamp) if isinstance(part, state.Counts) else part for part in found]
-            summed[stamp] = (found[0] if len(found) == 1 else sum_counters(found)) if found else Counter()
+            summed[stamp] = (found[0] if len(found) == 1 else total(found)) if found else Counter()
     counts = WindowCounts(windows, [summed[window.stamp] for window in windows])
     counts.scans, counts.warnings = scans, warnings
     return counts, states
@@ -85,8 +92,9 @@ class Reading:
     """One log's reading in one run: its segments' counts (the log's, the rotated file's),
     the lines not finished yet, and the state to save."""
 
-    def __init__(self, path, log, stamps, line_filter, settings, now, seen):
+    def __init__(self, path, log, stamps, line_filter, settings, now, seen, session=None):
         self.path, self.log, self.stamps, self.line_filter = path, log, stamps, line_filter
+        self.session = session
         self.settings, self.now, self.seen = settings, now, seen
         self.done = False
         self.scans, self.warnings = [], []
@@ -97,7 +105,13 @@ class Reading:
         self._claimed = []
 
     def _tally(self, tracked):
-        return Tally(self.stamps, self.line_filter, tracked, count_lines=self.settings.metrics_file is not None)
+        return Tally(self.stamps, self.line_filter, tracked, count_lines=self.settings.metrics_file is not None,
+                     session=self.session)
+
+    def spilled(self):
+        """Whether counts of this log went to spill files: too many to keep in a state."""
+        return any(spilled(segment.counts.get(stamp)) for segment in self.segments for stamp in segment.counts.stamps()
+                   if stamp not in segment.counts.unparsed())
 
     def _first_time(self, info):
         key = (info.st_dev, info.st_ino)
@@ -117,7 +131,7 @@ class Reading:
             for segment in used:
                 if stamp in segment.counts.stamps():
                     found[stamp].append(segment.counts if segment.counts.prefix(stamp) is not None else segment.counts.get(stamp))
-            if self.tail is not None and self.tail.counters.get(stamp):
+            if self.tail is not None and (self.tail.counters.get(stamp) or spilled(self.tail.counters.get(stamp))):
                 found[stamp].append(self.tail.counters[stamp])
         return found
 
@@ -126,42 +140,27 @@ class Reading:
     def cold(self):
         settings = self.settings
         tracked = state.stamps_in_play(self.now, self.now + state.HORIZON)
-        log_tally, self.tail = self._tally(tracked), self._tally(tracked)
-        plan = None
-        keep_state = True
-        with open_log(self.path) as handle:
-            fd = handle.fileno()
+        self.tail = self._tally(tracked)
+
+        def identify(handle, scan):
+            fd, gzip = handle.fileno(), scan.mode == 'full-gzip'
             info = os.fstat(fd)
-            if self._first_time(info):
-                keep_state = gzip_problem(fd) is not None        # a gzip log has no place to go on from
-                scan, plan = scan_file(self.path, handle, log_tally, self.stamps, settings.seek_margin, settings.seek,
-                                       settings.rotated, tail=self.tail)
-                self.scans.append(scan)
-                self.segments.append(state.Segment(info.st_dev, info.st_ino, _head(fd), scan.end, counts=log_tally.counters,
-                                                   before=state.bytes_before(fd, scan.end)))
-            else:
-                keep_state = False
+            head = _gzip_head(handle) if gzip else _head(fd)
+            return state.Segment(info.st_dev, info.st_ino, head, scan.end, gzip,
+                                 before=None if gzip else state.bytes_before(fd, scan.end))
+
+        files, warnings = read_log(self.path, self.stamps, lambda: self._tally(tracked),
+                                   lambda handle: self._first_time(os.fstat(handle.fileno())), settings.seek,
+                                   settings.seek_margin, settings.rotated, with_tail=True, identify=identify)
         self.done = True
-        late = settings.rotated and plan is not None and (plan.first is None or plan.first > plan.target)
-        sibling = rotated_sibling(self.path) if late else None
-        if sibling is not None:
-            part, part_tail = self._tally(tracked), self._tally(tracked)
-            try:
-                with open_log(sibling) as handle:
-                    fd = handle.fileno()
-                    info = os.fstat(fd)
-                    if self._first_time(info):
-                        scan, dummy = scan_file(sibling, handle, part, self.stamps, settings.seek_margin, settings.seek,
-                                                False, sibling.endswith('.gz'), tail=part_tail)
-                        gzip = scan.mode == 'full-gzip'
-                        head = _gzip_head(handle) if gzip else _head(fd)
-                        before = None if gzip else state.bytes_before(fd, scan.end)
-                        self.segments.append(state.Segment(info.st_dev, info.st_ino, head, scan.end, gzip, part.counters, before))
-                        self.tail.add(part_tail.counters)
-                        self.use_rotated = True
-                        self.scans.append(scan)
-            except BotDetectorError as exc:
-                self.warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
+        self.warnings.extend(warnings)
+        keep_state = bool(files) and files[0].path == self.path and not files[0].identity.gzip     # a gzip log: no going on
+        for read in files:
+            read.identity.counts = state.Counts(read.tally.counters)
+            self.segments.append(read.identity)
+            self.tail.add(read.tail.counters)
+            self.scans.append(read.scan)
+        self.use_rotated = len(self.segments) > 1
         if keep_state and self.segments:
             self.new_state = state.LogState(self.log, state.counting_settings(settings), self.now,
                                             self.now + state.HORIZON, tracked, self.segments)
@@ -314,12 +313,3 @@ def _gzip_head(handle):
     except DamagedGzip:
         pass
     return head
-
-
-def sum_counters(parts):
-    """One Counter with the sum of ``parts`` (the largest copied in C, the others added)."""
-    parts = sorted(parts, key=len, reverse=True)
-    total = parts[0].copy()
-    for part in parts[1:]:
-        total.update(part.elements())       # counted in C, not a loop over the keys
-    return total

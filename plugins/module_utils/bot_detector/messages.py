@@ -24,6 +24,10 @@ EXECUTION_TIME = 'Execution time: %d seconds'
 
 # Warnings (standard error, the module's warnings): the run goes on.
 ROTATED_LEFT_OUT = '%s; the run goes on without this rotated file'
+# A state past its budget (count_budget distinct keys in memory, state_budget bytes on
+# disk) is not kept: the next run counts that log cold, with the same decisions.
+STATE_OVER_BUDGET = ('state file %(path)s not kept: %(why)s; the next run reads the windows of this log again '
+                     '(the decisions are the same)')
 
 # The activity log line of an addition; a note marks a decision not taken by this host's
 # own count: 'RPH=3000 (fleet)'.

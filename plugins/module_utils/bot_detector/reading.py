@@ -13,7 +13,7 @@ import re
 import zlib
 
 from .errors import BotDetectorError
-from .logfile import PROBE_BYTES, TIMESTAMP, has_gzip_header, line_start_after
+from .logfile import PROBE_BYTES, has_gzip_header, line_start_after
 
 __metaclass__ = type
 
@@ -41,10 +41,9 @@ class LongLine:
 
     def __init__(self, tally):
         self.tally = tally
-        needles = getattr(tally.line_filter, 'needles', None)
+        needles = tally.long_line_needles()
         self.skip = needles is None
-        self.exact, self.folded = ([], []) if self.skip else (list(needles[0]), list(needles[1]))
-        self.exact += list(tally.counters)
+        self.exact, self.folded = ([], []) if self.skip else needles
         # A byte no needle holds, to join them: the stand-in then holds no needle the line lacks.
         used = set(bytearray(b''.join(self.exact + self.folded)))
         self.joint = bytes(bytearray([next(byte for byte in range(256) if byte not in used)]))
@@ -55,8 +54,7 @@ class LongLine:
         self.state = 'leading'      # blanks before the first field, then 'in', 'done' or 'too long'
 
     def feed(self, piece):
-        if not self.tally.stamped:
-            self.tally.stamped = TIMESTAMP.search(piece) is not None
+        self.tally.note_piece(piece)
         if self.skip:
             return
         self._first_field(piece)
@@ -93,9 +91,8 @@ class LongLine:
                 self.state, self.separator = 'done', piece[end:end + 1]
 
     def finish(self):
-        if self.tally.lines is not None:
-            self.tally.lines += 1
         if self.skip or self.state == 'leading':
+            self.tally.count_long_line(None, self.found)
             return
         field = b''.join(self.field)
         if self.separator is None:
@@ -103,9 +100,7 @@ class LongLine:
         else:
             held = [n for n in self.exact if n in self.found] + [n for n in self.folded if (n, 'folded') in self.found]
             stand_in = field + self.separator + self.joint + self.joint.join(held)
-        for stamp, counter in self.tally.counters.items():
-            if stamp in self.found:
-                self.tally.line_filter.count_into([stand_in], counter)
+        self.tally.count_long_line(stand_in, self.found)
 
 
 def count_stream(pieces, tally):
@@ -239,6 +234,8 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
     if workers < 2:
         return count_range(handle.fileno(), start, end, tally)
     import pickle       # only runs that fork pay for it
+    if tally.session is not None and not tally.session.ready():
+        tally.session = None        # no directory for spilled counts: they stay in memory
     even = start if counted_from is None else min(max(start, counted_from), end)
     bounds = [start] + [line_start_after(handle, even + (end - even) * i // workers) for i in range(1, workers)] + [end]
     children = []
@@ -251,6 +248,7 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
                 os.close(reader)
                 mine = tally.fresh()
                 read = count_range(handle.fileno(), bounds[part], bounds[part + 1], mine)
+                mine.hand_over(workers)
                 payload = pickle.dumps((None, mine.counters, read, mine.lines, mine.stamped),
                                        protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # pylint: disable=broad-except

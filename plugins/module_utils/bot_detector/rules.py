@@ -12,6 +12,7 @@ from itertools import compress, repeat
 from operator import contains, ge, itemgetter, not_
 
 from .addresses import is_client_address, parse_address
+from .spill import parts, spilled
 from .text import to_bytes
 
 __metaclass__ = type
@@ -32,6 +33,8 @@ def prefix_pattern(job_prefixes):
 
 class LineFilter:
     """Rules 5.3.2 to 5.3.6 on whole lines (the stamp, 5.3.1, is matched by the tally)."""
+
+    spillable = True        # its keys are bytes: past a budget, counts may go to files (spill.py)
 
     def __init__(self, job_prefixes, search_engine):
         self._prefixes = prefix_pattern(job_prefixes)
@@ -138,14 +141,15 @@ def _first_fields_at_space(lines):
     return _first_fields_exact(lines) if b'' in fields else fields
 
 
-def top_records(counter, server_ips, top):
-    """Order as ``sort | uniq -c | sort -nr`` under LC_ALL=C (equal counts: address in
-    descending byte order), drop the server's own records, keep the first ``top``.
+def server_test(server_ips):
+    """is_server(count, address) for rule 5.3.8, or None without server addresses.
 
     One server address: the spec's rule 5.3.8, records holding it as a substring of
     '<count> <address>' are dropped. Several (``hostname -i`` printing '::1 127.0.1.1'):
     the spec would look for that whole text, which no record holds; instead each is matched
     as a whole address (in any spelling), never as a substring of another."""
+    if not server_ips:
+        return None
     if len(server_ips) == 1:
         server = server_ips[0]
 
@@ -156,18 +160,69 @@ def top_records(counter, server_ips, top):
 
         def is_server(count, address):
             return address_key(address) in servers
-    wanted = top
-    while True:
-        records = []
-        for address, count in largest(counter, wanted):
-            if server_ips and is_server(count, address):
-                continue
-            records.append((count, address))
-            if len(records) == top:
-                return records
-        if wanted >= len(counter):
-            return records
-        wanted *= 4      # server addresses took places: look further down
+    return is_server
+
+
+def top_records(counter, server_ips, top):
+    """Order as ``sort | uniq -c | sort -nr`` under LC_ALL=C (equal counts: address in
+    descending byte order), drop the server's own records (server_test), keep the first
+    ``top``. Counts spilled to files (spill.py) are ranked a part at a time: the parts
+    hold disjoint keys, so the first ``top`` of all are among the parts' first ``top``."""
+    is_server = server_test(server_ips)
+    if not spilled(counter):
+        return _top_of(counter, is_server, top)
+    found = []
+    for part in parts(counter):
+        found.extend(_top_of(part, is_server, top))
+    found.sort(reverse=True)
+    return found[:top]
+
+
+def _top_of(counter, is_server, top):
+    """top_records of one Counter. Usually no server record is among the first ``top``:
+    those are the answer. Otherwise one pass over all the records takes the first ``top``
+    that are not the server's, testing only those that would enter them (many addresses
+    holding the server's as a substring cost one pass, not a ranking per retry)."""
+    first = [(count, address) for address, count in largest(counter, top)]
+    if is_server is None or not any(is_server(count, address) for count, address in first):
+        return first
+    heap = []
+    push, replace = heapq.heappush, heapq.heapreplace
+    for address, count in counter.items():
+        if len(heap) < top:
+            if not is_server(count, address):
+                push(heap, (count, address))
+        elif (count, address) > heap[0] and not is_server(count, address):
+            replace(heap, (count, address))
+    heap.sort(reverse=True)
+    return heap
+
+
+def counts_at_least(counter, server_ips, floor):
+    """{key: count} of every key with ``floor`` or more requests, less the server's
+    records, one part at a time: at most lines / floor of them."""
+    is_server = server_test(server_ips)
+    found = {}
+    for part in parts(counter):
+        keys = list(compress(part.keys(), map(ge, part.values(), repeat(floor))))
+        for key in keys:
+            count = part[key]
+            if is_server is None or not is_server(count, key):
+                found[key] = count
+    return found
+
+
+def counts_of(counter, server_ips, keys):
+    """{key: count} of each of ``keys`` (bytes), 0 for a key not counted or the server's."""
+    is_server = server_test(server_ips)
+    wanted = set(keys)
+    found = dict((key, 0) for key in wanted)
+    for part in parts(counter):
+        for key in [key for key in wanted if key in part]:
+            count = part[key]
+            if is_server is None or not is_server(count, key):
+                found[key] = count
+    return found
 
 
 def largest(counter, n):

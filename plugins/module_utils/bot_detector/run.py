@@ -25,7 +25,8 @@ from .logfile import check_readable
 from .messages import ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, UNREADABLE_FORMAT
 from .metrics import recorded
 from .result import Result
-from .rules import BELOW_THRESHOLD, BLOCK, decide, rules_for
+from .rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide, rules_for
+from .spill import Session
 from .tally import count_windows, whole
 from .text import printable, to_bytes, to_text
 from .writer import BlocklistWriter
@@ -33,9 +34,10 @@ from .writer import BlocklistWriter
 __metaclass__ = type
 
 
-def _count(settings, logs, now, resolver, result):
+def count_logs(settings, logs, now, resolver, result, session=None):
     """Rules 2 to 5.3: check the logs, then count them (with ``state_dir``, on from what
-    earlier runs counted). Returns (rules, counts, server_ips, states to save)."""
+    earlier runs counted); with ``session`` (spill.Session), in bounded memory. Returns
+    (rules, counts, server_ips, states to save)."""
     for path in logs:       # rule 2, before anything else happens
         check_readable(path)
     now = time.time() if now is None else now
@@ -43,12 +45,12 @@ def _count(settings, logs, now, resolver, result):
     rules = rules_for(settings, resolver)
     states = []
     if settings.state_dir:
-        from .incremental import count_windows as count_on
-        counts, states = count_on(logs, hour_windows(now), rules.line_filter, settings, now, settings.state_dir)
+        from .incremental import count_with_state
+        counts, states = count_with_state(logs, hour_windows(now), rules.line_filter, settings, now, session)
     else:
         counts = count_windows(logs, hour_windows(now), rules.line_filter, seek=settings.seek,
                                margin=settings.seek_margin, rotated=settings.rotated,
-                               count_lines=settings.metrics_file is not None)
+                               count_lines=settings.metrics_file is not None, session=session)
     for line in counts.warnings:
         result.warn(line)
     for scan in counts.scans:
@@ -94,15 +96,15 @@ def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None,
     metrics file, metrics are written after. Raises BotDetectorError (see
     BlocklistWriter.block for what an append failure leaves)."""
     result = Result(check_mode, emit, on_warning)
-    with recorded(settings, result, logs):
-        _detect(result, settings, logs, now, resolver, report_floor)
+    with recorded(settings, result, logs), Session(settings.count_budget) as session:
+        _detect(result, settings, logs, now, resolver, report_floor, session)
     return result
 
 
-def _detect(result, settings, logs, now, resolver, report_floor):
+def _detect(result, settings, logs, now, resolver, report_floor, session):
     check_mode = result.check_mode
     start = int(time.time())
-    rules, counts, server_ips, states = _count(settings, logs, now, resolver, result)
+    rules, counts, server_ips, states = count_logs(settings, logs, now, resolver, result, session)
     result.scans = [scan.as_dict() for scan in counts.scans]
     if report_floor is not None:
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
@@ -123,9 +125,9 @@ def _detect(result, settings, logs, now, resolver, report_floor):
             # Under the lock, after the appends: a run killed before this keeps the old state,
             # which costs the next run a cold start, never a count.
             from .statedir import save
-            problem = save(settings.state_dir, states)
-            if problem:
-                result.warn(problem)
+            problem = save(settings.state_dir, states, settings.state_budget)
+            for line in problem.split('\n') if problem else ():
+                result.warn(line)
     finally:
         writer.unlock()
     result.rules = rules.name
@@ -146,10 +148,15 @@ def report(settings, logs, floor=None, candidates=None, now=None, resolver=None)
     if candidates is not None and not (isinstance(candidates, dict) and all(
             isinstance(keys, (list, tuple)) and all(isinstance(key, str) for key in keys) for keys in candidates.values())):
         raise bad_option('candidates must map each window (name or hour stamp) to a list of keys, got %r' % (candidates,))
+    with Session(settings.count_budget) as session:
+        return _report(settings, logs, floor, candidates, now, resolver, session)
+
+
+def _report(settings, logs, floor, candidates, now, resolver, session):
     result = Result()
     start = int(time.time())
     now = time.time() if now is None else now
-    rules, counts, server_ips, dummy = _count(settings, logs, now, resolver, result)    # the state is read, not written
+    rules, counts, server_ips, dummy = count_logs(settings, logs, now, resolver, result, session)    # state read, not written
     result.scans = [scan.as_dict() for scan in counts.scans]
     result.now = int(now)
     if candidates is None:
@@ -161,8 +168,7 @@ def report(settings, logs, floor=None, candidates=None, now=None, resolver=None)
         result.counts = {}
         for window, counter in counts:
             asked = candidates.get(window.name, candidates.get(to_text(window.stamp), ()))
-            every = _key_counts(rules, counter, server_ips) if asked else {}
-            result.counts[window.name] = dict((key, every.get(key, 0)) for key in asked)
+            result.counts[window.name] = _asked_counts(rules, counter, server_ips, asked) if asked else {}
     for window, dummy in counts:
         result.window(window, [])
     result.rules = rules.name
@@ -193,18 +199,38 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
 
 
 def _key_counts(rules, counter, server_ips):
-    """{key: count} of one window: every key the rules rank, as the module returns it."""
+    """{key: count} of one window: every key the rules rank, as the module returns it (the
+    precise rules, whose keys group fields: all of them are needed)."""
     counter = whole(counter)
     return dict((printable(to_text(key)), count) for count, key in rules.examined(counter, server_ips, len(counter) or 1))
 
 
+def _asked_counts(rules, counter, server_ips, asked):
+    """{key: count} of the keys ``asked`` (texts as the module returns them), 0 for one not
+    counted. The spec rules look each up (one part of spilled counts at a time); a key whose
+    text is not its bytes' (printable escaped it), and the precise rules, rank every key."""
+    found = {}
+    if rules.name == 'spec':
+        raw = dict((to_bytes(key), key) for key in asked if printable(to_text(to_bytes(key))) == key)
+        found = dict((raw[key], count) for key, count in counts_of(whole(counter), server_ips, list(raw)).items())
+    if len(found) < len(set(asked)):
+        every = _key_counts(rules, counter, server_ips)
+        found.update((key, every.get(key, 0)) for key in asked if key not in found)
+    return dict((key, found[key]) for key in asked)
+
+
 def reported_counts(rules, counts, server_ips, floor):
     """Per window, every key with ``floor`` or more requests, with the rules' filters and
-    server drop: what a fleet run sums across hosts."""
+    server drop: what a fleet run sums across hosts. The spec rules keep only those (at
+    most lines / floor of them); the precise rules group fields into keys first."""
     reported = {}
     for window, counter in counts:
-        reported[window.name] = dict((key, count) for key, count in _key_counts(rules, counter, server_ips).items()
-                                     if count >= floor)
+        if rules.name == 'spec':
+            reported[window.name] = dict((printable(to_text(key)), count) for key, count in
+                                         counts_at_least(whole(counter), server_ips, floor).items())
+        else:
+            reported[window.name] = dict((key, count) for key, count in _key_counts(rules, counter, server_ips).items()
+                                         if count >= floor)
     return reported
 
 

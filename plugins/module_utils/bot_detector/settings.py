@@ -282,6 +282,16 @@ SETTINGS = (
             "those of a run without it. Off, every run reads the logs' windows, as the reference does.",
             metavar='DIR', role_default='/var/lib/bot-detector',
             default_text='off (the role: /var/lib/bot-detector)'),
+    Setting('count_budget', 'int', 100000,
+            'Distinct addresses a run holds in memory, all windows together (about 130 bytes each); past it, '
+            'the spec rules spill the counts to files in a private temporary directory and rank them a part at '
+            'a time, with the same decisions. A log whose counts go past it keeps no state.',
+            metavar='N', minimum=1),
+    Setting('state_budget', 'int', 4 * 1024 * 1024,
+            'Largest state file, in bytes, a run writes or reads (about 34 bytes per address and hour); past it '
+            "the state of that log is dropped with one warning, and the next run counts that log's windows cold, "
+            'with the same decisions.',
+            metavar='BYTES', minimum=0),
     Setting('rules', 'str', 'spec',
             "spec: the reference script's rules, quirks included. precise: bot and search-engine tests on the "
             'user agent only, crawlers exempt only when their address verifies by reverse and forward DNS, '

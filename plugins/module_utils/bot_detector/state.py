@@ -42,6 +42,7 @@ from collections import Counter
 from .clock import hour_stamp
 from .errors import BotDetectorError
 from .rules import largest
+from .spill import spilled
 from .tally import Prefix
 
 __metaclass__ = type
@@ -116,18 +117,31 @@ class Counts:
         return Prefix(entries, complete, load)
 
     def add(self, stamp, counter):
-        """Add ``counter`` to ``stamp``'s counts (the smaller into the larger)."""
-        if not counter:
+        """Add ``counter`` to ``stamp``'s counts (the smaller into the larger; counts
+        spilled to files, spill.py, take the others in)."""
+        if not counter and not spilled(counter):
             return
         mine = self.get(stamp)
+        if spilled(counter) or spilled(mine):
+            if not spilled(counter):
+                mine, counter = counter, mine
+            if mine is not None:
+                counter.absorb(mine)
+            self._counters[stamp] = counter
+            return
         if mine is None or len(counter) > len(mine):
             mine, counter = counter, mine
             self._counters[stamp] = mine
         if counter:
             mine.update(counter.elements())     # counted in C, not a loop over the keys
 
+    def unparsed(self):
+        """The stamps whose section is not parsed yet (as read from the file)."""
+        return list(self._raw)
+
     def stamps(self):
-        return [stamp for stamp in list(self._counters) + list(self._raw) if stamp in self._raw or self._counters[stamp]]
+        return [stamp for stamp in list(self._counters) + list(self._raw)
+                if stamp in self._raw or self._counters[stamp] or spilled(self._counters[stamp])]
 
     def drop(self, stamp):
         self._counters.pop(stamp, None)

@@ -15,7 +15,7 @@ from .state import EarlierFormat, StateError, loads
 
 __metaclass__ = type
 
-MAX_STATE_BYTES = 512 * 1024 * 1024
+from .messages import STATE_OVER_BUDGET
 
 
 def state_path(state_dir, log):
@@ -27,9 +27,9 @@ def state_path(state_dir, log):
     return os.path.join(state_dir, name + '.json')
 
 
-def load(state_dir, log):
+def load(state_dir, log, max_bytes=None):
     """(LogState or None, warning or None). No file is no state and no warning; a file that
-    cannot be used is no state and one warning saying why."""
+    cannot be used (one larger than ``max_bytes``, the setting state_budget, too) is no state and one warning saying why."""
     path = state_path(state_dir, log)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -43,8 +43,8 @@ def load(state_dir, log):
             return None, 'state file %s ignored: not a regular file' % path
         if info.st_uid != os.geteuid():
             return None, 'state file %s ignored: owned by user %d, not by this run\'s' % (path, info.st_uid)
-        if info.st_size > MAX_STATE_BYTES:
-            return None, 'state file %s ignored: larger than %d bytes' % (path, MAX_STATE_BYTES)
+        if max_bytes is not None and info.st_size > max_bytes:
+            return None, 'state file %s ignored: larger than %d bytes' % (path, max_bytes)
         chunks = []
         while True:
             chunk = os.read(fd, 1024 * 1024)
@@ -87,20 +87,35 @@ def _running(pid):
     return True
 
 
-def save(state_dir, states):
+def drop(state_dir, log, why):
+    """Remove the state file of ``log`` (its counts are past a budget); returns the warning."""
+    path = state_path(state_dir, log)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    return STATE_OVER_BUDGET % {'path': path, 'why': why}
+
+
+def save(state_dir, states, max_bytes=None):
     """Replace each state's file atomically (a new file, mode 0600, fsync'ed, renamed over
     the old). Called under the run's lock, after the run's appends: a run killed before
-    the rename leaves the previous state, which can only cost a cold run. Returns a
-    warning, or None."""
+    the rename leaves the previous state, which can only cost a cold run. A state larger
+    than ``max_bytes`` is not written, and its old file is removed. Returns a warning, or
+    None."""
     try:
         os.makedirs(state_dir, 0o700)
     except OSError as exc:
         if exc.errno != errno.EEXIST or not os.path.isdir(state_dir):
             return 'cannot create the state directory %s: %s' % (state_dir, exc.strerror)
     _remove_leftovers(state_dir)
+    over = []
     for state in states:
         path = state_path(state_dir, state.log)
         data = state.dumps()
+        if max_bytes is not None and len(data) > max_bytes:
+            over.append(drop(state_dir, state.log, 'larger than state_budget (%d bytes, %d allowed)' % (len(data), max_bytes)))
+            continue
         temporary = os.path.join(state_dir, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
         fd = None
         try:
@@ -120,4 +135,4 @@ def save(state_dir, states):
                 except OSError:
                     pass
             return 'cannot write the state file %s: %s' % (path, exc.strerror)
-    return None
+    return '\n'.join(over) or None

@@ -85,16 +85,23 @@ def status(settings, logs=(), now=None, resolver=None):
         })
         report.entries.append(entry)
     if logs:
-        from .run import _count      # the detector's own counting (and its warnings), unchanged
-        rules, counts, server_ips, dummy = _count(settings, logs, now, resolver, report)    # no state saved
-        lists = rules.lists(content, read_list(settings.exclusions_file, strict=True))
-        report.windows = []
-        for window, counter in counts:
-            records = []
-            for count, key in rules.examined(counter, server_ips, settings.top):
-                verdict = decide(count, key, settings.threshold, lists)
-                records.append({'address': to_text(key), 'count': count, 'percent': count * 100 // settings.threshold,
-                                'verdict': verdict})
-            report.windows.append({'name': window.name, 'hour_stamp': to_text(window.stamp),
-                                   'threshold': settings.threshold, 'records': records})
+        from .spill import Session
+        with Session(settings.count_budget) as session:
+            _windows(report, settings, logs, now, resolver, content, session)
     return report
+
+
+def _windows(report, settings, logs, now, resolver, content, session):
+    """The windows' top records with their verdicts, into ``report``."""
+    from .run import count_logs      # the detector's own counting (and its warnings), unchanged
+    rules, counts, server_ips, dummy = count_logs(settings, logs, now, resolver, report, session)    # no state saved
+    lists = rules.lists(content, read_list(settings.exclusions_file, strict=True))
+    report.windows = []
+    for window, counter in counts:
+        records = []
+        for count, key in rules.examined(counter, server_ips, settings.top):
+            verdict = decide(count, key, settings.threshold, lists)
+            records.append({'address': to_text(key), 'count': count, 'percent': count * 100 // settings.threshold,
+                            'verdict': verdict})
+        report.windows.append({'name': window.name, 'hour_stamp': to_text(window.stamp),
+                               'threshold': settings.threshold, 'records': records})

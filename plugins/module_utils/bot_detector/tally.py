@@ -18,6 +18,7 @@ from itertools import compress, repeat
 from operator import contains
 
 from . import messages, reading
+from .spill import SpillCounter
 from .errors import BotDetectorError
 from .logfile import TIMESTAMP, Scan, open_log, plan_seek, rotated_sibling
 
@@ -75,7 +76,7 @@ class Tally:
     first one, at once in a readable log) and, with ``count_lines``, how many lines it saw
     (``lines``; None without)."""
 
-    def __init__(self, stamps, line_filter, tracked=(), count_lines=False):
+    def __init__(self, stamps, line_filter, tracked=(), count_lines=False, session=None):
         self.stamps = []
         for stamp in stamps:
             if stamp not in self.stamps:       # both windows hold the same text on a DST night
@@ -84,7 +85,10 @@ class Tally:
         self.line_filter = line_filter
         self.lines = 0 if count_lines else None
         self.stamped = False
-        self.counters = dict((stamp, Counter()) for stamp in self.stamps + self.tracked)
+        # With a spill session (spill.py), past its budget of distinct keys the counts go to files.
+        self.session = session if session is not None and session.usable and getattr(line_filter, 'spillable', False) else None
+        new = Counter if self.session is None else self.session.counter
+        self.counters = dict((stamp, new()) for stamp in self.stamps + self.tracked)
         self._finders = _stamp_finders(self.tracked)
         # '/Nov/2026:', when every stamp has it: each stamp's text holds it once (chunk_one_hour).
         months = set(stamp[2:12] for stamp in self.counters)
@@ -92,7 +96,7 @@ class Tally:
 
     def fresh(self):
         """An empty tally with the same stamps and filter (a forked worker's)."""
-        return Tally(self.stamps, self.line_filter, self.tracked, self.lines is not None)
+        return Tally(self.stamps, self.line_filter, self.tracked, self.lines is not None, self.session)
 
     def add(self, counters, lines=None, stamped=False):
         """Add another tally's counters ({stamp: Counter}), the smaller into the larger, and
@@ -105,8 +109,64 @@ class Tally:
             if len(theirs) > len(mine):
                 mine, theirs = theirs, mine
                 self.counters[stamp] = mine
-            if theirs:
+            if isinstance(mine, SpillCounter):
+                mine.session = self.session
+                mine.absorb(theirs)
+            elif theirs:
                 mine.update(theirs.elements())     # counted in C, not a loop over the keys
+        self.within_budget()
+
+    def within_budget(self):
+        """Past the session's budget of distinct keys, spill the largest counters until at
+        most half of it is held."""
+        if self.session is None:
+            return
+        held = sum(map(len, self.counters.values()))
+        if held <= self.session.budget:
+            return
+        if not self.session.ready():
+            self.session = None         # no directory for spilled counts: they stay in memory
+            return
+        for counter in sorted(self.counters.values(), key=len, reverse=True):
+            if held <= self.session.budget // 2:
+                break
+            held -= len(counter)
+            counter.spill()
+
+    def hand_over(self, workers):
+        """A forked worker's counts before they are sent back: past its share of the budget
+        (half of it over the workers), to files, so that the parent never holds more than
+        one and a half budgets while it adds them up."""
+        if self.session is not None and sum(map(len, self.counters.values())) > self.session.budget // (2 * workers):
+            for counter in self.counters.values():
+                counter.spill()
+
+    # ---- a line longer than a read chunk (reading.LongLine judges it piece by piece)
+
+    def long_line_needles(self):
+        """(texts matched as they are, texts matched lower-cased) that decide how a long
+        line is counted: the filter's and the stamps; None when the filter has none."""
+        needles = getattr(self.line_filter, 'needles', None)
+        if needles is None:
+            return None
+        return list(needles[0]) + list(self.counters), list(needles[1])
+
+    def note_piece(self, piece):
+        """A piece of a long line: whether it carries an access-log timestamp."""
+        if not self.stamped:
+            self.stamped = TIMESTAMP.search(piece) is not None
+
+    def count_long_line(self, stand_in, found):
+        """Count a long line by its ``stand_in`` (same first field, same needles) under each
+        stamp of ``found`` (the needles it holds); a line not counted passes None."""
+        if self.lines is not None:
+            self.lines += 1
+        if stand_in is None:
+            return
+        for stamp, counter in self.counters.items():
+            if stamp in found:
+                self.line_filter.count_into([stand_in], counter)
+        self.within_budget()
 
     def window_counts(self, windows):
         return WindowCounts(windows, [self.counters[window.stamp] for window in windows])
@@ -129,12 +189,14 @@ class Tally:
         dense = [stamp for stamp in self.stamps if sample.count(stamp) * 4 >= sample_lines]
         if dense:
             self._dense_chunk(buf, limit, dense)
-            return
-        for stamp in self.stamps:       # few lines to count: find them
-            selected = lines_holding(buf, stamp, limit)
-            if selected:
-                self.line_filter.count_into(selected, self.counters[stamp])
-        self._count_tracked(buf, limit)
+        else:
+            for stamp in self.stamps:       # few lines to count: find them
+                selected = lines_holding(buf, stamp, limit)
+                if selected:
+                    self.line_filter.count_into(selected, self.counters[stamp])
+            self._count_tracked(buf, limit)
+        if self.session is not None:
+            self.within_budget()
 
     def _dense_chunk(self, buf, limit, dense):
         """A chunk mostly of the windows' hours (a time-ordered log; what an incremental run
@@ -252,17 +314,59 @@ def _measured(pieces, scan):
         yield piece
 
 
-def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=False, count_lines=False):
-    """Read each log once, in chunks, and count requests per key for every window.
+class FileRead:
+    """One file of a log's reading: its Scan, the Tally its lines went into, the Tally of
+    its unfinished last line (with ``with_tail``) and what ``identify`` noted while it was
+    open (an incremental run's Segment)."""
+
+    def __init__(self, path, scan, tally, tail, identity):
+        self.path, self.scan, self.tally, self.tail, self.identity = path, scan, tally, tail, identity
+
+
+def read_log(path, stamps, new_tally, first_time, seek=False, margin=600, rotated=False, with_tail=False, identify=None):
+    """The one reading of one log, for a cold run and an incremental run's cold start alike:
+    the log from where the windows can start (with ``seek``), then, with ``rotated``, the
+    most recent rotated file when the log starts after that point. Each file goes into a
+    tally of its own (``new_tally()``); a file ``first_time(handle)`` has seen already is
+    not read again; a rotated file that cannot be read whole is left out with a warning.
+    With ``with_tail``, a last line without its newline goes to a tally apart (scan_file).
+    ``identify(handle, scan)``, called while a file is open, notes what the caller keeps
+    of it. Returns ([FileRead], [warning])."""
+    files, warnings, plan = [], [], None
+    with open_log(path) as handle:
+        if first_time(handle):
+            counted, tail = new_tally(), new_tally() if with_tail else None
+            scan, plan = scan_file(path, handle, counted, stamps, margin, seek, rotated, tail=tail)
+            files.append(FileRead(path, scan, counted, tail, identify(handle, scan) if identify else None))
+    # The log starts after the windows can begin (or shows no time near its start):
+    # logrotate ran meanwhile, and the rotated file holds the rest.
+    late = rotated and plan is not None and (plan.first is None or plan.first > plan.target)
+    sibling = rotated_sibling(path) if late else None
+    if sibling is None:
+        return files, warnings
+    try:
+        with open_log(sibling) as handle:
+            if first_time(handle):
+                counted, tail = new_tally(), new_tally() if with_tail else None
+                scan, dummy = scan_file(sibling, handle, counted, stamps, margin, seek, False, sibling.endswith('.gz'), tail=tail)
+                files.append(FileRead(sibling, scan, counted, tail, identify(handle, scan) if identify else None))
+    except BotDetectorError as exc:
+        warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
+    return files, warnings
+
+
+def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=False, count_lines=False, session=None):
+    """Read each log once (read_log), in chunks, and count requests per key for every window.
 
     With ``seek``, start each plain log where lines older than the windows less ``margin``
     end (logfile.plan_seek). With ``rotated``, also read the most recent rotated file when
     the log starts after that point; one that cannot be read whole is left out with a
     warning (WindowCounts.warnings). A file already read (same device and inode: a log
     given twice, LOG.1 a link to LOG) is not read again. Counts of all files are summed.
-    With ``count_lines``, each scan also counts its lines (the metrics). Returns a WindowCounts."""
+    With ``count_lines``, each scan also counts its lines (the metrics). With ``session``
+    (spill.Session), counts past its budget go to its files. Returns a WindowCounts."""
     stamps = [window.stamp for window in windows]
-    tally = Tally(stamps, line_filter, count_lines=count_lines)
+    tally = Tally(stamps, line_filter, count_lines=count_lines, session=session)
     scans, warnings = [], []
     seen = set()
 
@@ -274,28 +378,11 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
         return True
 
     for path in logs:
-        plan = None
-        with open_log(path) as handle:
-            if first_time(handle):
-                scan, plan = scan_file(path, handle, tally, stamps, margin, seek, rotated)
-                scans.append(scan)
-        # The log starts after the windows can begin (or shows no time near its start):
-        # logrotate ran meanwhile, and the rotated file holds the rest.
-        late = rotated and plan is not None and (plan.first is None or plan.first > plan.target)
-        sibling = rotated_sibling(path) if late else None
-        if sibling is None:
-            continue
-        part = tally.fresh()
-        try:
-            with open_log(sibling) as handle:
-                if not first_time(handle):
-                    continue
-                scan, dummy = scan_file(sibling, handle, part, stamps, margin, seek, False, sibling.endswith('.gz'))
-        except BotDetectorError as exc:
-            warnings.append(messages.ROTATED_LEFT_OUT % exc.message)
-            continue
-        tally.add(part.counters)
-        scans.append(scan)
+        files, problems = read_log(path, stamps, tally.fresh, first_time, seek, margin, rotated)
+        for read in files:
+            tally.add(read.tally.counters)
+            scans.append(read.scan)
+        warnings.extend(problems)
     counts = tally.window_counts(windows)
     counts.scans, counts.warnings = scans, warnings
     return counts

@@ -1,0 +1,238 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Counting in bounded memory (issue 19): past a budget of distinct keys, a window's
+counts are spilled to hash-partitioned files in a private temporary directory, as GNU
+sort spills its runs, and read back one partition at a time, each exact.
+
+A ``SpillCounter`` is a Counter (the counting code updates it in C as any other) that also
+owns partition files: its true counts are its entries plus the keys in its files. Whoever
+reads one whole goes through ``parts()``: exact Counters over disjoint sets of keys, none
+with more than the budget's distinct keys (a partition too large is split again on more
+bits of the hash). Keys are bytes (the spec rules' first fields); a file holds each key
+once per request, newline-terminated, so a key's count is the number of its lines.
+
+The hash is Python's own for bytes (SipHash with a per-process random key): an attacker
+who cannot read the process's memory cannot choose addresses that fall in one partition.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import binascii
+import os
+from collections import Counter
+from itertools import chain, repeat
+
+__metaclass__ = type
+
+FANOUT = 256                  # partitions per spill
+READ_BYTES = 1024 * 1024      # a partition file is read back in pieces of this size
+HASH_LOW, HASH_HIGH = -(1 << 63), 1 << 63
+
+
+class Session:
+    """One run's spill area: the budget (distinct keys held in memory by one process, all
+    windows together: the setting count_budget), and a private directory (mode 0700, in
+    TMPDIR or /tmp) made at the first spill, or before workers fork, and removed with every
+    file in it when the session ends, also on failure. When it cannot be made, counts stay
+    in memory (``usable`` is False from then on)."""
+
+    def __init__(self, budget):
+        self.budget = budget
+        self.directory = None
+        self.usable = True
+        self._serial = 0
+        self._owner = os.getpid()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def ready(self):
+        """Make the directory now (before workers fork: every process's files go in it)."""
+        if self.directory is None and self.usable:
+            base = os.environ.get('TMPDIR') or '/tmp'
+            path = os.path.join(base, 'bot-detector-spill-%d-%s' % (os.getpid(), binascii.hexlify(os.urandom(6)).decode()))
+            try:
+                os.mkdir(path, 0o700)         # fails if anything is there already
+            except OSError:
+                self.usable = False
+                return False
+            self.directory = path
+        return self.usable
+
+    def close(self):
+        if self.directory is not None and os.getpid() == self._owner:     # never a forked worker
+            for name in os.listdir(self.directory):
+                os.unlink(os.path.join(self.directory, name))
+            os.rmdir(self.directory)
+            self.directory = None
+
+    def counter(self, low=HASH_LOW, high=HASH_HIGH):
+        return SpillCounter(self, low, high)
+
+    def new_file(self, tag):
+        if not self.ready():
+            raise OSError('no private temporary directory for the counts')
+        self._serial += 1
+        return os.path.join(self.directory, '%d-%d-%s' % (os.getpid(), self._serial, tag))
+
+
+class SpillCounter(Counter):
+    """A Counter whose keys in [low, high) of the hash may partly be in files (``files``:
+    one list of paths per partition of the range, FANOUT of them once it spilled)."""
+
+    def __init__(self, session=None, low=HASH_LOW, high=HASH_HIGH):
+        super(SpillCounter, self).__init__()
+        self.session, self.low, self.high = session, low, high
+        self.files = None
+        self._own = None              # the partition files this counter appends to (made at its first spill)
+
+    def __reduce__(self):       # a forked worker sends its counts back pickled: its files too
+        return (_rebuild, (dict(self), self.files, self.low, self.high))
+
+    def copy(self):
+        twin = SpillCounter(self.session, self.low, self.high)
+        dict.update(twin, self)
+        twin.files = None if self.files is None else [list(paths) for paths in self.files]
+        return twin
+
+    @property
+    def spilled(self):
+        return self.files is not None
+
+    def absorb(self, other):
+        """Add ``other`` (a Counter, or a SpillCounter of the same range: its files are
+        taken over) into this one."""
+        if isinstance(other, SpillCounter) and other.files is not None:
+            if self.files is None:
+                self.files = [[] for dummy in range(FANOUT)]
+            for mine, theirs in zip(self.files, other.files):
+                mine.extend(theirs)
+        if other:
+            self.update(other.elements())       # counted in C
+        if self.session is not None and len(self) > self.session.budget and self.session.ready():
+            self.spill()
+
+    def bounds(self):
+        step = (self.high - self.low) // FANOUT
+        return [self.low + step * i for i in range(1, FANOUT)]
+
+    def spill(self):
+        """Write the entries held in memory to the partition files, and forget them."""
+        if not self:
+            return
+        if self.files is None:
+            self.files = [[] for dummy in range(FANOUT)]
+        if self._own is None:
+            self._own = [None] * FANOUT
+        keys = sorted(self, key=hash)                  # bytes keep their hash: computed once
+        cuts = [0] + [_first_at(keys, bound) for bound in self.bounds()] + [len(keys)]
+        for part in range(FANOUT):
+            chosen = keys[cuts[part]:cuts[part + 1]]
+            if not chosen:
+                continue
+            if self._own[part] is None:
+                self._own[part] = self.session.new_file('%d' % part)
+                self.files[part].append(self._own[part])
+            counts = list(map(self.__getitem__, chosen))
+            if max(counts) == 1:        # a churn's keys: once each, joined in one C call
+                data = b'\n'.join(chosen) + b'\n'
+            else:
+                data = b'\n'.join(chain.from_iterable(map(repeat, chosen, counts))) + b'\n'
+            fd = os.open(self._own[part], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+        self.clear()
+
+    def parts(self):
+        """Exact Counters over disjoint sets of keys, together all of them, each of at most
+        the budget's distinct keys (plus one read piece's)."""
+        if self.files is None:
+            yield self
+            return
+        bounds = [self.low] + self.bounds() + [self.high]
+        keys = sorted(self, key=hash)
+        for part in range(FANOUT):
+            first, last = _first_at(keys, bounds[part]), _first_at(keys, bounds[part + 1])
+            counter = Counter()
+            dict.update(counter, zip(keys[first:last], map(self.__getitem__, keys[first:last])))
+            deeper = None
+            for path in self.files[part]:
+                for keys_read in _read_keys(path):
+                    target = counter if deeper is None else deeper
+                    target.update(keys_read)
+                    if deeper is None and len(counter) > self.session.budget and bounds[part + 1] - bounds[part] > FANOUT:
+                        deeper = SpillCounter(self.session, bounds[part], bounds[part + 1])
+                        dict.update(deeper, counter)
+                        counter = None
+                        deeper.spill()
+                    elif deeper is not None and len(deeper) > self.session.budget:
+                        deeper.spill()
+            if deeper is not None:
+                yield from deeper.parts()
+            elif counter:
+                yield counter
+
+
+def _first_at(keys, bound):
+    """The index of the first of ``keys`` (in hash order) whose hash is ``bound`` or more."""
+    low, high = 0, len(keys)
+    while low < high:
+        middle = (low + high) // 2
+        if hash(keys[middle]) < bound:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _rebuild(entries, files, low, high):
+    counter = SpillCounter(None, low, high)
+    dict.update(counter, entries)
+    counter.files = files
+    return counter
+
+
+def _read_keys(path):
+    """The keys of a partition file, in lists of about READ_BYTES of them."""
+    with open(path, 'rb') as handle:
+        carry = b''
+        while True:
+            piece = handle.read(READ_BYTES)
+            if not piece:
+                return
+            piece = carry + piece
+            cut = piece.rfind(b'\n')
+            carry = piece[cut + 1:]
+            if cut != -1:
+                yield piece[:cut].split(b'\n')
+
+
+def total(counters):
+    """The sum of ``counters`` in a new counter (a spilled one keeps its files)."""
+    counters = sorted(counters, key=lambda c: (spilled(c), len(c)), reverse=True)
+    first = counters[0].copy()
+    for counter in counters[1:]:
+        if isinstance(first, SpillCounter):
+            first.absorb(counter)
+        elif counter:
+            first.update(counter.elements())       # counted in C, not a loop over the keys
+    return first
+
+
+def parts(counter):
+    """The exact parts of any window's counter (a plain Counter is one part)."""
+    if isinstance(counter, SpillCounter):
+        return counter.parts()
+    return iter((counter,))
+
+
+def spilled(counter):
+    return isinstance(counter, SpillCounter) and counter.spilled

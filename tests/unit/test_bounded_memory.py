@@ -1,0 +1,314 @@
+"""Issue 19: bounded memory whatever the number of client addresses, decisions exact.
+
+Past ``count_budget`` distinct addresses the spec rules spill their counts to
+hash-partitioned files (spill.py) and rank them a part at a time. The tests drive that
+path with small budgets (a few hundred addresses, or 1) so that it is exercised quickly;
+the 1, 5 and 10 million address hours are `make bench`'s (tests/bench/run_bench.py).
+The reference pipeline (tests/reference) is the oracle; the plain in-memory path is run
+beside the bounded one on the same inputs."""
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from operator import itemgetter
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings as hsettings, strategies as st
+
+import loggen
+from unit.test_incremental import Afternoon
+from conftest import CORE, Files, in_timezone, mask_duration, run_reference
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
+    clock, reading, rules, run, settings, spill, tally)
+
+NOW = '2026-11-21 04:13:43'
+NOW_EPOCH = 1795234423
+SERVER = '10.0.0.5'
+
+
+def churn_log(path, distinct, threshold, seed, ipv6=True, server_like=0, previous=0.2):
+    """An hour (and some of the previous one) of ``distinct`` one-request addresses, with
+    scrapers at threshold - 1, threshold (a tie of several, across the top cut) and
+    threshold + 1, and ``server_like`` addresses holding the server address as a substring
+    (rule 5.3.8 drops them), some over the threshold."""
+    rng = random.Random(seed)
+    stamps = {}
+
+    def line(address, epoch, path='/job/1'):
+        text = stamps.get(epoch)
+        if text is None:
+            text = stamps[epoch] = in_timezone('UTC', lambda: loggen.clf_time(epoch))
+        return ('%s - - [%s] "GET %s HTTP/1.1" 200 600 "-" "%s"\n' % (address, text, path, loggen.BROWSERS[0])).encode()
+
+    def when():
+        return NOW_EPOCH - rng.randint(0, 800) if rng.random() > previous else NOW_EPOCH - 3600 - rng.randint(0, 800)
+
+    lines = []
+    for i in range(distinct):
+        address = ('2001:db8:1:2:%x:%x::%x' % (i >> 16, i & 0xffff, rng.randint(1, 0xffff)) if ipv6
+                   else '%d.%d.%d.%d' % (11 + (i >> 24) % 200, (i >> 16) & 255, (i >> 8) & 255, i & 255))
+        lines.append(line(address, when(), rng.choice(['/job/%d' % i, '/jobs/x', '/stellen/y'])))
+    planted = [('203.0.113.%d' % n, threshold) for n in range(1, 9)]       # a tie of 8, around the top cut
+    planted += [('198.51.100.1', threshold - 1), ('198.51.100.2', threshold + 1), ('198.51.100.20', threshold + 1)]
+    planted += [('%s%d' % (SERVER, n), threshold + rng.randint(-1, 2)) for n in range(server_like)]
+    planted += [('1%s' % SERVER, threshold + 3)]
+    for address, count in planted:
+        epoch = NOW_EPOCH - rng.randint(0, 800)
+        lines.extend(line(address, epoch - rng.randint(0, 60), '/stelle/%d' % k) for k in range(count))
+    rng.shuffle(lines)
+    path.write_bytes(b''.join(lines))
+    return path
+
+
+def run_command(files, log, threshold, top, extra=(), tmpdir=None):
+    env = dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8')
+    if tmpdir is not None:
+        env['TMPDIR'] = str(tmpdir)
+    args = files.options() + ['--server-ip', SERVER, '--threshold', str(threshold), '--top', str(top), '--now', NOW]
+    return subprocess.run([sys.executable, str(CORE)] + [str(a) for a in args + list(extra) + [log]],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, check=False)
+
+
+def reference(tmp_path, log, threshold, top, name='reference'):
+    theirs = Files(tmp_path / name)
+    ref = run_reference(log, theirs.blocklist, theirs.exclusions, theirs.activity_log, [SERVER], NOW,
+                        extra_env={'BD_THRESHOLD': str(threshold), 'BD_TOP': str(top)})
+    assert ref.returncode == 0, ref.stderr
+    return mask_duration(ref.stdout), theirs.read('blocklist')
+
+
+@pytest.mark.parametrize('distinct,ipv6,server_like,top,budget', [
+    (3000, True, 0, 20, 500),
+    (3000, False, 40, 5, 200),
+    (2000, True, 300, 10, 1),          # every key spilled as soon as it is counted
+    (20000, True, 5, 6, 2000),
+])
+def test_a_churn_hour_gives_the_reference_output(tmp_path, distinct, ipv6, server_like, top, budget):
+    threshold = 7
+    log = churn_log(tmp_path / 'access.log', distinct, threshold, seed=distinct + budget, ipv6=ipv6, server_like=server_like)
+    expected = reference(tmp_path, log, threshold, top)
+    scratch = tmp_path / 'tmp'
+    scratch.mkdir()
+    for name, extra in (('bounded', ['--count-budget', str(budget)]), ('plain', [])):
+        ours = Files(tmp_path / name)
+        got = run_command(ours, log, threshold, top, extra, tmpdir=scratch)
+        assert got.returncode == 0, got.stderr
+        assert (mask_duration(got.stdout), ours.read('blocklist')) == expected, name
+        assert got.stderr == b''
+        assert os.listdir(str(scratch)) == []          # the spill directory is gone
+
+
+def test_with_a_state_over_budget_the_state_is_dropped_with_one_warning_and_the_next_run_is_exact(tmp_path):
+    threshold, top = 6, 20
+    log = churn_log(tmp_path / 'access.log', 3000, threshold, seed=3)
+    state_dir = tmp_path / 'state'
+    ours = Files(tmp_path / 'ours')
+    for attempt in range(2):
+        got = run_command(ours, log, threshold, top, ['--count-budget', '300', '--state-dir', state_dir])
+        assert got.returncode == 0, got.stderr
+        warnings = got.stderr.decode().splitlines()
+        assert len(warnings) == 1 and 'not kept: more than count_budget (300) distinct addresses' in warnings[0]
+        assert not state_dir.exists() or [n for n in os.listdir(str(state_dir)) if not n.startswith('.')] == []
+        if attempt == 0:
+            assert (mask_duration(got.stdout), ours.read('blocklist')) == reference(tmp_path, log, threshold, top)
+    # A state within the count budget but larger than state_budget: not written, one warning.
+    small = Files(tmp_path / 'small')
+    got = run_command(small, log, threshold, top, ['--state-dir', state_dir, '--state-budget', '1000'])
+    assert got.returncode == 0, got.stderr
+    assert 'larger than state_budget' in got.stderr.decode() and len(got.stderr.decode().splitlines()) == 1
+    assert [name for name in os.listdir(str(state_dir)) if not name.startswith('.')] == []
+    assert (mask_duration(got.stdout), small.read('blocklist')) == reference(tmp_path, log, threshold, top, 'ref2')
+
+
+def test_a_state_file_over_state_budget_is_not_read(tmp_path):
+    threshold, top = 6, 20
+    log = churn_log(tmp_path / 'access.log', 500, threshold, seed=4)
+    state_dir = tmp_path / 'state'
+    ours = Files(tmp_path / 'ours')
+    assert run_command(ours, log, threshold, top, ['--state-dir', state_dir]).returncode == 0
+    [name] = os.listdir(str(state_dir))
+    size = (state_dir / name).stat().st_size
+    again = Files(tmp_path / 'again')
+    got = run_command(again, log, threshold, top, ['--state-dir', state_dir, '--state-budget', str(size - 1)])
+    assert got.returncode == 0
+    assert 'ignored: larger than %d bytes' % (size - 1) in got.stderr.decode()
+    assert (mask_duration(got.stdout), again.read('blocklist')) == reference(tmp_path, log, threshold, top)
+
+
+# ---- the bounded path against the plain one, on random counts
+
+
+KEYS = st.one_of(st.sampled_from([b'10.0.0.5', b'10.0.0.50', b'110.0.0.5', b'1.2.3.4', b'2001:db8::5', b'a', b'b']),
+                 st.binary(min_size=1, max_size=5).filter(lambda k: b'\n' not in k))
+
+
+@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=st.lists(st.lists(KEYS, max_size=40), max_size=12), budget=st.integers(1, 30), top=st.integers(1, 12),
+       servers=st.sampled_from([[], [b'10.0.0.5'], [b'0.0'], [b'10.0.0.5', b'::1']]), floor=st.integers(1, 6))
+def test_spilled_counts_rank_as_the_whole_counter(batches, budget, top, servers, floor):
+    whole = Counter()
+    with spill.Session(budget) as session:
+        counter = session.counter()
+        for batch in batches:
+            counter.update(batch)
+            whole.update(batch)
+            if len(counter) > budget:
+                counter.spill()
+        ordered = sorted(whole.items(), key=itemgetter(1, 0), reverse=True)
+        assert rules.top_records(counter, servers, top) == rules.top_records(whole, servers, top)
+        is_server = rules.server_test(servers) or (lambda count, key: False)
+        assert rules.top_records(whole, servers, top) == [(c, k) for k, c in ordered if not is_server(c, k)][:top]
+        assert rules.counts_at_least(counter, servers, floor) == dict(
+            (k, c) for k, c in whole.items() if c >= floor and not is_server(c, k))
+        asked = list(whole)[:5] + [b'never counted']
+        assert rules.counts_of(counter, servers, asked) == dict(
+            (k, 0 if is_server(whole[k], k) else whole[k]) for k in asked)
+        merged = Counter()
+        for part in spill.parts(counter):
+            assert not set(part) & set(merged)          # disjoint parts
+            merged.update(part)
+        assert merged == whole
+
+
+def test_a_partition_larger_than_the_budget_is_split_again(monkeypatch):
+    monkeypatch.setattr(spill, 'FANOUT', 4)         # partitions of three budgets' keys, quickly
+    with spill.Session(50) as session:
+        counter = session.counter()
+        keys = [b'k%d' % i for i in range(50 * spill.FANOUT * 3)]
+        for start in range(0, len(keys), 40):
+            counter.update(keys[start:start + 40])
+            counter.update([b'hot'] * 3)
+            if len(counter) > 50:
+                counter.spill()
+        sizes = [len(part) for part in counter.parts()]
+        assert len(sizes) > spill.FANOUT and max(sizes) <= 50 + spill.READ_BYTES     # split again; within the budget
+        assert sum(sizes) == len(keys) + 1
+        assert rules.top_records(counter, [], 2) == [(3 * len(range(0, len(keys), 40)), b'hot'), (1, max(keys))]
+
+
+def test_the_spill_directory_is_private_and_removed_even_on_failure(tmp_path, monkeypatch):
+    monkeypatch.setenv('TMPDIR', str(tmp_path))
+    with pytest.raises(RuntimeError):
+        with spill.Session(1) as session:
+            counter = session.counter()
+            counter.update([b'a', b'b'])
+            counter.spill()
+            assert os.path.dirname(session.directory) == str(tmp_path)
+            assert oct(os.stat(session.directory).st_mode & 0o777) == '0o700'
+            assert os.listdir(session.directory)
+            raise RuntimeError('the run fails')
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_without_a_temporary_directory_the_counts_stay_in_memory(tmp_path, monkeypatch):
+    monkeypatch.setenv('TMPDIR', str(tmp_path / 'missing'))
+    log = churn_log(tmp_path / 'access.log', 300, 5, seed=2)
+    line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
+    windows = clock.hour_windows(NOW_EPOCH)
+    plain = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter))
+    with spill.Session(10) as session:
+        counted = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter, session=session))
+        assert [counter for dummy, counter in counted] == [counter for dummy, counter in plain]
+        assert not session.usable
+
+
+def test_forked_workers_hand_over_spilled_counts(tmp_path, monkeypatch):
+    """The parallel reading (one forked worker per idle core) with a small budget: the
+    workers' files and counts add up to the counts of one process without a budget."""
+    log = churn_log(tmp_path / 'access.log', 4000, 5, seed=9)
+    line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
+    windows = clock.hour_windows(NOW_EPOCH)
+    plain = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter))
+    monkeypatch.setattr(reading, 'workers_for', lambda size: 3)
+    with spill.Session(100) as session:
+        counted = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter, session=session))
+        for (window, mine), (dummy, theirs) in zip(counted, plain):
+            assert spill.spilled(mine)
+            total = Counter()
+            for part in spill.parts(mine):
+                total.update(part)
+            assert total == theirs
+
+
+def test_the_fleet_report_is_the_same_in_bounded_memory(tmp_path):
+    threshold = 6
+    log = churn_log(tmp_path / 'access.log', 3000, threshold, seed=11, server_like=20)
+    reports = []
+    for budget in (100, 10 ** 9):
+        chosen = settings.Settings(server_ips=[SERVER], threshold=threshold, count_budget=budget)
+        first = in_timezone('UTC', lambda: run.report(chosen, [str(log)], floor=2, now=NOW_EPOCH))
+        asked = dict((name, sorted(counts)[:7] + ['2001:db8:1:2:0:1::5', SERVER + '1']) for name, counts in first.counts.items())
+        second = in_timezone('UTC', lambda: run.report(chosen, [str(log)], candidates=asked, now=NOW_EPOCH))
+        reports.append((first.counts, second.counts))
+    assert reports[0] == reports[1]
+    assert reports[0][0]['current'] and all(count >= 2 for count in reports[0][0]['current'].values())
+    assert not any(SERVER in key for key in reports[0][0]['current'])
+
+
+# ---- memory
+
+
+PEAK = textwrap.dedent('''
+    import resource, subprocess, sys
+    done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=False)
+    print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+''')
+
+
+def peak_rss(argv, env):
+    """(exit status, peak RSS in KiB of the largest process) of a run, measured by a
+    wrapper process of its own (this one's children would mix in)."""
+    out = subprocess.run([sys.executable, '-c', PEAK] + argv, stdout=subprocess.PIPE, env=env, check=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+def test_peak_memory_stays_bounded_with_many_addresses(tmp_path):
+    """200,000 distinct addresses: within the budget's memory, where counting them all in
+    memory takes some 25 MiB more (about 130 bytes an address)."""
+    python = '/usr/bin/python3' if os.path.exists('/usr/bin/python3') else sys.executable
+    log = tmp_path / 'access.log'
+    with open(str(log), 'wb') as out:
+        stamp = in_timezone('UTC', lambda: loggen.clf_time(NOW_EPOCH - 60)).encode()
+        for start in range(0, 200000, 10000):
+            out.write(b''.join(b'2001:db8:1:2:%x::%x - - [%s] "GET /job/1 HTTP/1.1" 200 9 "-" "curl"\n' % (i, i % 7, stamp)
+                               for i in range(start, start + 10000)))
+    env = dict(os.environ, TZ='UTC', TMPDIR=str(tmp_path))
+    peaks = {}
+    for budget in (5000, 10 ** 9):
+        files = Files(tmp_path / str(budget))
+        argv = [python, '-S', str(CORE / '__main__.py')] + [str(a) for a in files.options()] + [
+            '--server-ip', SERVER, '--now', NOW, '--count-budget', str(budget), str(log)]
+        status, peaks[budget] = peak_rss(argv, env)
+        assert status == 0
+    assert peaks[5000] + 15 * 1024 < peaks[10 ** 9], peaks
+
+
+# ---- with a state: the bounded path across runs, rotations and restarts
+
+
+@hsettings(max_examples=4, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10 ** 6), budget=st.sampled_from([1, 7, 40, 10 ** 6]), rotated=st.booleans(),
+       rotation=st.sampled_from(['rename', 'compress', 'copytruncate']))
+def test_runs_with_a_state_and_a_small_budget_equal_cold_runs_and_the_reference(tmp_path_factory, seed, budget,
+                                                                                rotated, rotation):
+    """test_incremental's afternoon of runs, every run (with a state, and the cold run and
+    the reference it is compared with) under ``count_budget``: a state is kept only while
+    the counts fit in it; the decisions and the examined records are the same throughout."""
+    day = Afternoon(tmp_path_factory.mktemp('afternoon'), seed, rotated)
+    plain = day.settings
+    day.settings = lambda **changed: plain(**dict({'count_budget': budget}, **changed))
+    day.write(day.log, 50, 25)
+    day.run(day.clock)
+    for minutes in (10, 5):
+        day.write(day.log, minutes, 20)
+        day.clock += minutes * 60
+        day.run(day.clock)
+    day.rotate(rotation, 1)
+    day.write(day.log, 8, 20)
+    day.write_half_a_line()
+    day.clock += 480
+    day.run(day.clock)
+    assert day.compared['cold'] == 4 and day.compared['reference'] >= 1
