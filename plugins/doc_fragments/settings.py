@@ -111,6 +111,7 @@ options:
       - >-
         Default: the host config file's C(lock_timeout) when set there, else 60.
     type: int
+    version_added: 2.0.0
   state_dir:
     description:
       - >-
@@ -122,6 +123,7 @@ options:
         Default: the host config file's C(state_dir) when set there, else off (the role:
         /var/lib/bot-detector).
     type: path
+    version_added: 2.0.0
   rules:
     description:
       - >-
@@ -157,6 +159,7 @@ options:
       - >-
         Default: the host config file's C(ipv4_prefix) when set there, else off.
     type: int
+    version_added: 2.0.0
   dns_timeout:
     description:
       - >-
@@ -175,6 +178,7 @@ options:
       - >-
         Default: the host config file's C(ban_time) when set there, else off.
     type: raw
+    version_added: 2.0.0
   ban_time_max:
     description:
       - >-
@@ -183,6 +187,7 @@ options:
       - >-
         Default: the host config file's C(ban_time_max) when set there, else off.
     type: raw
+    version_added: 2.0.0
   metrics_file:
     description:
       - >-
@@ -191,4 +196,5 @@ options:
       - >-
         Default: the host config file's C(metrics_file) when set there, else off.
     type: path
+    version_added: 2.0.0
 '''
