@@ -341,14 +341,6 @@ execution_time:
   returned: always
   type: int
   sample: 0
-ansible_facts:
-  description: The same summary under C(bot_detector), for later tasks and fact caching.
-  returned: always
-  type: dict
-  contains:
-    bot_detector:
-      description: RV(blocked), RV(already_blocked), RV(allow_listed), RV(skipped_invalid) and RV(windows).
-      type: dict
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -475,9 +467,6 @@ def main():
         for key in ('counts', 'local_blocks', 'report_floor', 'now', 'unblocked', 'not_listed'):
             if output[key] is None:
                 del output[key]
-        facts = ('blocked', 'already_blocked', 'allow_listed', 'skipped_invalid', 'windows')
-        summary = dict((key, output[key]) for key in facts)
-        output['ansible_facts'] = {'bot_detector': summary}
     if module._diff and result.changed:
         output['diff'] = {'prepared': result.blocklist_diff(settings.blocklist)}
     module.exit_json(**output)
