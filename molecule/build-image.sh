@@ -34,5 +34,5 @@ echo "build-image: debootstrap $suite (minbase, $packages; then cron, logrotate)
         DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y --no-install-recommends cron logrotate
 } >"$root.log" 2>&1 || { tail -20 "$root.log" >&2; exit 1; }
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
-tar -C "$root" -c . | podman import --change 'CMD ["/bin/sleep", "infinity"]' - "$image" >/dev/null
+tar -C "$root" -c . | podman import --quiet --change 'CMD ["/bin/sleep", "infinity"]' - "$image" >/dev/null
 echo "build-image: $image"

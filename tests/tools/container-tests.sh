@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# container-tests.sh IMAGE TEST_TREE CORE...: on each ansible-core release CORE (major.minor)
-# of the controller image (tests/tools/controller-image.sh), ansible-test sanity (every
-# test, no ignore file) and the integration targets, each release in a container of IMAGE
-# without network, on its own copy of TEST_TREE (ansible-test writes tests/output in it).
-# Prints one summary line per release; on a failure, the failing run's output.
+# container-tests.sh TEST_TREE CORE...: on each ansible-core release CORE (e.g. 2.20.10) of
+# the controller image (tests/tools/controller-image.sh builds it when podman's store lacks
+# it), ansible-test sanity (every test, no ignore file) and the integration targets, each
+# release in a container without network, on its own copy of TEST_TREE (ansible-test writes
+# tests/output in it). Prints one summary line per release; on a failure, the failing run's
+# output.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-image=${1:?usage: container-tests.sh IMAGE TEST_TREE CORE...}
-test_tree=$(cd "${2:?usage: container-tests.sh IMAGE TEST_TREE CORE...}" && pwd)
-shift 2
+test_tree=$(cd "${1:?usage: container-tests.sh TEST_TREE CORE...}" && pwd)
+shift
+[ $# -gt 0 ] || { echo "usage: container-tests.sh TEST_TREE CORE..." >&2; exit 1; }
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$repo/molecule/containers.conf}
+start=$SECONDS
+image=$("$repo/tests/tools/controller-image.sh" "$test_tree" "$@")
+echo "controller image $image ready after $((SECONDS - start))s"
 scratch=$(mktemp -d)
 container=''
 trap '[ -z "$container" ] || podman rm -f "$container" >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
-for core in "$@"; do
+for release in "$@"; do
+    core=${release%.*}
     copy=$scratch/$core/ansible_collections/jobboard/bot_detector
     mkdir -p "$copy" && cp -a "$test_tree/." "$copy"
     container=bot-detector-ansible-test-$core-$$
@@ -37,3 +42,4 @@ for core in "$@"; do
     printf '%s (Python 3.13, Debian 13 container): sanity passed (%s tests), %s integration targets passed\n' \
         "$(head -n 1 "$log")" "$(grep -c -E '^Running sanity test' "$log")" "$(grep -c -E '^Running .* integration test role' "$log")"
 done
+echo "done after $((SECONDS - start))s"

@@ -51,7 +51,8 @@ podman run --name "$container" --network host --env LANG=C.UTF-8 "${pip_env[@]}"
         for core in "$@"; do
             venv=/opt/ansible-core-${core%.*}
             python3 -m venv "$venv"
-            "$venv/bin/pip" install --quiet "ansible-core==$core"
+            # (pip warns of each configured package location missing in here: left out.)
+            "$venv/bin/pip" install --quiet "ansible-core==$core" 2>&1 | { grep -v "^WARNING: Location .* is ignored" || true; }
             # The pip version ansible-test bootstraps into its venvs, from a host it cannot reach
             # here: the stand-in takes its place.
             requirements=$("$venv/bin/python" -c "import ansible_test._internal.python_requirements as r; print(r.__file__)")

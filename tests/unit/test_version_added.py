@@ -82,7 +82,7 @@ def test_what_came_after_1_0_0_says_when(tmp_path):
     assert len(found) >= 5, found
     missing = []
     docs = {}
-    for kind in sorted(set(kind for kind, _ in found)):
+    for kind in sorted(set(kind for kind, name in found)):
         docs.update(('%s %s' % (kind, fqcn.split('.')[-1]), doc) for fqcn, doc in ansible_doc(
             tmp_path, ['--json', '-t', kind] + ['jobboard.bot_detector.' + n for k, n in found if k == kind]).items())
     for kind, name in found:
@@ -103,4 +103,3 @@ def test_what_came_after_1_0_0_says_when(tmp_path):
                 elif not added or version_key(added) <= version_key(FIRST):
                     missing.append('%s %s, %s %s: added after %s, version_added %r' % (kind, name, part, dotted, FIRST, added))
     assert not missing, '\n'.join(missing)
-
