@@ -4,8 +4,12 @@
 # mirror this machine's apt uses (there is no container registry here), and imports it into
 # podman as IMAGE (default: localhost/bot-detector-debian<release>:latest, the molecule
 # hosts'). Podman's image store is the cache: an existing image is kept.
+# Without arguments: both molecule hosts' images, Debian 12 and 13.
 set -euo pipefail
-suite=${1:?usage: build-image.sh SUITE [IMAGE [PACKAGES]]}
+if [ $# -eq 0 ]; then
+    "$0" bookworm && exec "$0" trixie
+fi
+suite=$1
 case $suite in
     bookworm) release=12 ;;
     trixie) release=13 ;;
