@@ -22,6 +22,39 @@ export CONTAINERS_CONF="$root/molecule/containers.conf"
 # would fail the step).
 core_version() { local v; v=$(ansible --version); echo "${v%%$'\n'*}"; }
 
+# Jobs that wait on the network or on podman more than on the CPU run in the background
+# from the start, each in its own process group with its output in a log, while the steps
+# below run: `background NAME COMMAND...`, then `await NAME` prints the log (and fails the
+# run when the job failed). A failing step ends the jobs still running.
+declare -A job_pid job_log job_start
+background() {
+    local name=$1; shift
+    job_log[$name]=$(mktemp) job_start[$name]=$SECONDS
+    setsid "$@" >"${job_log[$name]}" 2>&1 &
+    job_pid[$name]=$!
+    echo "started in the background: $name (pid ${job_pid[$name]})"
+}
+await() {
+    local name=$1
+    if ! wait "${job_pid[$name]}"; then
+        cat "${job_log[$name]}"; echo "$name: failed" >&2; exit 1
+    fi
+    cat "${job_log[$name]}"; rm -f "${job_log[$name]}"
+    echo "($name: done $((SECONDS - ${job_start[$name]}))s after its start)"
+    unset "job_pid[$name]"
+}
+stop_jobs() { local pid; for pid in "${job_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done; }
+trap stop_jobs EXIT
+
+step "background jobs: molecule's host images (Debian 12, 13); ansible-core ${container_majors[*]} in a Debian 13 container"
+# Images are built once, then kept in podman's store. The container tests run on a snapshot
+# of the files git tracks, since the steps below rewrite the test tree.
+make --no-print-directory test-tree >/dev/null
+container_tree=.build/test-container/ansible_collections/jobboard/bot_detector
+rm -rf .build/test-container && mkdir -p "$container_tree" && cp -a "$test_tree/." "$container_tree"
+background "molecule images" molecule/build-image.sh
+background "ansible-core ${container_majors[*]}" tests/tools/container-tests.sh "$container_tree" "${container_cores[@]}"
+
 step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible"
 pytest -n 2 -p no:cacheprovider tests/unit tests/equivalence tests/integration
 
@@ -38,19 +71,6 @@ make --no-print-directory test-tree >/dev/null
 )
 echo "changelog fragments, changelog.yaml, CHANGELOG.md and the plugins' docs are clean"
 # (The role READMEs against their argument specs: tests/unit/test_role_readme.py, above.)
-
-# In the background from here on, while the steps below run: the controller image (built
-# once, then cached in podman's store), then sanity and integration on each of its releases,
-# in containers without network, on a snapshot of the test tree. Waited for after molecule.
-container_tree=.build/test-container/ansible_collections/jobboard/bot_detector
-rm -rf .build/test-container && mkdir -p "$container_tree" && cp -a "$test_tree/." "$container_tree"
-container_log=$(mktemp)
-container_start=$SECONDS
-setsid tests/tools/container-tests.sh "$container_tree" "${container_cores[@]}" >"$container_log" 2>&1 &
-container_pid=$!
-# Never left running: a failing step ends it too.
-trap 'kill -- -$container_pid 2>/dev/null || true' EXIT
-echo "started in the background: ansible-core ${container_cores[*]} in a Debian 13 container (pid $container_pid)"
 
 step "ansible-test sanity on ansible-core 2.19, every test (no ignore file)"
 [ ! -e tests/sanity ] || { echo "tests/sanity must not exist: no ignore files" >&2; exit 1; }
@@ -73,9 +93,8 @@ rm -f "$log"
 step "ansible-lint (production profile)"
 ansible-lint --nocolor
 
-step "molecule: the hosts' images, Debian 12 and 13 (built once, then cached in podman's store)"
-molecule/build-image.sh bookworm
-molecule/build-image.sh trixie
+step "molecule: the hosts' images, Debian 12 and 13 (background job)"
+await "molecule images"
 
 step "molecule: the role on a Debian 12 and a Debian 13 podman host (create, converge, idempotence, check, verify, destroy)"
 molecule test --scenario-name default
@@ -83,12 +102,8 @@ molecule test --scenario-name default
 step "molecule: fleet mode on three podman hosts (playbooks/fleet.yml)"
 molecule test --scenario-name fleet
 
-step "ansible-test sanity (every test) and integration targets on ansible-core ${container_majors[*]}, Debian 13 container (started $((SECONDS - container_start))s ago)"
-if ! wait "$container_pid"; then
-    cat "$container_log"; echo "ansible-core ${container_majors[*]} in the Debian 13 container: failed" >&2; exit 1
-fi
-cat "$container_log"
-rm -f "$container_log"
+step "ansible-test sanity (every test) and integration targets on ansible-core ${container_majors[*]}, Debian 13 container (background job)"
+await "ansible-core ${container_majors[*]}"
 trap - EXIT
 
 step "collection build and install; its playbooks run by name from the installed tarball, site.yml from the checkout"
