@@ -5,7 +5,8 @@
 # image first when podman's store lacks it; its tag is a hash of this script, the pip
 # stand-in and the releases, so a new pin builds a new image.
 #
-# The image: a Debian 13 root from molecule/build-image.sh (python3-venv, git, shellcheck),
+# The image: a Debian 13 root from molecule/build-image.sh (python3-venv, git, shellcheck,
+# openssh-client: ansible-test integration makes an SSH key),
 # one venv per release in /opt/ansible-core-<major.minor>, and ansible-test's sanity venvs
 # already made in /root/.ansible/test/venv (`ansible-test sanity --prime-venvs` on
 # TEST_TREE, a copy of the collection): the tests then run in it with no network.
@@ -28,7 +29,7 @@ fi
 base=localhost/bot-detector-controller-base:$tag
 container=bot-detector-controller-build-$$
 trap 'podman rm -f "$container" >/dev/null 2>&1 || true; podman rmi "$base" >/dev/null 2>&1 || true' EXIT
-"$repo/molecule/build-image.sh" trixie "$base" python3-venv,git,shellcheck,ca-certificates >&2
+"$repo/molecule/build-image.sh" trixie "$base" python3-venv,git,shellcheck,ca-certificates,openssh-client >&2
 
 # This machine's pip configuration, mounted where pip looks for it.
 mounts=()
