@@ -111,6 +111,7 @@ options:
       - >-
         Default: the host config file's C(lock_timeout) when set there, else 60.
     type: int
+    version_added: 2.0.0
   state_dir:
     description:
       - >-
@@ -122,6 +123,7 @@ options:
         Default: the host config file's C(state_dir) when set there, else off (the role:
         /var/lib/bot-detector).
     type: path
+    version_added: 2.0.0
   count_budget:
     description:
       - >-
@@ -131,6 +133,7 @@ options:
       - >-
         Default: the host config file's C(count_budget) when set there, else 100000.
     type: int
+    version_added: 2.0.0
   state_budget:
     description:
       - >-
@@ -140,6 +143,7 @@ options:
       - >-
         Default: the host config file's C(state_budget) when set there, else 4194304.
     type: int
+    version_added: 2.0.0
   rules:
     description:
       - >-
@@ -175,6 +179,7 @@ options:
       - >-
         Default: the host config file's C(ipv4_prefix) when set there, else off.
     type: int
+    version_added: 2.0.0
   dns_timeout:
     description:
       - >-
@@ -192,6 +197,7 @@ options:
       - >-
         Default: the host config file's C(dns_budget) when set there, else 30.0.
     type: float
+    version_added: 2.0.0
   dns_lookups:
     description:
       - >-
@@ -200,6 +206,7 @@ options:
       - >-
         Default: the host config file's C(dns_lookups) when set there, else 256.
     type: int
+    version_added: 2.0.0
   ban_time:
     description:
       - >-
@@ -210,6 +217,7 @@ options:
       - >-
         Default: the host config file's C(ban_time) when set there, else off.
     type: raw
+    version_added: 2.0.0
   ban_time_max:
     description:
       - >-
@@ -218,6 +226,7 @@ options:
       - >-
         Default: the host config file's C(ban_time_max) when set there, else off.
     type: raw
+    version_added: 2.0.0
   metrics_file:
     description:
       - >-
@@ -226,4 +235,5 @@ options:
       - >-
         Default: the host config file's C(metrics_file) when set there, else off.
     type: path
+    version_added: 2.0.0
 '''

@@ -66,6 +66,8 @@ def fragment():
             lines.append('    choices: [%s]' % ', '.join(s.choices))
         if s.aliases:
             lines.append('    aliases: [%s]' % ', '.join(s.aliases))
+        if s.version_added:
+            lines.append('    version_added: %s' % s.version_added)
     return FRAGMENT_HEAD + '\n'.join(lines) + "\n'''\n"
 
 
