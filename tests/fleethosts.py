@@ -37,6 +37,8 @@ class Host:
         self.exclusions = os.path.join(self.dir, 'ipexcludedlist.txt')
         self.activity_log = os.path.join(self.dir, 'bot-detector.log')
         self.config = os.path.join(self.dir, 'bot-detector.conf')
+        self.state_dir = os.path.join(self.dir, 'state')
+        os.makedirs(self.state_dir, mode=0o700)
         self.decoys = [os.path.join(self.dir, 'decoy-' + name) for name in ('blocklist', 'exclusions', 'activity')]
 
     def read(self, path):
@@ -73,7 +75,8 @@ def make_fleet(base, current, names, group_vars=None, unreachable=(), exclusions
                                        'activity_log': host.decoys[2], 'server_ips': [SERVER_IP]}, header='# decoy'))
         inventory[name] = {'bot_detector_logs': [host.log], 'bot_detector_config_file': host.config,
                            'bot_detector_blocklist': host.blocklist, 'bot_detector_exclusions_file': host.exclusions,
-                           'bot_detector_activity_log': host.activity_log, 'bot_detector_server_ips': [SERVER_IP]}
+                           'bot_detector_activity_log': host.activity_log, 'bot_detector_server_ips': [SERVER_IP],
+                           'bot_detector_state_dir': host.state_dir}
         inventory[name].update((host_vars or {}).get(name, {}))
         if name in unreachable:
             inventory[name].update(ansible_connection='ssh', ansible_host='127.0.0.1', ansible_port=1,

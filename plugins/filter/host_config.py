@@ -42,26 +42,60 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS, format_config
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import (
+    SETTINGS, Settings, format_config,
+)
 
 PREFIX = 'bot_detector_'
 
 
-def host_config(variables):
+def _set_values(name, variables):
+    """{setting: value} of the variables that are set, as plain Python values."""
     if not isinstance(variables, dict):
-        raise AnsibleFilterError('host_config: expects a mapping of variables, got %r' % type(variables).__name__)
+        raise AnsibleFilterError('%s: expects a mapping of variables, got %r' % (name, type(variables).__name__))
     values = {}
     for setting in SETTINGS:
         value = variables.get(PREFIX + setting.name)
         if value is not None:
             values[setting.name] = list(value) if setting.kind == 'list' and not isinstance(value, str) else (
                 dict(value) if setting.kind == 'dict' and isinstance(value, dict) else value)
+    return values
+
+
+def host_config(variables):
     try:
-        return format_config(values)
+        return format_config(_set_values('host_config', variables))
     except BotDetectorError as exc:
         raise AnsibleFilterError('host_config: %s' % exc.message)
 
 
+def checked_settings(values):
+    """``values`` ({setting: value}, as the role's variables give them: extra vars as text)
+    typed and checked by the table, row by row and together (Settings.validate). Raises
+    BotDetectorError naming the variable, bot_detector_<setting>, and the reason."""
+    checked = {}
+    for setting in SETTINGS:
+        value = values.get(setting.name)
+        if value is None:
+            continue
+        where = PREFIX + setting.name
+        if isinstance(value, str) and setting.kind not in ('path', 'str'):
+            value = setting.parse(value, where)
+        checked[setting.name] = setting.check(value, where)
+    try:
+        Settings(surface='module', **checked)
+    except BotDetectorError as exc:     # Settings.validate: '<setting>: reason'
+        raise BotDetectorError(PREFIX + exc.message, exc.status)
+    return checked
+
+
+def role_settings(variables):
+    try:
+        return checked_settings(_set_values('role_settings', variables))
+    except BotDetectorError as exc:
+        raise AnsibleFilterError(exc.message)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'host_config': host_config}
+        return {'host_config': host_config, 'role_settings': role_settings}

@@ -20,7 +20,7 @@ OWN = '198.51.100.99'        # blocked by web03's own run earlier
 
 # The built-in defaults a run without the inventory's settings would use (issue 21).
 DEFAULT_PATHS = ('/etc/ipblocklist.txt', '/etc/ipexcludedlist.txt', '/var/log/bot-detector.log',
-                 '/etc/bot-detector/bot-detector.conf')
+                 '/etc/bot-detector/bot-detector.conf', '/var/lib/bot-detector')
 
 
 def _stat(path):
