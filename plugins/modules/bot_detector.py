@@ -121,7 +121,7 @@ options:
     default: []
   config:
     description:
-      - The host config file (INI, section C([bot_detector]), keys are the settings' names), which the role
+      - The host config file (INI, section C([bot_detector]), keys are the settings' names or their aliases), which the role
         C(jobboard.bot_detector.bot_detector) writes. Settings not given as options are taken from it, then from
         the defaults, so an ad-hoc run applies the settings deployed on the host.
       - A missing file at the default path is fine; a path given explicitly must exist. A bad value in it fails
