@@ -39,6 +39,8 @@ _value:
   type: str
 '''
 
+import difflib
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
@@ -85,7 +87,7 @@ def checked_settings(values):
     try:
         Settings(surface='module', **checked)
     except BotDetectorError as exc:     # Settings.validate: '<setting>: reason'
-        raise BotDetectorError(PREFIX + exc.message, exc.status)
+        raise BotDetectorError(PREFIX + exc.message, exc.exit_status)
     return checked
 
 
@@ -96,6 +98,28 @@ def role_settings(variables):
         raise AnsibleFilterError(exc.message)
 
 
+def role_problems(variables, argument_specs, internal=()):
+    """One line per problem of the role's variables: a bot_detector_* name that is no option
+    of ``argument_specs`` (the role's, every entry point) nor ``internal``, with the nearest
+    known name; then the first value the detector rejects."""
+    if not isinstance(variables, dict) or not isinstance(argument_specs, dict):
+        raise AnsibleFilterError('role_problems: expects the variables and the argument_specs as mappings')
+    known = set(internal)
+    for entry in argument_specs.get('argument_specs', argument_specs).values():
+        known.update(entry.get('options') or {})
+    problems = []
+    for name in sorted(variables):
+        if name.startswith(PREFIX) and name not in known:
+            near = difflib.get_close_matches(name, sorted(known), 1, 0.75)
+            problems.append('%s: not a variable of the role; %s' % (
+                name, 'did you mean %s?' % near[0] if near else 'meta/argument_specs.yml lists them'))
+    try:
+        checked_settings(_set_values('role_problems', variables))
+    except BotDetectorError as exc:
+        problems.append(exc.message)
+    return problems
+
+
 class FilterModule(object):
     def filters(self):
-        return {'host_config': host_config, 'role_settings': role_settings}
+        return {'host_config': host_config, 'role_settings': role_settings, 'role_problems': role_problems}

@@ -5,6 +5,7 @@ fails with one line naming the variable, a misspelt variable fails naming the ne
 one, a missing log is a warning naming it, and a missing cron fails clearly when the role
 may not install it."""
 import os
+import re
 import subprocess
 import sys
 
@@ -66,10 +67,22 @@ def test_a_value_the_detector_rejects_fails_first_naming_the_variable_in_one_lin
     status, out = preflight(tmp_path, 'bot_detector_%s=%s' % (name, value), 'bot_detector_install_packages=false')
     assert status == 2, out[-3000:]
     task, fatal = failure(out)
-    assert 'Check the variables' in task, out[-3000:]
-    assert '"msg": "bot_detector_%s: must be ' % name in fatal, fatal
+    assert 'Check the variables' in task or 'Fail naming each variable' in task, out[-3000:]
+    assert re.search(r'"msg": "[^"]*\bbot_detector_%s\b' % name, fatal), fatal
     assert len(fatal) < 400, fatal
+    assert 'argument_spec_data' not in out
     assert 'changed=0' in out
+
+
+@pytest.mark.parametrize('name,value', [('threshold', 'abc'), ('logrotate_rotate', 'many'), ('rotated', 'maybe'),
+                                        ('logs', '{"a": 1}'), ('scheduler', 'anacron')])
+def test_a_wrong_type_or_choice_fails_in_one_line_naming_the_variable_without_the_spec(tmp_path, name, value):
+    status, out = preflight(tmp_path, '{"bot_detector_%s": %s}' % (name, value if value.startswith('{') else '"%s"' % value))
+    assert status == 2, out[-3000:]
+    task, fatal = failure(out)
+    assert 'Fail naming each variable' in task, task
+    assert 'bot_detector_%s' % name in fatal and len(fatal) < 600, fatal
+    assert 'argument_spec_data' not in out and len(out) < 3000, out
 
 
 def test_settings_that_conflict_fail_naming_the_variable(tmp_path):
@@ -108,3 +121,24 @@ def test_a_missing_log_is_a_warning_naming_it_and_a_missing_cron_fails_when_not_
     task, fatal = failure(out)
     assert ('"msg": "cron is not installed on testhost, and the schedule (bot_detector_scheduler: cron) needs it: '
             'install the package cron, or set bot_detector_install_packages: true"') in fatal, fatal
+
+
+def test_every_name_the_role_and_its_playbooks_set_is_known_to_the_preflight():
+    """A bot_detector_* name registered, set as a fact or in the role's vars is listed in
+    vars/main.yml's bot_detector_internal_variables (or documented): else the preflight of a
+    second run in the same play would call it unknown."""
+    import yaml
+    role = ROOT / 'roles' / 'bot_detector'
+    internal = set(yaml.safe_load((role / 'vars' / 'main.yml').read_text())['bot_detector_internal_variables'])
+    documented = set()
+    for entry in yaml.safe_load((role / 'meta' / 'argument_specs.yml').read_text())['argument_specs'].values():
+        documented.update(entry['options'])
+    internal |= set(yaml.safe_load((role / 'vars' / 'main.yml').read_text()))
+    set_here = set()
+    for path in list(ROOT.glob('roles/*/tasks/*.yml')) + list(ROOT.glob('playbooks/*.yml')):
+        text = path.read_text()
+        set_here.update(re.findall(r'register: (bot_detector_\w+)', text))
+        set_here.update(re.findall(r'set_fact:\n\s+(bot_detector_\w+):', text))
+    set_here = set(name for name in set_here if not name.startswith('bot_detector_preflight_') or 'types' in name)
+    assert set_here, 'no names found'
+    assert sorted(set_here - internal - documented) == []
