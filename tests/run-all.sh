@@ -78,6 +78,10 @@ molecule test --scenario-name default
 step "molecule: fleet mode on three podman hosts (playbooks/fleet.yml)"
 molecule test --scenario-name fleet
 
+step "molecule: the systemd scheduler on a host whose init is systemd (timer, sandboxed service, switch to cron, absent)"
+molecule/build-image.sh localhost/bot-detector-debian12-systemd:latest systemd,systemd-sysv
+molecule test --scenario-name systemd
+
 step "collection build and install; its playbooks run by name from the installed tarball, site.yml from the checkout"
 tmp=$(mktemp -d)
 trap 'step_done; rm -rf "$tmp"' EXIT
