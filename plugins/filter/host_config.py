@@ -6,38 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
----
-name: host_config
-short_description: Render the bot detector's host config file from the role's variables
-version_added: 1.1.0
-description:
-  - Takes a mapping of the role's variables (C(bot_detector_<setting>)) and returns the text of
-    C(/etc/bot-detector/bot-detector.conf), INI section C([bot_detector]), one key per setting that is set.
-    Settings left unset appear as a comment naming the detector's default.
-  - The settings, their types and bounds come from the detector's one table of settings, the same that the
-    command and the module use, and the text is written by the same code that reads it back. A value the
-    detector would reject fails here, at deployment, with the variable's name.
-author:
-  - Bot Detector maintainers (@jobboard)
-options:
-  _input:
-    description: The variables, for example built from C(lookup('ansible.builtin.varnames', '^bot_detector_')).
-    type: dict
-    required: true
-'''
-
-EXAMPLES = r'''
-- name: Show the config file the role would write
-  ansible.builtin.debug:
-    msg: "{{ {'bot_detector_threshold': 5000, 'bot_detector_rules': 'precise'} | jobboard.bot_detector.host_config }}"
-'''
-
-RETURN = r'''
-_value:
-  description: The config file's text (without the ansible_managed header).
-  type: str
-'''
+# The filters' documentation: host_config.yml, role_settings.yml, role_problems.yml.
 
 import difflib
 
