@@ -32,9 +32,8 @@ def test_the_service_is_sandboxed():
     assert show('bot-detector.service', 'ProtectSystem') == 'strict'
     assert show('bot-detector.service', 'PrivateTmp') == 'yes'
     assert show('bot-detector.service', 'NoNewPrivileges') == 'yes'
-    writable = show('bot-detector.service', 'ReadWritePaths').split()
-    for path in ('-/etc', '-/var/log', '-/var/lib/bot-detector', '-/run/bot-detector',
-                 '-/var/lib/node_exporter/textfile_collector'):
+    writable = [path.lstrip('-') for path in show('bot-detector.service', 'ReadWritePaths').split()]
+    for path in ('/etc', '/var/log', '/var/lib/bot-detector', '/run/bot-detector', '/var/lib/node_exporter/textfile_collector'):
         assert path in writable, writable
     assert HOST.run('systemd-analyze verify /etc/systemd/system/bot-detector.service').rc == 0
 
