@@ -79,9 +79,10 @@ def role_problems(variables, argument_specs, internal=()):
     problems = []
     for name in sorted(variables):
         if name.startswith(PREFIX) and name not in known:
-            near = difflib.get_close_matches(name, sorted(known), 1, 0.75)
+            # Nearest by what follows the prefix, which every name shares.
+            near = difflib.get_close_matches(name[len(PREFIX):], sorted(k[len(PREFIX):] for k in known), 1, 0.7)
             problems.append('%s: not a variable of the role; %s' % (
-                name, 'did you mean %s?' % near[0] if near else 'meta/argument_specs.yml lists them'))
+                name, 'did you mean %s%s?' % (PREFIX, near[0]) if near else 'meta/argument_specs.yml lists them'))
     try:
         checked_settings(_set_values('role_problems', variables))
     except BotDetectorError as exc:
