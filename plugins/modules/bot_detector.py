@@ -124,13 +124,23 @@ options:
   config:
     version_added: 2.0.0
     description:
-      - The host config file (INI, section C([bot_detector]), keys are the settings' names), which the role
+      - The host config file (INI, section C([bot_detector]), keys are the settings' names or their aliases), which the role
         C(jobboard.bot_detector.bot_detector) writes. Settings not given as options are taken from it, then from
         the defaults, so an ad-hoc run applies the settings deployed on the host.
       - A missing file at the default path is fine; a path given explicitly must exist. A bad value in it fails
         the task with a message naming the file, the key and the value.
+      - Not read when O(settings) is given.
     type: path
     default: /etc/bot-detector/bot-detector.conf
+  settings:
+    description:
+      - The settings by name (the config file's keys and their aliases), in place of the config file, which is
+        then not read; options given explicitly still apply over them, and a setting in neither has its default.
+      - The fleet playbook passes each web host's own role variables here, through the filter
+        P(jobboard.bot_detector.role_settings#filter), so that every phase of a fleet run takes the lists and
+        rules from the inventory, whatever config file the host has.
+    type: dict
+    version_added: 2.0.0
   now:
     description:
       - Evaluate as if the run started at this local time, C(YYYY-MM-DD HH:MM:SS), or at C(@SECONDS) since the
@@ -385,6 +395,7 @@ def argument_spec():
     spec.update(
         log=dict(type='list', elements='path'),
         config=dict(type='path', default=DEFAULT_CONFIG),
+        settings=dict(type='dict'),
         mode=dict(type='str', default='detect', choices=MODES),
         report_floor=dict(type='int'),
         candidates=dict(type='dict'),
@@ -426,9 +437,15 @@ def run(module, mode):
         if p[option] not in (None, False) and mode != 'report':
             raise BotDetectorError('%s: only with mode=report' % option, 2)
     explicit = dict((setting.name, p[setting.name]) for setting in SETTINGS)
-    # The default config path may be missing; one named explicitly must exist.
-    settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
-                       surface='module')
+    if p['settings'] is not None:
+        # The settings given in place of the config file; explicit options over them.
+        given = dict(p['settings'])
+        given.update((name, value) for name, value in explicit.items() if value is not None)
+        settings = resolve(given, surface='module')
+    else:
+        # The default config path may be missing; one named explicitly must exist.
+        settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
+                           surface='module')
     now = parse_now(p['now']) if p['now'] is not None else None
     if mode == 'apply':
         return settings, apply(settings, address_items(p['addresses']), check_mode=module.check_mode)

@@ -73,6 +73,48 @@ def test_bad_config_exit_2_one_line_naming_file_and_key(tmp_path, files, log, co
     assert not files.base.exists() or not any(files.base.iterdir())
 
 
+def _module_setting_names():
+    """Every name and alias of the module's options that are settings, {name: setting}."""
+    sys.path.insert(0, str(ROOT / 'plugins' / 'modules'))
+    try:
+        import bot_detector as module  # pylint: disable=import-error
+    finally:
+        sys.path.pop(0)
+    names = {}
+    for name, option in module.argument_spec().items():
+        if name in settings.BY_NAME:
+            names.update((key, name) for key in [name] + list(option.get('aliases', [])))
+    return names
+
+
+def test_the_config_file_takes_exactly_the_names_and_aliases_the_module_takes(tmp_path):
+    """Issue 21: `server_ip = 127.0.0.1` was an unknown setting, though a documented alias."""
+    names = _module_setting_names()
+    assert any(key != name for key, name in names.items())          # there are aliases to test
+    for key, name in names.items():
+        setting = settings.BY_NAME[name]
+        value = settings.SETTINGS[0].default if setting.kind == 'path' else setting.default
+        if value is None or value == []:
+            value = {'list': ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x'}[setting.kind]
+        config = tmp_path / ('%s.conf' % key)
+        config.write_text('[bot_detector]\n%s =%s\n' % (key, (lambda t: t if t.startswith('\n') else ' ' + t)(
+            setting.format(value))))
+        assert settings.read_config(str(config)) == {name: value}, key
+    for bad in ('threshhold', 'server_ipss', 'exclusion'):
+        config = tmp_path / 'bad.conf'
+        config.write_text('[bot_detector]\n%s = 1\n' % bad)
+        with pytest.raises(errors.BotDetectorError, match="unknown setting '%s'" % bad):
+            settings.read_config(str(config))
+
+
+def test_a_setting_given_by_its_name_and_an_alias_in_the_config_file_fails(tmp_path, files, log):
+    config = tmp_path / 'both.conf'
+    config.write_text('[bot_detector]\nserver_ips = 10.0.0.5\nserver_ip = 127.0.0.1\n')
+    got = run(files, log, config)
+    assert got.returncode == 2 and got.stderr.count(b'\n') == 1, got.stderr
+    assert b"server_ip: server_ips is given twice (server_ip is its alias)" in got.stderr, got.stderr
+
+
 def test_missing_config_given_explicitly_is_an_error_the_default_is_not(tmp_path, files, log):
     got = run(files, log, tmp_path / 'nope.conf')
     assert got.returncode == 2 and b'cannot read the config file %s' % bytes(tmp_path / 'nope.conf') in got.stderr

@@ -423,13 +423,14 @@ def parse_config(raw, path):
         if section != CONFIG_SECTION:
             raise bad_option('%s: unknown section [%s] (expected [%s])' % (path, section, CONFIG_SECTION))
         for key, text_value in parser.items(section):
-            setting = BY_NAME.get(key)
+            setting = BY_NAME.get(ALIASES.get(key, key))     # the module's names and aliases
             where = '%s: %s = %s' % (path, key, text_value.strip().replace('\n', ' '))
             if setting is None:
                 raise bad_option('%s: unknown setting %r' % (path, key))
-            if not text_value.strip():
-                continue        # an empty value: the built-in default
-            values[key] = setting.parse(text_value, where)
+            if key != setting.name and parser.has_option(section, setting.name):
+                raise bad_option('%s: %s: %s is given twice (%s is its alias)' % (path, key, setting.name, key))
+            if text_value.strip():      # an empty value: the built-in default
+                values[setting.name] = setting.parse(text_value, where)
     return values
 
 
