@@ -371,7 +371,7 @@ def argument_spec():
     for setting in SETTINGS:
         option = {'type': setting.ansible_type}
         if setting.kind == 'list':
-            option['elements'] = 'str'
+            option['elements'] = setting.elements
         if setting.choices:
             option['choices'] = list(setting.choices)
         if setting.aliases:

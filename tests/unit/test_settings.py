@@ -99,7 +99,9 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'server_ips': ['10.0.0.5', '::1'], 'rotated': False, 'seek': False, 'seek_margin': 0, 'rules': 'precise',
               'crawlers': {'a': {'user_agent': 'A|B', 'domains': ['a.example']}}, 'ipv6_prefix': 64, 'dns_timeout': 0.5,
               'lock_timeout': 5, 'state_dir': '/srv/state', 'ipv4_prefix': 24, 'ban_time': 5400,
-              'ban_time_max': 7 * 86400, 'metrics_file': '/srv/m.prom'}
+              'ban_time_max': 7 * 86400, 'metrics_file': '/srv/m.prom', 'enforcement': 'nginx',
+              'enforcement_ports': [8080, 443], 'nginx_geo_file': '/srv/geo.conf',
+              'nginx_test_command': "nginx -t -c '/srv/n x.conf'", 'nginx_reload_command': 'systemctl reload nginx'}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'
     path.write_text(settings.format_config(values, header='# managed'))

@@ -21,6 +21,7 @@ import re
 
 from .clock import format_duration, parse_duration
 from .errors import bad_option
+from .text import quote_item as _quote, unquote_item as _unquote
 
 __metaclass__ = type
 
@@ -68,7 +69,7 @@ class Setting:
 
     def __init__(self, name, kind, default, help, flag=None, off_flag=None, metavar=None, choices=None,
                  minimum=None, maximum=None, aliases=(), module_default=None, role_default=None,
-                 default_text=None, group='detection'):
+                 default_text=None, group='detection', elements='str', version_added=None):
         if kind not in KINDS:
             raise ValueError('unknown kind %r of setting %s' % (kind, name))
         self.name = name
@@ -86,6 +87,8 @@ class Setting:
         self.role_default = default if role_default is SAME else role_default
         self.default_text = default_text
         self.group = group
+        self.elements = elements        # a list's items: 'str', or 'int' (bounded by minimum and maximum)
+        self.version_added = version_added      # the collection release that added it, when after 1.0.0
 
     @property
     def ansible_type(self):
@@ -124,7 +127,9 @@ class Setting:
             if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
                 raise bad_option('%s: must be a list, got %r' % (where, value))
             value = list(value)
-            if not all(isinstance(item, str) and item for item in value):
+            if self.elements == 'int':
+                value = [self._item_number(item, where) for item in value]
+            elif not all(isinstance(item, str) and item for item in value):
                 raise bad_option('%s: every item must be non-empty text, got %r' % (where, value))
         elif kind == 'dict':
             if not isinstance(value, dict):
@@ -137,6 +142,15 @@ class Setting:
                                  '90m, 12h, 7d), got %r' % (where, value))
             self._check_bounds(value, where, 'a duration in seconds')
         return value
+
+    def _item_number(self, item, where):
+        """One item of a list of whole numbers (text from the command line or the config file)."""
+        if isinstance(item, str) and item.strip().isdigit():
+            item = int(item.strip(), 10)
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise bad_option('%s: every item must be a whole number, got %r' % (where, item))
+        self._check_bounds(item, where, 'a whole number')
+        return item
 
     def _check_bounds(self, value, where, what):
         low, high = self.minimum, self.maximum
@@ -189,7 +203,7 @@ class Setting:
         if self.kind == 'bool':
             return 'true' if value else 'false'
         if self.kind == 'list':
-            return ''.join('\n    %s' % _quote(item) for item in value)
+            return ''.join('\n    %s' % _quote(str(item)) for item in value)
         if self.kind == 'dict':
             import json
             return json.dumps(value, sort_keys=True)
@@ -205,31 +219,8 @@ class Setting:
         if self.default is None:
             return 'off'
         if self.kind == 'list':
-            return ', '.join(repr(item) for item in self.default)
+            return ', '.join(repr(item) if isinstance(item, str) else str(item) for item in self.default)
         return self.format(self.default)
-
-
-def _quote(item):
-    """A list item on its own line: JSON-quoted when blanks around it, a leading quote or a
-    comment character would otherwise change it (``GET /job/`` ends in a space)."""
-    import json     # json: only config files and docs need it, not every run
-    if item != item.strip() or item[:1] in ('"', '#', ';') or json.dumps(item)[1:-1] != item:
-        return json.dumps(item)
-    return item
-
-
-def _unquote(line, where):
-    line = line.strip()
-    if not line.startswith('"'):
-        return line
-    import json
-    try:
-        value = json.loads(line)
-    except ValueError:
-        value = None
-    if not isinstance(value, str):
-        raise bad_option('%s: a quoted item must be one JSON string, got %r' % (where, line))
-    return value
 
 
 SETTINGS = (
@@ -315,6 +306,21 @@ SETTINGS = (
             "Prometheus metrics (text format, for node_exporter's textfile collector): written to this file "
             'after every run, atomically; off when unset.',
             metavar='PATH'),
+    Setting('enforcement', 'str', 'none',
+            'Where the blocklist takes effect, made equal to it after every change and by --enforce-now: none (another '
+            'program reads the file), nftables (table inet bot_detector) or nginx (the geo file nginx_geo_file).',
+            choices=('none', 'nftables', 'nginx'), group='enforcement', version_added='2.0.0'),
+    Setting('enforcement_ports', 'list', [80, 443],
+            'nftables enforcement: the ports (TCP and UDP) on which new connections from a blocked address are dropped.',
+            flag='--enforcement-port', metavar='PORT', minimum=1, maximum=65535, elements='int', group='enforcement', version_added='2.0.0'),
+    Setting('nginx_geo_file', 'path', '/etc/nginx/bot-detector/blocked.conf',
+            'nginx enforcement: the file of lines "<address or network> 1;" that a geo block includes.',
+            metavar='PATH', group='enforcement', version_added='2.0.0'),
+    Setting('nginx_test_command', 'str', 'nginx -t -q',
+            'nginx enforcement: the command (split as a shell would, run without one) that tests the configuration '
+            'after the geo file changed; on failure the previous file is put back.', metavar='COMMAND', group='enforcement', version_added='2.0.0'),
+    Setting('nginx_reload_command', 'str', 'nginx -s reload',
+            'nginx enforcement: the command that reloads nginx after a passed test.', metavar='COMMAND', group='enforcement', version_added='2.0.0'),
 )
 
 BY_NAME = dict((s.name, s) for s in SETTINGS)

@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""nftables enforcement: the table ``inet bot_detector``, loaded in one ``nft -f -`` transaction.
+
+The file declares the table, its two interval sets and its chain (``add`` keeps what
+exists), flushes the sets and the chain, and fills them: nft applies the whole file or
+nothing, so there is no instant with an empty set, and one transaction costs what one
+element costs times the elements (never a call per element). Nothing outside the table is
+named, so the operator's own ruleset stays as it was.
+
+The chain drops, rather than rejects, new connections from a blocked address: a scraper
+learns nothing quickly (each attempt waits for its own time-out), and the host sends no
+packet to an address it has never answered (a reject answers spoofed sources too).
+
+The drop rule's comment carries a digest of what was loaded; a sync whose file has the same
+digest as the table's rule is not loaded again (``force`` loads anyway: --enforce-now, at
+boot). ``nft -t`` lists the table without its elements, so that check costs the same for a
+million entries as for ten.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import hashlib
+import re
+import subprocess
+
+from ..errors import BotDetectorError
+from ..text import printable, to_text
+
+__metaclass__ = type
+
+NFT = 'nft'
+TABLE = 'inet bot_detector'
+CHAIN_PRIORITY = 'filter - 10'
+# Elements per ``add element`` statement: the same transaction, in pieces nft parses quickly.
+CHUNK = 10000
+TIMEOUT = 600
+_DIGEST = re.compile(r'comment "bot-detector ([0-9a-f]{32})"')
+
+
+def ruleset(entries, ports, digest=None):
+    """The ``nft -f`` text that makes the table hold ``entries`` (enforce.Entries) and drop
+    new connections from them to ``ports``. With ``digest``, the drop rules' comment."""
+    port_set = ', '.join(str(port) for port in sorted(set(ports)))
+    comment = ' comment "bot-detector %s"' % digest if digest else ''
+    lines = [
+        'add table %s' % TABLE,
+        'add set %s blocked_v4 { type ipv4_addr; flags interval; auto-merge; }' % TABLE,
+        'add set %s blocked_v6 { type ipv6_addr; flags interval; auto-merge; }' % TABLE,
+        'add chain %s input { type filter hook input priority %s; policy accept; }' % (TABLE, CHAIN_PRIORITY),
+        'flush set %s blocked_v4' % TABLE,
+        'flush set %s blocked_v6' % TABLE,
+        'flush chain %s input' % TABLE,
+        # TCP and UDP (HTTP/3 runs over UDP 443); ct state new: a packet that opens a flow.
+        'add rule %s input ct state new meta l4proto { tcp, udp } th dport { %s } ip saddr @blocked_v4 drop%s'
+        % (TABLE, port_set, comment),
+        'add rule %s input ct state new meta l4proto { tcp, udp } th dport { %s } ip6 saddr @blocked_v6 drop%s'
+        % (TABLE, port_set, comment),
+    ]
+    for name, networks in (('blocked_v4', entries.v4), ('blocked_v6', entries.v6)):
+        for start in range(0, len(networks), CHUNK):
+            elements = ', '.join(_element(network) for network in networks[start:start + CHUNK])
+            lines.append('add element %s %s { %s }' % (TABLE, name, elements))
+    return '\n'.join(lines) + '\n'
+
+
+def _element(network):
+    full = network.max_prefixlen == network.prefixlen
+    return str(network.network_address) if full else str(network)
+
+
+def digest_of(entries, ports):
+    """What identifies a load: the file without its digest."""
+    return hashlib.sha256(ruleset(entries, ports).encode('ascii')).hexdigest()[:32]
+
+
+def _nft(args, text=None):
+    """Run nft; (exit status, standard output). Raises BotDetectorError when it cannot run."""
+    try:
+        proc = subprocess.run([NFT] + args, input=None if text is None else text.encode('ascii'),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BotDetectorError('%s: %s' % (NFT, exc))
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def loaded_digest():
+    """The digest on the table's drop rule, or None (no table, no rule, or another's)."""
+    code, out, dummy = _nft(['-t', 'list', 'table'] + TABLE.split())
+    if code != 0:
+        return None
+    found = set(_DIGEST.findall(to_text(out)))
+    return found.pop() if len(found) == 1 else None
+
+
+def apply(settings, entries, force=False):
+    """Load ``entries`` into the table; True when loaded, False when it already held them."""
+    digest = digest_of(entries, settings.enforcement_ports)
+    if not force and loaded_digest() == digest:
+        return False
+    code, dummy, err = _nft(['-f', '-'], ruleset(entries, settings.enforcement_ports, digest))
+    if code != 0:
+        lines = [line.strip() for line in printable(to_text(err)).splitlines() if line.strip()]
+        detail = lines[0] if lines else 'exit status %d' % code
+        raise BotDetectorError('nft -f: %s (exit status %d); the table %s is as it was' % (detail, code, TABLE))
+    return True
