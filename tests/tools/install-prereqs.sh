@@ -2,9 +2,11 @@
 # Installs the system tools the tests need, with apt, when they are missing:
 # podman + runc (molecule hosts), debootstrap (their image), shellcheck (ansible-test
 # sanity), localedef (locales) for the de_DE.UTF-8 locale the activity-date test runs
-# `date` under. Anything still missing afterwards is an error, never a skipped test.
+# `date` under; nft, nginx, curl and ip for the enforcement tests (namespaces, a scratch
+# nginx). Anything still missing afterwards is an error, never a skipped test.
 set -euo pipefail
-declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales)
+declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales
+                        [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2)
 test_locale=de_DE.UTF-8
 
 has_locale() { locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; }
@@ -22,7 +24,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-prereqs: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # The nginx package would start a system nginx on port 80: the tests start their own. A
+    # policy-rc.d of our own (only when there is none) keeps packages from starting services.
+    policy=/usr/sbin/policy-rc.d
+    own_policy=false
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy" && own_policy=true
+    fi
+    status=0
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || status=$?
+    if $own_policy; then rm -f "$policy"; fi
+    [ "$status" -eq 0 ] || exit "$status"
 fi
 for tool in "${!package_of[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || { echo "install-prereqs: $tool still missing" >&2; exit 1; }
