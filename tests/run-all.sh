@@ -78,6 +78,10 @@ molecule test --scenario-name default
 step "molecule: fleet mode on three podman hosts (playbooks/fleet.yml)"
 molecule test --scenario-name fleet
 
+step "molecule: nftables enforcement on a podman host with NET_ADMIN (converge, idempotence, the sets against the blocklist)"
+molecule/build-image.sh localhost/bot-detector-debian12-nftables:latest nftables
+molecule test --scenario-name enforcement
+
 step "collection build and install; its playbooks run by name from the installed tarball, site.yml from the checkout"
 tmp=$(mktemp -d)
 trap 'step_done; rm -rf "$tmp"' EXIT

@@ -67,7 +67,7 @@ class Nginx:
         except (OSError, ValueError):
             return
         os.kill(pid, signal.SIGTERM)
-        for _ in range(100):
+        for dummy in range(100):
             try:
                 os.kill(pid, 0)
             except OSError:
@@ -142,7 +142,7 @@ def test_the_scraper_gets_403_the_visitor_200_unblock_serves_it_a_failed_test_ne
     assert broken.returncode == 4, broken
     assert b'enforcement (nginx) failed' in broken.stderr and b"nginx_test_command" in broken.stderr
     assert b'the previous %s is back' % str(nginx.geo).encode() in broken.stderr
-    assert (tmp_path / 'blocklist').read_text() == ''.join('%s\n' % SCRAPER for _ in range(1))     # the append stays
+    assert (tmp_path / 'blocklist').read_text() == SCRAPER + '\n'     # the append stays
     assert nginx.geo.read_bytes() == served_geo
     time.sleep(0.5)
     assert nginx.reloads() == 2 and status(nginx, SCRAPER) == 200

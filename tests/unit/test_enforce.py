@@ -62,7 +62,7 @@ def test_entries_of_a_blocklist_collapse_and_name_the_junk_once():
 def test_collapsed_entries_never_overlap_whatever_the_input():
     rng = random.Random(18)
     lines = []
-    for _ in range(3000):
+    for dummy in range(3000):
         prefix = rng.choice([32, 32, 32, 28, 24, 16])
         lines.append(('10.%d.%d.%d/%d' % (rng.randrange(4), rng.randrange(256), rng.randrange(256), prefix)).encode())
     entries = enforce.parse_entries(b'\n'.join(lines))
@@ -100,11 +100,11 @@ def test_nft_accepts_the_file_and_loads_it_twice_with_every_kind_of_entry(tmp_pa
     lab = Lab()
     try:
         rng = random.Random(7)
-        lines = ['198.51.%d.%d/%d' % (rng.randrange(256), rng.randrange(256), rng.choice([32, 30, 24])) for _ in range(20000)]
-        lines += ['2001:db8:%x::%x' % (rng.randrange(65536), rng.randrange(65536)) for _ in range(2000)]
+        lines = ['198.51.%d.%d/%d' % (rng.randrange(256), rng.randrange(256), rng.choice([32, 30, 24])) for dummy in range(20000)]
+        lines += ['2001:db8:%x::%x' % (rng.randrange(65536), rng.randrange(65536)) for dummy in range(2000)]
         lines += ['2001:db8:1::/48', '::ffff:203.0.113.9', 'junk']
         entries = enforce.parse_entries('\n'.join(lines).encode())
-        for _ in range(2):
+        for dummy in range(2):
             proc = subprocess.run(['ip', 'netns', 'exec', lab.server, 'nft', '-f', '-'], input=nftables.ruleset(
                 entries, [80, 443], 'cd' * 16).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
             assert proc.returncode == 0, proc.stderr[:2000]

@@ -309,18 +309,21 @@ SETTINGS = (
     Setting('enforcement', 'str', 'none',
             'Where the blocklist takes effect, made equal to it after every change and by --enforce-now: none (another '
             'program reads the file), nftables (table inet bot_detector) or nginx (the geo file nginx_geo_file).',
-            choices=('none', 'nftables', 'nginx'), group='enforcement', version_added='2.0.0'),
+            choices=('none', 'nftables', 'nginx'), role_default=SAME, group='enforcement', version_added='2.0.0'),
     Setting('enforcement_ports', 'list', [80, 443],
             'nftables enforcement: the ports (TCP and UDP) on which new connections from a blocked address are dropped.',
-            flag='--enforcement-port', metavar='PORT', minimum=1, maximum=65535, elements='int', group='enforcement', version_added='2.0.0'),
+            flag='--enforcement-port', metavar='PORT', minimum=1, maximum=65535, elements='int', group='enforcement',
+            version_added='2.0.0'),
     Setting('nginx_geo_file', 'path', '/etc/nginx/bot-detector/blocked.conf',
             'nginx enforcement: the file of lines "<address or network> 1;" that a geo block includes.',
-            metavar='PATH', group='enforcement', version_added='2.0.0'),
+            metavar='PATH', role_default=SAME, group='enforcement', version_added='2.0.0'),
     Setting('nginx_test_command', 'str', 'nginx -t -q',
             'nginx enforcement: the command (split as a shell would, run without one) that tests the configuration '
-            'after the geo file changed; on failure the previous file is put back.', metavar='COMMAND', group='enforcement', version_added='2.0.0'),
+            'after the geo file changed; on failure the previous file is put back.', metavar='COMMAND',
+            group='enforcement', version_added='2.0.0'),
     Setting('nginx_reload_command', 'str', 'nginx -s reload',
-            'nginx enforcement: the command that reloads nginx after a passed test.', metavar='COMMAND', group='enforcement', version_added='2.0.0'),
+            'nginx enforcement: the command that reloads nginx after a passed test.', metavar='COMMAND',
+            group='enforcement', version_added='2.0.0'),
 )
 
 BY_NAME = dict((s.name, s) for s in SETTINGS)
