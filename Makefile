@@ -36,7 +36,7 @@ help:
 	@echo "make cores   the venvs of the older ansible-core releases tested ($(OLDER_CORES))"
 	@echo "make docs    regenerate the role READMEs (from meta/argument_specs.yml) and CHANGELOG.md"
 	@echo "make build   build the collection tarball"
-	@echo "make bench   speed and memory against the reference pipeline, and fleet mode at scale (docs/benchmarks.md; not in make test)"
+	@echo "make bench   speed and memory against the reference pipeline, fleet mode at scale, nftables load times (docs/benchmarks.md; not in make test)"
 	@echo "make clean   remove the build products (.build, scratch, tarballs, tests/output)"
 
 $(BIN)/.installed: requirements-dev.txt
@@ -92,6 +92,7 @@ bench: setup
 	@[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
 	$(PYTHON) tests/bench/run_bench.py
 	$(BIN)/python tests/bench/fleet_bench.py
+	$(PYTHON) tests/bench/enforce_bench.py
 
 # Generated documentation: the role READMEs from their argument specs, CHANGELOG.md from
 # changelogs/changelog.yaml. `make test` fails when either is stale.

@@ -21,7 +21,7 @@ def elements(host, name):
 
 def expected(host):
     entries = parse_entries(host.file('/etc/ipblocklist.txt').content)
-    return sorted(entries.v4), sorted(entries.v6)
+    return [sorted(ipaddress.ip_network(element) for element in elements) for elements in (entries.v4, entries.v6)]
 
 
 def test_the_sets_equal_the_blocklist(host):

@@ -60,14 +60,9 @@ def ruleset(entries, ports, digest=None):
     ]
     for name, networks in (('blocked_v4', entries.v4), ('blocked_v6', entries.v6)):
         for start in range(0, len(networks), CHUNK):
-            elements = ', '.join(_element(network) for network in networks[start:start + CHUNK])
+            elements = ', '.join(networks[start:start + CHUNK])
             lines.append('add element %s %s { %s }' % (TABLE, name, elements))
     return '\n'.join(lines) + '\n'
-
-
-def _element(network):
-    full = network.max_prefixlen == network.prefixlen
-    return str(network.network_address) if full else str(network)
 
 
 def digest_of(entries, ports):

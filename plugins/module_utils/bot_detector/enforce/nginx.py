@@ -29,12 +29,7 @@ TIMEOUT = 120
 
 def render(entries):
     """The geo file's content for ``entries`` (enforce.Entries)."""
-    return HEADER + b''.join(('%s 1;\n' % _entry(network)).encode('ascii') for network in entries.v4 + entries.v6)
-
-
-def _entry(network):
-    """An address as itself, a network in CIDR notation."""
-    return str(network.network_address) if network.prefixlen == network.max_prefixlen else str(network)
+    return HEADER + b''.join(('%s 1;\n' % element).encode('ascii') for element in entries.v4 + entries.v6)
 
 
 def _read(path):
