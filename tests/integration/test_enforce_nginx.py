@@ -119,7 +119,7 @@ def test_the_scraper_gets_403_the_visitor_200_unblock_serves_it_a_failed_test_ne
     run = detector(None, options(tmp_path, nginx, log))
     assert run.returncode == 0, run
     assert b'Blocking IP address: %s (1100 requests)' % SCRAPER.encode() in run.stdout
-    assert nginx.geo.read_text().splitlines()[1:] == ['%s 1;' % SCRAPER]
+    assert nginx.geo.read_text().splitlines()[2:] == ['%s 1;' % SCRAPER]        # after the header and the digest
     wait_for(lambda: status(nginx, SCRAPER) == 403)
     assert status(nginx, VISITOR) == 200
     assert nginx.reloads() == 1

@@ -90,11 +90,18 @@ def test_the_nft_file_is_one_transaction_touching_only_its_table():
     assert statements.index('flush set inet bot_detector blocked_v4') < statements.index(
         'add element inet bot_detector blocked_v4 { 192.0.2.7, 198.51.100.0/24 }')
     assert 'add element inet bot_detector blocked_v6 { 2001:db8::/32 }' in statements   # the /128 inside it merged
-    assert 'th dport { 80, 443 } ip saddr @blocked_v4 drop comment "bot-detector %s"' % ('ab' * 16) in text
+    assert 'th dport { 80, 443 } ip saddr @blocked_v4 drop comment "bot-detector %s 3"' % ('ab' * 16) in text
     empty = nftables.ruleset(enforce.parse_entries(b''), [80])
     assert 'add element' not in empty and 'flush set inet bot_detector blocked_v6' in empty
-    assert nftables.digest_of(entries, [80, 443]) == nftables.digest_of(entries, [443, 80])
-    assert nftables.digest_of(entries, [80]) != nftables.digest_of(entries, [80, 443])
+
+
+def test_the_digest_names_the_blocklist_the_backend_and_the_ports():
+    digest = enforce.digest_of
+    nft = Settings(enforcement='nftables')
+    assert digest(nft, b'192.0.2.7\n') == digest(Settings(enforcement='nftables', enforcement_ports=[443, 80]), b'192.0.2.7\n')
+    assert digest(nft, b'192.0.2.7\n') != digest(Settings(enforcement='nftables', enforcement_ports=[80]), b'192.0.2.7\n')
+    assert digest(nft, b'192.0.2.7\n') != digest(nft, b'192.0.2.8\n')
+    assert digest(nft, b'192.0.2.7\n') != digest(Settings(enforcement='nginx'), b'192.0.2.7\n')
 
 
 def test_nft_accepts_the_file_and_loads_it_twice_with_every_kind_of_entry(tmp_path):
@@ -114,7 +121,7 @@ def test_nft_accepts_the_file_and_loads_it_twice_with_every_kind_of_entry(tmp_pa
             assert proc.returncode == 0, proc.stderr[:2000]
         listed = subprocess.run(['ip', 'netns', 'exec', lab.server, 'nft', '-t', 'list', 'table', 'inet', 'bot_detector'],
                                 stdout=subprocess.PIPE, check=True).stdout.decode()
-        assert 'comment "bot-detector %s"' % ('cd' * 16) in listed
+        assert 'comment "bot-detector %s %d"' % ('cd' * 16, len(entries)) in listed
     finally:
         lab.close()
 

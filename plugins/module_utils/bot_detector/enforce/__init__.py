@@ -31,6 +31,7 @@ from ..writer import BlocklistWriter
 __metaclass__ = type
 
 BACKENDS = ('nftables', 'nginx')
+FORMAT = '1'        # of what a load makes of a blocklist: part of its digest
 # The skipped lines one warning names; the rest are counted.
 NAMED_SKIPPED = 10
 _IPV4 = re.compile(r'(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}'
@@ -179,24 +180,44 @@ def _backend(name):
     return nginx
 
 
+def digest_of(settings, content):
+    """What identifies a load: the blocklist's bytes, the backend and its settings, the
+    format. The backend keeps it beside what it loaded (nft: the drop rules' comment; nginx:
+    the geo file's header), so an unchanged blocklist is neither parsed nor loaded again."""
+    import hashlib
+    what = [FORMAT, settings.enforcement]
+    if settings.enforcement == 'nftables':
+        what.append(','.join(str(port) for port in sorted(set(settings.enforcement_ports))))
+    return hashlib.sha256(('\n'.join(what) + '\n').encode('ascii') + content).hexdigest()[:32]
+
+
 def sync(settings, force=False, on_skipped=None):
     """Make the enforcement point of ``settings.enforcement`` equal to the blocklist, under
-    the run's lock (so two runs load their content in the order they changed it). ``force``
-    loads even when the backend finds it already equal. Returns a Status; never raises for
-    a failed sync. ``on_skipped(warning)`` gets the warning about lines skipped."""
+    the run's lock (so two runs load their content in the order they changed it). When the
+    backend holds the digest of this blocklist already, nothing is parsed or loaded (the
+    lines skipped were named when it was loaded); ``force`` loads anyway. Returns a Status;
+    never raises for a failed sync. ``on_skipped(warning)`` gets the warning about lines
+    skipped."""
     status = Status(settings.enforcement)
     writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
     try:
         writer.lock()
         try:
             # strict: a blocklist that cannot be read is a failed sync, never an empty set
-            entries = parse_entries(read_list(settings.blocklist, strict=True))
-            status.skipped = entries.skipped
-            warning = entries.skipped_warning()
-            if warning and on_skipped is not None:
-                on_skipped(warning)
-            status.changed = _backend(settings.enforcement).apply(settings, entries, force)
-            status.entries = len(entries)
+            content = read_list(settings.blocklist, strict=True)
+            backend = _backend(settings.enforcement)
+            digest = digest_of(settings, content)
+            loaded = None if force else backend.loaded(settings)
+            if loaded is not None and loaded[0] == digest:
+                status.entries = loaded[1]
+            else:
+                entries = parse_entries(content)
+                status.skipped = entries.skipped
+                warning = entries.skipped_warning()
+                if warning and on_skipped is not None:
+                    on_skipped(warning)
+                status.changed = backend.load(settings, entries, digest, force)
+                status.entries = len(entries)
             status.in_sync = True
         finally:
             writer.unlock()

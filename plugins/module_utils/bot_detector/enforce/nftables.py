@@ -13,15 +13,15 @@ The chain drops, rather than rejects, new connections from a blocked address: a 
 learns nothing quickly (each attempt waits for its own time-out), and the host sends no
 packet to an address it has never answered (a reject answers spoofed sources too).
 
-The drop rule's comment carries a digest of what was loaded; a sync whose file has the same
-digest as the table's rule is not loaded again (``force`` loads anyway: --enforce-now, at
-boot). ``nft -t`` lists the table without its elements, so that check costs the same for a
-million entries as for ten.
+The drop rules' comment carries the digest of the blocklist loaded and the entries count
+(enforce.digest_of); a sync whose blocklist has that digest loads nothing (``force`` loads
+anyway: --enforce-now, at boot). nft reads the sets' elements from the kernel even to list
+one chain, so that check costs about a second per 100,000 entries; it sees a table removed
+or flushed by hand or by a restart of nftables.service.
 """
 
 from __future__ import absolute_import, division, print_function
 
-import hashlib
 import re
 import subprocess
 
@@ -36,14 +36,15 @@ CHAIN_PRIORITY = 'filter - 10'
 # Elements per ``add element`` statement: the same transaction, in pieces nft parses quickly.
 CHUNK = 10000
 TIMEOUT = 600
-_DIGEST = re.compile(r'comment "bot-detector ([0-9a-f]{32})"')
+_DIGEST = re.compile(r'comment "bot-detector ([0-9a-f]{32}) ([0-9]+)"')
 
 
 def ruleset(entries, ports, digest=None):
     """The ``nft -f`` text that makes the table hold ``entries`` (enforce.Entries) and drop
-    new connections from them to ``ports``. With ``digest``, the drop rules' comment."""
+    new connections from them to ``ports``. With ``digest``, the drop rules' comment holds
+    it and the entries count."""
     port_set = ', '.join(str(port) for port in sorted(set(ports)))
-    comment = ' comment "bot-detector %s"' % digest if digest else ''
+    comment = ' comment "bot-detector %s %d"' % (digest, len(entries)) if digest else ''
     lines = [
         'add table %s' % TABLE,
         'add set %s blocked_v4 { type ipv4_addr; flags interval; auto-merge; }' % TABLE,
@@ -65,11 +66,6 @@ def ruleset(entries, ports, digest=None):
     return '\n'.join(lines) + '\n'
 
 
-def digest_of(entries, ports):
-    """What identifies a load: the file without its digest."""
-    return hashlib.sha256(ruleset(entries, ports).encode('ascii')).hexdigest()[:32]
-
-
 def _nft(args, text=None):
     """Run nft; (exit status, standard output). Raises BotDetectorError when it cannot run."""
     try:
@@ -80,20 +76,20 @@ def _nft(args, text=None):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def loaded_digest():
-    """The digest on the table's drop rule, or None (no table, no rule, or another's)."""
-    code, out, dummy = _nft(['-t', 'list', 'table'] + TABLE.split())
+def loaded(settings):
+    """(digest, entries) on the table's drop rules, or None (no table, no rule, or another's)."""
+    code, out, dummy = _nft(['-t', 'list', 'chain'] + TABLE.split() + ['input'])
     if code != 0:
         return None
     found = set(_DIGEST.findall(to_text(out)))
-    return found.pop() if len(found) == 1 else None
+    if len(found) != 1:
+        return None
+    digest, count = found.pop()
+    return digest, int(count)
 
 
-def apply(settings, entries, force=False):
-    """Load ``entries`` into the table; True when loaded, False when it already held them."""
-    digest = digest_of(entries, settings.enforcement_ports)
-    if not force and loaded_digest() == digest:
-        return False
+def load(settings, entries, digest, force=False):
+    """Load ``entries`` into the table in one transaction; True (it was loaded)."""
     code, dummy, err = _nft(['-f', '-'], ruleset(entries, settings.enforcement_ports, digest))
     if code != 0:
         lines = [line.strip() for line in printable(to_text(err)).splitlines() if line.strip()]
