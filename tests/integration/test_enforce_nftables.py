@@ -132,6 +132,12 @@ def test_cidr_ipv6_and_mapped_entries_match_as_meant_junk_is_one_warning(lab, tm
     assert scraper_served(lab, source=SCRAPER_OTHER) == 200
     assert served(lab.scraper, url(SERVER_V6), source=SCRAPER_V6) == 200
 
+    # The table removed by hand: a run that changes nothing sees it and loads it again.
+    sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', 'inet', 'bot_detector')
+    idle = detector(lab.server, options(tmp_path, '--unblock', '192.0.2.99'))
+    assert idle.returncode == 0 and b'is not in the block list' in idle.stdout
+    assert set_elements(lab, 'blocked_v4') == [SCRAPER] and scraper_served(lab) is None
+
 
 def test_a_failed_load_keeps_the_appends_warns_and_exits_4(lab, tmp_path):
     """The table's set made of another type by hand: nft refuses the load. The run's append

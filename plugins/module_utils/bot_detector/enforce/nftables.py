@@ -13,15 +13,15 @@ The chain drops, rather than rejects, new connections from a blocked address: a 
 learns nothing quickly (each attempt waits for its own time-out), and the host sends no
 packet to an address it has never answered (a reject answers spoofed sources too).
 
-The drop rules' comment carries the digest of the blocklist loaded and the entries count
-(enforce.digest_of); a sync whose blocklist has that digest loads nothing (``force`` loads
-anyway: --enforce-now, at boot). nft reads the sets' elements from the kernel even to list
-one chain, so that check costs about a second per 100,000 entries; it sees a table removed
-or flushed by hand or by a restart of nftables.service.
+The drop rules' comment, and a record beside the run's lock, carry the digest of the
+blocklist loaded and the entries count (enforce.digest_of); a sync whose blocklist has that
+digest loads nothing (``force`` loads anyway: --enforce-now, at boot). See ``loaded`` for
+when nft confirms it.
 """
 
 from __future__ import absolute_import, division, print_function
 
+import os
 import re
 import subprocess
 
@@ -36,6 +36,8 @@ CHAIN_PRIORITY = 'filter - 10'
 # Elements per ``add element`` statement: the same transaction, in pieces nft parses quickly.
 CHUNK = 10000
 TIMEOUT = 600
+# Up to this many entries, an unchanged blocklist is confirmed by listing the table (see loaded).
+CHECK_MAX = 100000
 _DIGEST = re.compile(r'comment "bot-detector ([0-9a-f]{32}) ([0-9]+)"')
 
 
@@ -76,8 +78,26 @@ def _nft(args, text=None):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def _record(settings):
+    """The file beside the run's lock that records the last good load: '<digest> <entries>'."""
+    from ..writer import lock_file
+    return lock_file(settings.blocklist)[:-len('.lock')] + '.nft'
+
+
 def loaded(settings):
-    """(digest, entries) on the table's drop rules, or None (no table, no rule, or another's)."""
+    """(digest, entries) of the last good load, or None. The record of the last load says it;
+    up to CHECK_MAX entries nft confirms it from the drop rules' comment (a table removed or
+    flushed by hand is then seen at the next run). Above that, listing costs more than a
+    load (nft reads every element from the kernel even to list one chain), so the record is
+    trusted: the boot unit and a restart of nftables.service load anyway (--enforce-now)."""
+    try:
+        with open(_record(settings)) as handle:
+            digest, count = handle.read().split()
+        recorded = (digest, int(count))
+    except (IOError, OSError, ValueError):
+        return None
+    if recorded[1] > CHECK_MAX:
+        return recorded
     code, out, dummy = _nft(['-t', 'list', 'chain'] + TABLE.split() + ['input'])
     if code != 0:
         return None
@@ -85,13 +105,21 @@ def loaded(settings):
     if len(found) != 1:
         return None
     digest, count = found.pop()
-    return digest, int(count)
+    return (digest, int(count)) if (digest, int(count)) == recorded else None
 
 
 def load(settings, entries, digest, force=False):
-    """Load ``entries`` into the table in one transaction; True (it was loaded)."""
+    """Load ``entries`` into the table in one transaction, and record it; True (it was loaded)."""
+    from ..replace import replace_file
+    record = _record(settings)
+    try:
+        os.unlink(record)       # a load that fails leaves no record: the next run tries again
+    except OSError:
+        pass
     code, dummy, err = _nft(['-f', '-'], ruleset(entries, settings.enforcement_ports, digest))
-    if code != 0:
+    if code == 0:
+        replace_file(record, ('%s %d\n' % (digest, len(entries))).encode('ascii'))
+    else:
         lines = [line.strip() for line in printable(to_text(err)).splitlines() if line.strip()]
         detail = lines[0] if lines else 'exit status %d' % code
         raise BotDetectorError('nft -f: %s (exit status %d); the table %s is as it was' % (detail, code, TABLE))
