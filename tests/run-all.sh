@@ -106,6 +106,10 @@ step "molecule: the systemd scheduler on a host whose init is systemd (timer, sa
 molecule/build-image.sh bookworm localhost/bot-detector-debian12-systemd:latest systemd,systemd-sysv
 molecule test --scenario-name systemd
 
+step "molecule: nftables enforcement on a podman host with NET_ADMIN (converge, idempotence, the sets against the blocklist)"
+molecule/build-image.sh bookworm localhost/bot-detector-debian12-nftables:latest nftables
+molecule test --scenario-name enforcement
+
 step "ansible-test sanity (every test) and integration targets on ansible-core ${container_majors[*]}, Debian 13 container (background job)"
 await "ansible-core ${container_majors[*]}"
 trap - EXIT

@@ -13,9 +13,8 @@ import difflib
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import (
-    SETTINGS, Settings, format_config,
-)
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import format_config
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS, Settings
 
 PREFIX = 'bot_detector_'
 
