@@ -108,7 +108,27 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
     result.scans = [scan.as_dict() for scan in counts.scans]
     if report_floor is not None:
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
-    writer, lists = _locked_lists(settings, rules, result, check_mode, expire_bans=True)
+
+    def save_states():
+        if states and not check_mode:
+            from .statedir import save
+            problem = save(settings.state_dir, states, settings.state_budget)
+            for line in problem.split('\n') if problem else ():
+                result.warn(line)
+    decide_and_append(result, settings, rules, counts, server_ips, after=save_states)
+    result.rules = rules.name
+    result.verifications = rules.verifications
+    result.duration = int(time.time()) - start
+    result.say(EXECUTION_TIME % result.duration)
+
+
+def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=True, after=None):
+    """The one decision step (rules 5.3.7 to 6), a run's and a follower's (follow.py): under
+    the lock, the lists read (expired bans removed first, with ``expire_bans``), each
+    window's ranked records judged, each block appended; then ``after()``, still under the
+    lock, after the appends: a state saved there by a process killed before it keeps the
+    old one, which costs a cold start or a re-read, never a count."""
+    writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     try:
         for window, counter in counts:
             result.say(window.heading)
@@ -119,19 +139,10 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
                 if verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
                     _act(result, writer, lists, verdict, key, entry)
-        if states and not check_mode:
-            # Under the lock, after the appends: a run killed before this keeps the old state,
-            # which costs the next run a cold start, never a count.
-            from .statedir import save
-            problem = save(settings.state_dir, states, settings.state_budget)
-            for line in problem.split('\n') if problem else ():
-                result.warn(line)
+        if after is not None:
+            after()
     finally:
         writer.unlock()
-    result.rules = rules.name
-    result.verifications = rules.verifications
-    result.duration = int(time.time()) - start
-    result.say(EXECUTION_TIME % result.duration)
 
 
 def report(settings, logs, floor=None, candidates=None, now=None, resolver=None):
