@@ -12,7 +12,7 @@ import sys
 from . import VERSION
 from .clock import parse_now
 from .errors import EXIT_BAD_OPTION, EXIT_OK, EXIT_SPEC_ERROR, BotDetectorError
-from .messages import ERROR_PREFIX, USAGE_LINES, WARNING_PREFIX
+from .messages import ERROR_PREFIX, FOLLOW_NEEDS, USAGE_LINES, WARNING_PREFIX
 from .run import detect
 from .settings import DEFAULT_CONFIG, SETTINGS, resolve
 from .text import to_bytes
@@ -97,6 +97,11 @@ def build_parser():
                         help='instead of a detection run: each blocklist entry with when and why it was added and '
                              'when it expires; with LOG, also the top addresses of the current windows against the '
                              'threshold. Reads, never writes.')
+    parser.add_argument('--follow', action='store_true',
+                        help='keep running: read the logs as they grow (rotations included) and decide at most a '
+                             'second after new lines, as a run at that instant would; its position and counts are '
+                             'kept in the state directory (--state-dir, required). SIGTERM ends it (exit 0). With '
+                             '--now, its clock starts there and runs (replays, tests)')
     parser.add_argument('--version', action='version', version='%(prog)s ' + VERSION)
     return parser
 
@@ -149,10 +154,18 @@ def _main(argv):
             emit(line)
         return EXIT_SPEC_ERROR
 
+    if args.follow and (not args.log or args.check or args.json or args.unblock or args.status):
+        parser.error(FOLLOW_NEEDS)
     try:
         settings = resolve(explicit_settings(args), config_path=args.config or DEFAULT_CONFIG,
                            config_required=args.config is not None)
         now = parse_now(args.now) if args.now is not None else None
+        if args.follow:
+            if not settings.state_dir:
+                parser.error(FOLLOW_NEEDS)
+            from .follow import follow
+            follow(settings, args.log, now=now, emit=emit, on_warning=warn)
+            return EXIT_OK
         if args.unblock:
             from .unblock import unblock
             result = unblock(settings, args.unblock, check_mode=args.check, emit=None if args.json else emit,

@@ -67,6 +67,12 @@ UNREADABLE_FORMAT = ('%s: no line of the part read carries an access-log timesta
 HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whose addition is recorded only there '
                       'are kept')
 METRICS_UNWRITABLE = 'metrics not written: %s'
+# --follow
+FOLLOW_LOST = '%s: lines may be missed: %s'
+FOLLOW_TWICE = 'a follower of %s already runs'
+FOLLOW_NEEDS = ('--follow needs a LOG and a state directory (--state-dir, or state_dir in the config file), and '
+                'takes no --check, --json, --unblock or --status')
+STATUS_FOLLOWER = 'Follower of %(logs)s (pid %(pid)d): %(state)s, %(behind_seconds)s s and %(behind_bytes)d bytes behind at %(when)s'
 
 # --status, in text: the blocklist's entries, then with a LOG each window's top records.
 STATUS_HEADING = 'Blocklist %s: %d %s'

@@ -37,6 +37,9 @@ FAMILIES = (
     ('additions_total', 'counter', "Addresses appended to the blocklist, by reason: own (this host's runs), fleet, sync."),
     ('removals_total', 'counter', 'Entries removed from the blocklist, by reason: expired, unblock.'),
     ('blocklist_entries', 'gauge', 'Entries in the blocklist after the last run.'),
+    ('follow_behind_seconds', 'gauge', 'Follow mode: seconds since the follower last had every line of these logs '
+                                       'read and decided on; 0 when it has.'),
+    ('follow_behind_bytes', 'gauge', 'Follow mode: bytes written to these logs and not read yet.'),
 )
 COUNTERS = ('additions_total', 'removals_total')
 STALE_AFTER = 86400
@@ -130,7 +133,7 @@ def merge(old, new, logs, now):
     return merged
 
 
-def write(settings, result, logs, success, started):
+def write(settings, result, logs, success, started, extra=()):
     """Read, merge and replace the metrics file under the run's lock."""
     from .replace import replace_file       # tempfile: only runs that write metrics pay for it
     path = settings.metrics_file
@@ -142,11 +145,24 @@ def write(settings, result, logs, success, started):
         except UnicodeDecodeError:
             old = []            # not a file of ours: start it anew
         ended = time.time()
-        samples = merge(old, run_samples(result, logs, success, started, ended, settings), logs, ended)
+        samples = merge(old, run_samples(result, logs, success, started, ended, settings) + list(extra), logs, ended)
         samples.append(('blocklist_entries', (), len(entries(read_list(settings.blocklist)))))
         replace_file(path, render(samples).encode('utf-8'))
     finally:
         writer.unlock()
+
+
+def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals):
+    """A follower's metrics (follow.py): how far behind it is, its additions and removals
+    since its last write, and last_run_timestamp_seconds and last_run_success as a run's, so
+    that the alerts on runs that stopped hold for a follower too."""
+    from .result import Result
+    result = Result()
+    result.additions = dict(additions)
+    result.expired = [None] * removals
+    started = time.time()
+    write(settings, result, [log], True, started, extra=[('follow_behind_seconds', (('log', log),), round(behind_seconds, 3)),
+                                                          ('follow_behind_bytes', (('log', log),), behind_bytes)])
 
 
 class recorded:  # pylint: disable=invalid-name      # used as a function: ``with recorded(...):``

@@ -34,6 +34,11 @@ from .writer import BlocklistWriter
 __metaclass__ = type
 
 
+def server_ips_of(settings):
+    """The server's own addresses (rule 5.3.8), as bytes."""
+    return [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
+
+
 def count_logs(settings, logs, now, resolver, result, session=None):
     """Rules 2 to 5.3: check the logs, then count them (with ``state_dir``, on from what
     earlier runs counted); with ``session`` (spill.Session), in bounded memory. Returns
@@ -41,7 +46,7 @@ def count_logs(settings, logs, now, resolver, result, session=None):
     for path in logs:       # rule 2, before anything else happens
         check_readable(path)
     now = time.time() if now is None else now
-    server_ips = [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
+    server_ips = server_ips_of(settings)
     rules = rules_for(settings, resolver)
     states = []
     if settings.state_dir:
