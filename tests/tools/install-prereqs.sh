@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests need, with apt, when they are missing:
 # podman + runc (molecule hosts), debootstrap (their image), shellcheck (ansible-test
-# sanity), localedef (locales) for the de_DE.UTF-8 locale the activity-date test runs
+# sanity), logrotate (follow mode's rotation tests), localedef (locales) for the de_DE.UTF-8 locale the activity-date test runs
 # `date` under. Anything still missing afterwards is an error, never a skipped test.
 set -euo pipefail
-declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales)
+declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales [logrotate]=logrotate)
 test_locale=de_DE.UTF-8
 
 has_locale() { locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; }

@@ -319,3 +319,16 @@ def test_replayed_in_batches_blocks_what_the_reference_does_after_each(tmp_path_
                                  local(START + time.time() - follower.started), extra_env=LIMITS)
             assert proc.returncode == 0
             assert blocked(files) == blocked(ref)
+
+
+def test_status_says_whether_a_follower_runs(tmp_path):
+    files, log = setup(tmp_path)
+    log.parent.mkdir()
+    log.write_bytes(lines('203.0.113.11', 10))
+    with Following(tmp_path, files, log) as follower:
+        proc = run_core(files.options() + ['--status'])
+        mine = [line for line in proc.stdout.split(b'\n') if str(log).encode() in line]
+        assert mine == [mine[0]] and b'(pid %d): running, 0 s and 0 bytes behind' % follower.proc.pid in mine[0]
+        follower.stop()
+        proc = run_core(files.options() + ['--status'])
+        assert b'(pid %d): not running' % follower.proc.pid in proc.stdout

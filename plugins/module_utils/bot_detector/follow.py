@@ -19,7 +19,7 @@ when it calls them.
   offset, first bytes, and an old file still being read) and the counts, written
   atomically together at least every SAVE_EVERY seconds and at SIGTERM. After a restart or
   a kill -9 it reads on from there: no line is lost or counted twice.
-- Status: a file in the lock directory (pid, logs, how far behind) for --status.
+- Status: a file in the lock directory (pid, logs, how far behind) for --status (status.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -79,10 +79,6 @@ class Position:
     def as_dict(self):
         return {'dev': self.dev, 'ino': self.ino, 'offset': self.offset,
                 'head': base64.b64encode(self.head).decode('ascii')}
-
-
-def _saved(doc):
-    return doc['dev'], doc['ino'], doc['offset'], base64.b64decode(doc['head'])
 
 
 def _open(path):
@@ -252,7 +248,7 @@ class Follower:
     def _resume_file(self, source, entry, current):
         """Find a saved file again: the log itself, or its rotated copy (LOG.1) when it was
         renamed or copied while the follower was down; read on from the saved offset."""
-        dev, ino, offset, head = _saved(entry)
+        dev, ino, offset, head = entry['dev'], entry['ino'], entry['offset'], base64.b64decode(entry['head'])
         for path in (source.path, rotated_sibling(source.path)):
             fd = _open(path) if path and not path.endswith('.gz') else None
             if fd is None:
@@ -320,8 +316,8 @@ class Follower:
     def publish(self, now, behind_bytes, metrics=True):
         """The status file (--status) and, with ``metrics``, the metrics."""
         behind_seconds = 0 if not behind_bytes else max(0.0, now - self.caught_up_at)
-        doc = {'pid': os.getpid(), 'logs': self.logs, 'updated': time.time(), 'decided': self.decided_at,
-               'behind_seconds': round(behind_seconds, 3), 'behind_bytes': behind_bytes}
+        doc = {'pid': os.getpid(), 'logs': self.logs, 'blocklist': os.path.realpath(self.settings.blocklist),
+               'updated': time.time(), 'decided': self.decided_at, 'behind_seconds': round(behind_seconds, 3), 'behind_bytes': behind_bytes}
         try:
             _atomic_write(self.status_path, json.dumps(doc).encode('utf-8'))
         except OSError:
@@ -396,7 +392,6 @@ class Follower:
 
     def _on_signal(self, signum, frame):
         self.stop = True
-
     def _lists_stat(self):
         found = []
         for path in (self.settings.blocklist, self.settings.exclusions_file):
@@ -447,41 +442,6 @@ def _atomic_write(path, data):
     finally:
         os.close(fd)
     os.rename(temporary, path)
-
-
-def followers():
-    """What --status says of followers: [{pid, logs, running, behind_seconds, behind_bytes, updated}]."""
-    found = []
-    try:
-        directory = lock_directory()
-        names = sorted(os.listdir(directory))
-    except (OSError, BotDetectorError):
-        return found
-    for name in names:
-        if not (name.startswith('follow-') and name.endswith('.json')):
-            continue
-        try:
-            with open(os.path.join(directory, name), 'rb') as handle:
-                doc = json.loads(handle.read().decode('utf-8'))
-        except (OSError, IOError, ValueError):
-            continue
-        doc['running'] = _locked(os.path.join(directory, name[:-len('.json')] + '.pid'))
-        found.append(doc)
-    return found
-
-
-def _locked(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def follow(settings, logs, now=None, emit=None, on_warning=None, resolver=None):
