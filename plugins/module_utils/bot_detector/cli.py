@@ -25,6 +25,10 @@ EXIT_STATUSES = ('Exit status: 0 done (a rotated file left out is a warning on s
                  'a failed append takes back its blocklist and activity lines where it can, and says when it cannot).')
 
 
+# An off-flag's help says what the flag does (its setting's help says what the setting does).
+OFF_HELP = {'--full-scan': 'read every log whole, as the reference does, instead of only from where the windows can start '
+                           '(seek, on by default: in a plain log in time order, found from the line timestamps)'}
+
 _COLUMNS = []
 
 
@@ -75,7 +79,7 @@ def build_parser():
         if setting.kind == 'bool':
             on_help = setting.help + default if setting.off_flag != '--full-scan' else argparse.SUPPRESS
             parser.add_argument(setting.flag, dest=setting.name, action='store_const', const=True, help=on_help)
-            off_help = 'turn %s off' % setting.flag if setting.off_flag != '--full-scan' else setting.help + default
+            off_help = OFF_HELP.get(setting.off_flag, 'turn %s off' % setting.flag)
             parser.add_argument(setting.off_flag, dest=setting.name, action='store_const', const=False, help=off_help)
         elif setting.kind == 'list':
             parser.add_argument(setting.flag, dest=setting.name, action='append', metavar=setting.metavar,

@@ -59,7 +59,7 @@ def count_logs(settings, logs, now, resolver, result, session=None):
     for line in counts.warnings:
         result.warn(line)
     for scan in counts.scans:
-        if scan.unreadable:     # lines, none with an access-log timestamp: nothing counted
+        if scan.unreadable:     # lines, none with a date and hour dd/Mon/yyyy:HH: nothing counted
             result.warn(UNREADABLE_FORMAT % scan.path)
     return rules, counts, server_ips, states
 
