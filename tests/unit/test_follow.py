@@ -332,3 +332,20 @@ def test_status_says_whether_a_follower_runs(tmp_path):
         follower.stop()
         proc = run_core(files.options() + ['--status'])
         assert b'(pid %d): not running' % follower.proc.pid in proc.stdout
+
+
+def test_metrics_say_how_far_behind(tmp_path):
+    """The metrics file, written at least every 10 s: how far behind (0 when it has read to
+    the end), its additions, and last_run_timestamp_seconds as a run's."""
+    files, log = setup(tmp_path)
+    log.parent.mkdir()
+    log.write_bytes(lines('203.0.113.12', 60))
+    prom = tmp_path / 'bot_detector.prom'
+    with Following(tmp_path, files, log, extra=['--metrics-file', prom]) as follower:
+        label = 'log="%s"' % log
+        wait_for(lambda: prom.exists() and 'bot_detector_follow_behind_bytes{%s} 0' % label in prom.read_text(), 11)
+        text = prom.read_text()
+        assert 'bot_detector_follow_behind_seconds{%s} 0\n' % label in text
+        assert 'bot_detector_additions_total{reason="own"} 1\n' in text
+        assert 'bot_detector_last_run_timestamp_seconds{%s} ' % label in text
+        assert follower.stop() == 0
