@@ -35,7 +35,7 @@ import zlib
 from collections import Counter
 
 from . import messages, state
-from .clock import hour_windows
+from .clock import hour_stamp, hour_windows
 from .errors import BotDetectorError
 from .logfile import rotated_sibling
 from .reading import count_range, lines_end
@@ -113,7 +113,6 @@ class Source:
     def close(self):
         for pos in ([self.current] if self.current else []) + self.old:
             os.close(pos.fd)
-        self.current, self.old = None, []
 
 
 class Follower:
@@ -124,7 +123,7 @@ class Follower:
         self.server_ips = server_ips_of(settings)
         self.sources = [Source(path) for path in logs]
         self.label = ','.join(logs)
-        self.tally = None
+        self.tally = self.hour = None
         self.stop = False
         self.additions, self.removals = {}, 0
         self.caught_up_at = clock()
@@ -138,15 +137,16 @@ class Follower:
 
     def _new_tally(self, now):
         windows = hour_windows(now)
-        tracked = state.stamps_in_play(now, now + state.HORIZON)
-        return Tally([w.stamp for w in windows], self.rules.line_filter, tracked)
+        self.horizon = now + state.HORIZON
+        return Tally([w.stamp for w in windows], self.rules.line_filter, state.stamps_in_play(now, self.horizon))
 
     def _move_windows(self, now):
-        """At the top of the hour, a tally for the new windows, with the counts held."""
-        stamps = [w.stamp for w in hour_windows(now)]
-        if self.tally is not None and stamps == self.tally.stamps[:len(stamps)] and \
-                all(s in self.tally.counters for s in state.stamps_in_play(now, now + 3600)):
+        """At the top of the hour, a tally for the new windows, with the counts held (and
+        the hours tracked ahead renewed a day on)."""
+        hour = (hour_stamp(now - 3600), hour_stamp(now))     # both, as hour_windows (a DST night)
+        if self.tally is not None and hour == self.hour and now < self.horizon - 7200:
             return False
+        self.hour = hour
         fresh = self._new_tally(now)
         if self.tally is not None:
             for stamp in fresh.counters:
@@ -267,7 +267,7 @@ class Follower:
         self.warn(messages.FOLLOW_LOST % (source.path, 'a file read before the restart is gone'))
 
     def _start(self, now):
-        self.tally = self._new_tally(now)
+        self._move_windows(now)
         try:
             with open(self.state_path, 'rb') as handle:
                 doc = json.loads(handle.read().decode('utf-8'))
