@@ -26,23 +26,20 @@ from __future__ import absolute_import, division, print_function
 
 import base64
 import errno
-import fcntl
 import json
 import os
 import signal
 import time
-import zlib
-from collections import Counter
 
 from . import messages, state
 from .clock import hour_stamp, hour_windows
 from .errors import BotDetectorError
+from .followstate import Clock, atomic_write, claim, dump, jsonable, key_of, load
 from .logfile import rotated_sibling
 from .reading import count_range, lines_end
 from .result import Result
 from .rules import BLOCK, rules_for
 from .tally import Tally, WindowCounts, read_log
-from .text import to_bytes
 from .writer import lock_directory
 
 __metaclass__ = type
@@ -53,17 +50,6 @@ DECIDE_EVERY = 0.5      # seconds between decisions while lines arrive
 SAVE_EVERY = 5.0        # seconds between state saves (and metrics, status)
 EXPIRE_EVERY = 30.0     # seconds between ban expiries when ban_time is set
 DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged before it is closed
-FORMAT = 1
-
-
-class Clock:
-    """Now: the real time, or with ``start`` (--now) a clock started there that runs."""
-
-    def __init__(self, start=None):
-        self.offset = 0.0 if start is None else start - time.time()
-
-    def __call__(self):
-        return time.time() + self.offset
 
 
 class Position:
@@ -127,9 +113,9 @@ class Follower:
         self.stop = False
         self.additions, self.removals = {}, 0
         self.caught_up_at = clock()
-        key = _crc(','.join(os.path.abspath(path) for path in logs))
-        self.state_path = os.path.join(settings.state_dir, 'follow-%08x.json' % key)
-        self.status_path = os.path.join(lock_directory(), 'follow-%08x.json' % key)
+        key = key_of(logs)
+        self.state_path = os.path.join(settings.state_dir, key + '.json')
+        self.status_path = os.path.join(lock_directory(), key + '.json')
         self.decided_at = None
         self._pid_fd = None
 
@@ -232,17 +218,15 @@ class Follower:
 
     # ---- start: a state, or what a run reads
 
-    def _resume(self, doc):
-        if not doc or doc.get('format') != FORMAT or doc.get('logs') != self.logs or \
-                doc.get('settings') != _jsonable(state.counting_settings(self.settings)):
+    def _resume(self, doc, counts):
+        if not doc or doc.get('logs') != self.logs or doc.get('settings') != jsonable(state.counting_settings(self.settings)):
             return False
         for source, saved in zip(self.sources, doc['positions']):
             for entry in saved['old'] + ([saved['current']] if saved['current'] else []):
                 self._resume_file(source, entry, entry is saved['current'])
-        for stamp, entries in doc['counts'].items():
-            stamp = stamp.encode('ascii')
+        for stamp, entries in counts.items():
             if stamp in self.tally.counters:
-                self.tally.counters[stamp].update(dict((k.encode('latin-1'), v) for k, v in entries.items()))
+                self.tally.counters[stamp].update(dict(entries))
         return True
 
     def _resume_file(self, source, entry, current):
@@ -268,12 +252,8 @@ class Follower:
 
     def _start(self, now):
         self._move_windows(now)
-        try:
-            with open(self.state_path, 'rb') as handle:
-                doc = json.loads(handle.read().decode('utf-8'))
-        except (OSError, IOError, ValueError):
-            doc = None
-        if self._resume(doc):
+        doc, counts = load(self.state_path)
+        if self._resume(doc, counts):
             return
         settings = self.settings
         seen = set()
@@ -306,12 +286,9 @@ class Follower:
     # ---- saving
 
     def save(self, now):
-        doc = {'format': FORMAT, 'logs': self.logs, 'now': now,
-               'settings': _jsonable(state.counting_settings(self.settings)),
-               'positions': [source.positions() for source in self.sources],
-               'counts': dict((stamp.decode('ascii'), dict((k.decode('latin-1'), v) for k, v in counter.items()))
-                              for stamp, counter in self.tally.counters.items() if counter)}
-        _atomic_write(self.state_path, json.dumps(doc).encode('utf-8'))
+        doc = {'logs': self.logs, 'now': now, 'settings': jsonable(state.counting_settings(self.settings)),
+               'positions': [source.positions() for source in self.sources]}
+        dump(self.state_path, doc, self.tally.counters)
 
     def publish(self, now, behind_bytes, metrics=True):
         """The status file (--status) and, with ``metrics``, the metrics."""
@@ -319,7 +296,7 @@ class Follower:
         doc = {'pid': os.getpid(), 'logs': self.logs, 'blocklist': os.path.realpath(self.settings.blocklist),
                'updated': time.time(), 'decided': self.decided_at, 'behind_seconds': round(behind_seconds, 3), 'behind_bytes': behind_bytes}
         try:
-            _atomic_write(self.status_path, json.dumps(doc).encode('utf-8'))
+            atomic_write(self.status_path, json.dumps(doc).encode('utf-8'))
         except OSError:
             pass
         if metrics and self.settings.metrics_file is not None:
@@ -346,7 +323,7 @@ class Follower:
         self.removals += len(result.expired)
 
     def run(self):
-        self._claim()
+        self._pid_fd = claim(self.status_path[:-len('.json')] + '.pid', messages.FOLLOW_TWICE % self.label)
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         now = self.clock()
@@ -388,10 +365,11 @@ class Follower:
         finally:
             for source in self.sources:
                 source.close()
-            self._release()
+            os.close(self._pid_fd)
 
     def _on_signal(self, signum, frame):
         self.stop = True
+
     def _lists_stat(self):
         found = []
         for path in (self.settings.blocklist, self.settings.exclusions_file):
@@ -401,48 +379,6 @@ class Follower:
             except OSError:
                 found.append(None)
         return found
-
-    def _claim(self):
-        """One follower per set of logs: a lock on its pid file."""
-        path = self.status_path[:-len('.json')] + '.pid'
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise BotDetectorError(messages.FOLLOW_TWICE % self.label)
-        os.ftruncate(fd, 0)
-        os.write(fd, b'%d\n' % os.getpid())
-        self._pid_fd = fd
-
-    def _release(self):
-        if self._pid_fd is not None:
-            os.close(self._pid_fd)
-
-
-def _crc(text):
-    return zlib.crc32(to_bytes(text)) & 0xffffffff
-
-
-def _jsonable(value):
-    return json.loads(json.dumps(value))
-
-
-def _atomic_write(path, data):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o700)
-    temporary = os.path.join(directory, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(temporary, path)
-
 
 def follow(settings, logs, now=None, emit=None, on_warning=None, resolver=None):
     """The command's --follow: runs until SIGTERM or SIGINT; returns when its state is saved."""

@@ -6,7 +6,6 @@ logs, who is close to the threshold in the current windows. Reads, never writes.
 
 from __future__ import absolute_import, division, print_function
 
-import fcntl
 import json
 import os
 import time
@@ -15,6 +14,7 @@ from . import messages
 from .clock import date_default_format
 from .errors import BotDetectorError
 from .expiry import bans
+from .followstate import running
 from .lists import read_list
 from .rules import decide
 from .text import printable, to_text
@@ -137,20 +137,6 @@ def followers():
                 doc = json.loads(handle.read().decode('utf-8'))
         except (OSError, IOError, ValueError):
             continue
-        doc['running'] = _locked(os.path.join(directory, name[:-len('.json')] + '.pid'))
+        doc['running'] = running(os.path.join(directory, name[:-len('.json')] + '.pid'))
         found.append(doc)
     return found
-
-
-def _locked(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
