@@ -285,10 +285,13 @@ class Follower:
 
     # ---- saving
 
-    def save(self, now):
-        doc = {'logs': self.logs, 'now': now, 'settings': jsonable(state.counting_settings(self.settings)),
-               'positions': [source.positions() for source in self.sources]}
-        dump(self.state_path, doc, self.tally.counters)
+    def save(self, now, unless=None):
+        """Write the state, unless its positions and windows are ``unless``; returns them."""
+        doc = {'logs': self.logs, 'settings': jsonable(state.counting_settings(self.settings)),
+               'positions': [source.positions() for source in self.sources], 'hour': self.hour[1]}
+        if doc != unless:
+            dump(self.state_path, dict(doc, now=now), self.tally.counters)
+        return doc
 
     def publish(self, now, behind_bytes, metrics=True):
         """The status file (--status) and, with ``metrics``, the metrics."""
@@ -331,7 +334,7 @@ class Follower:
             self._start(now)
             self.decide(now, expire=self.settings.ban_time is not None)
             last_decision = last_save = last_expiry = time.time()
-            lists_seen = self._lists_stat()
+            lists_seen, saved = self._lists_stat(), None
             pending = False
             while not self.stop:
                 read = sum(self._poll(source) for source in self.sources)
@@ -353,7 +356,7 @@ class Follower:
                 if decided:
                     self.publish(now, behind, metrics=False)
                 if wall - last_save >= SAVE_EVERY:
-                    self.save(now)
+                    saved = self.save(now, saved)      # only when positions or windows changed
                     self.publish(now, behind)
                     last_save = wall
                 if not read and not self.stop:
