@@ -383,6 +383,7 @@ class Follower:
                 found.append(None)
         return found
 
+
 def follow(settings, logs, now=None, emit=None, on_warning=None, resolver=None):
     """The command's --follow: runs until SIGTERM or SIGINT; returns when its state is saved."""
     Follower(settings, logs, Clock(now), emit or (lambda line: None), on_warning or (lambda line: None),

@@ -161,8 +161,9 @@ def write_follow(settings, log, behind_seconds, behind_bytes, additions, removal
     result.additions = dict(additions)
     result.expired = [None] * removals
     started = time.time()
-    write(settings, result, [log], True, started, extra=[('follow_behind_seconds', (('log', log),), round(behind_seconds, 3)),
-                                                          ('follow_behind_bytes', (('log', log),), behind_bytes)])
+    extra = [('follow_behind_seconds', (('log', log),), round(behind_seconds, 3)),
+             ('follow_behind_bytes', (('log', log),), behind_bytes)]
+    write(settings, result, [log], True, started, extra=extra)
 
 
 class recorded:  # pylint: disable=invalid-name      # used as a function: ``with recorded(...):``
