@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings as hsettings, strategies as st
 
 import loggen
