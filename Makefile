@@ -12,17 +12,16 @@ COLLECTION_ROOT := $(CURDIR)/.build/ansible_collections/jobboard/bot_detector
 TEST_TREE := $(CURDIR)/.build/test/ansible_collections/jobboard/bot_detector
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
-# The pip versions ansible-test bootstraps into its venvs (ansible_test/_internal/python_requirements.py):
-# 24.2 for ansible-core 2.18 and 2.19, 23.1.2 for 2.16 and 2.17.
-ANSIBLE_TEST_PIPS := 24_2 23_1_2
-# The older ansible-core releases meta/runtime.yml claims (>=2.16.0), each tested in its own
-# venv .venv-core/<major.minor>; the newest, 2.19, is the one in .venv (requirements-dev.txt).
-# All run on Python 3.11.
-OLDER_CORES := 2.16.19 2.17.14 2.18.19
-# The stamp .venv-core/2.16/ansible-core-2.16.19 names what the venv holds: a new pin rebuilds it.
-CORE_STAMPS := $(foreach v,$(OLDER_CORES),$(CURDIR)/.venv-core/$(basename $(v))/ansible-core-$(v))
+# The pip version ansible-test 2.19 bootstraps into its venvs (ansible_test/_internal/python_requirements.py).
+ANSIBLE_TEST_PIPS := 24_2
+# ansible-core releases meta/runtime.yml claims (>=2.19.0): 2.19 in .venv (requirements-dev.txt,
+# Python 3.11); 2.20 and 2.21 need Python >= 3.12, which Debian 12 lacks: they run in a podman
+# image of Debian 13 (Python 3.13) that tests/tools/controller-image.sh builds once and caches
+# (its tag hashes these pins: a new pin builds a new image).
+CONTAINER_CORES := 2.20.10 2.21.5
+export CONTAINER_CORES
 
-.PHONY: help venv setup cores prereqs test-tree run bench test unit equivalence integration docs build clean
+.PHONY: help venv setup container-cores prereqs test-tree run bench test unit equivalence integration docs build clean
 
 help:
 	@echo "make run     run the detector on an embedded sample log, in a scratch dir (needs only python3)"
@@ -31,9 +30,8 @@ help:
 	@echo "make test    every test (installs what it needs); CI runs it"
 	@echo "make unit / equivalence / integration    the pytest parts of make test alone"
 	@echo "make venv    the venv alone (make setup makes it too)"
-	@echo "make prereqs the system tools the tests need, with apt: podman, runc, debootstrap, shellcheck"
+	@echo "make prereqs the system tools the tests need, with apt: podman, runc, debootstrap, shellcheck, promtool (prometheus)"
 	@echo "make test-tree  a copy of the tracked files in .build/test/..., where ansible-test runs"
-	@echo "make cores   the venvs of the older ansible-core releases tested ($(OLDER_CORES))"
 	@echo "make docs    regenerate the role READMEs (from meta/argument_specs.yml) and CHANGELOG.md"
 	@echo "make build   build the collection tarball"
 	@echo "make bench   speed and memory against the reference pipeline, and fleet mode at scale (docs/benchmarks.md; not in make test)"
@@ -54,19 +52,15 @@ setup: venv
 	mkdir -p $(HOME)/.ansible/test/cache
 	for v in $(ANSIBLE_TEST_PIPS); do cp tests/tools/get_pip_offline.py $(HOME)/.ansible/test/cache/get_pip_$$v.py; done
 
-# One venv per older ansible-core release, from the package index.
-$(CORE_STAMPS):
-	rm -rf $(dir $@) && $(PYTHON) -m venv $(dir $@)
-	$(dir $@)bin/pip install --quiet ansible-core==$(subst ansible-core-,,$(notdir $@))
-	touch $@
-
-cores: $(CORE_STAMPS)
-
 test-tree: setup
 	rm -rf $(TEST_TREE) && mkdir -p $(TEST_TREE)
 	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(TEST_TREE)
 	# Its own repository: otherwise ansible-test asks the checkout's git, which ignores .build.
 	cd $(TEST_TREE) && git init -q && git add -A
+
+# For tests/run-all.sh run alone (make test exports CONTAINER_CORES).
+container-cores:
+	@echo $(CONTAINER_CORES)
 
 prereqs:
 	tests/tools/install-prereqs.sh
@@ -74,7 +68,7 @@ prereqs:
 run:
 	tests/sample/run-sample.sh $(CURDIR)/scratch
 
-test: setup prereqs cores
+test: setup prereqs
 	tests/run-all.sh
 
 unit: setup
@@ -91,6 +85,7 @@ integration: setup
 bench: setup
 	@[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
 	$(PYTHON) tests/bench/run_bench.py
+	$(PYTHON) tests/bench/precise_bench.py
 	$(PYTHON) tests/bench/churn_bench.py
 	$(BIN)/python tests/bench/fleet_bench.py
 	/usr/bin/python3 tests/bench/follow_bench.py

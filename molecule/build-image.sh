@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
-# Builds the molecule hosts' image, a minbase Debian 12 with python3 and cron, from the
-# Debian mirror this machine's apt uses (there is no container registry here), and
-# imports it into podman. Podman's image store is the cache: an existing image is kept.
+# build-image.sh SUITE [IMAGE [PACKAGES]]: builds a minbase Debian image of SUITE (bookworm,
+# trixie) with python3, cron and logrotate, plus PACKAGES (comma-separated), from the Debian
+# mirror this machine's apt uses (there is no container registry here), and imports it into
+# podman as IMAGE (default: localhost/bot-detector-debian<release>:latest, the molecule
+# hosts'). Podman's image store is the cache: an existing image is kept.
+# Without arguments: both molecule hosts' images, Debian 12 and 13.
 set -euo pipefail
-image=${1:-localhost/bot-detector-debian12:latest}
+if [ $# -eq 0 ]; then
+    "$0" bookworm && exec "$0" trixie
+fi
+suite=$1
+case $suite in
+    bookworm) release=12 ;;
+    trixie) release=13 ;;
+    *) echo "build-image: unknown Debian suite $suite (bookworm or trixie)" >&2; exit 1 ;;
+esac
+image=${2:-localhost/bot-detector-debian$release:latest}
+packages=python3${3:+,$3}
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$(cd "$(dirname "$0")" && pwd)/containers.conf}
 if podman image exists "$image"; then
     exit 0
@@ -14,11 +27,16 @@ if [ -z "$mirror" ]; then
 fi
 [ -n "$mirror" ] || { echo "build-image: no Debian mirror found in /etc/apt" >&2; exit 1; }
 root=$(mktemp -d)
-trap 'rm -rf "$root"' EXIT
-echo "build-image: debootstrap bookworm (minbase, python3, cron) into $root"
-debootstrap --variant=minbase --include=python3,cron,logrotate bookworm "$root" "$mirror" >"$root.log" 2>&1 \
-    || { tail -20 "$root.log" >&2; rm -f "$root.log"; exit 1; }
-rm -f "$root.log"
+trap 'rm -rf "$root" "$root.log"' EXIT
+echo "build-image: debootstrap $suite (minbase, $packages; then cron, logrotate) into $root"
+# cron and logrotate afterwards, with the root's apt: debootstrap 1.0.128 (Debian 12) cannot
+# install trixie's cron with --include (its systemd pre-depends on a library unpacked in the
+# same dpkg call).
+{
+    debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" &&
+        chroot "$root" apt-get update &&
+        DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y --no-install-recommends cron logrotate
+} >"$root.log" 2>&1 || { tail -20 "$root.log" >&2; exit 1; }
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
-tar -C "$root" -c . | podman import --change 'CMD ["/bin/sleep", "infinity"]' - "$image" >/dev/null
+tar -C "$root" -c . | podman import --quiet --change 'CMD ["/bin/sleep", "infinity"]' - "$image" >/dev/null
 echo "build-image: $image"

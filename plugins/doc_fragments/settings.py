@@ -111,6 +111,7 @@ options:
       - >-
         Default: the host config file's C(lock_timeout) when set there, else 60.
     type: int
+    version_added: 2.0.0
   state_dir:
     description:
       - >-
@@ -122,6 +123,7 @@ options:
         Default: the host config file's C(state_dir) when set there, else off (the role:
         /var/lib/bot-detector).
     type: path
+    version_added: 2.0.0
   count_budget:
     description:
       - >-
@@ -131,6 +133,7 @@ options:
       - >-
         Default: the host config file's C(count_budget) when set there, else 100000.
     type: int
+    version_added: 2.0.0
   state_budget:
     description:
       - >-
@@ -140,6 +143,7 @@ options:
       - >-
         Default: the host config file's C(state_budget) when set there, else 4194304.
     type: int
+    version_added: 2.0.0
   rules:
     description:
       - >-
@@ -175,6 +179,7 @@ options:
       - >-
         Default: the host config file's C(ipv4_prefix) when set there, else off.
     type: int
+    version_added: 2.0.0
   dns_timeout:
     description:
       - >-
@@ -183,6 +188,25 @@ options:
       - >-
         Default: the host config file's C(dns_timeout) when set there, else 2.0.
     type: float
+  dns_budget:
+    description:
+      - >-
+        Precise rules: the time all crawler verifications of one run may take together, in seconds
+        (they run before the lists are locked, several at a time). A claim left unverified when it
+        runs out is neither exempt nor counted in that run; the next run verifies again.
+      - >-
+        Default: the host config file's C(dns_budget) when set there, else 30.0.
+    type: float
+    version_added: 2.0.0
+  dns_lookups:
+    description:
+      - >-
+        Precise rules: the most crawler claims (address, crawler) one run verifies, the largest
+        first; the rest are left unverified as when dns_budget runs out.
+      - >-
+        Default: the host config file's C(dns_lookups) when set there, else 256.
+    type: int
+    version_added: 2.0.0
   ban_time:
     description:
       - >-
@@ -193,6 +217,7 @@ options:
       - >-
         Default: the host config file's C(ban_time) when set there, else off.
     type: raw
+    version_added: 2.0.0
   ban_time_max:
     description:
       - >-
@@ -201,6 +226,7 @@ options:
       - >-
         Default: the host config file's C(ban_time_max) when set there, else off.
     type: raw
+    version_added: 2.0.0
   metrics_file:
     description:
       - >-
@@ -209,4 +235,5 @@ options:
       - >-
         Default: the host config file's C(metrics_file) when set there, else off.
     type: path
+    version_added: 2.0.0
 '''

@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 name: host_config
 short_description: Render the bot detector's host config file from the role's variables
-version_added: 1.1.0
+version_added: 2.0.0
 description:
   - Takes a mapping of the role's variables (C(bot_detector_<setting>)) and returns the text of
     C(/etc/bot-detector/bot-detector.conf), INI section C([bot_detector]), one key per setting that is set.

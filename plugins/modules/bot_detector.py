@@ -93,6 +93,7 @@ options:
       - Not used with O(candidates).
     type: int
   candidates:
+    version_added: 2.0.0
     description:
       - With O(mode=report), the fleet's phase 2. Per window, named by its hour stamp (as the windows of
         RV(windows), C(21/Nov/2026:03)) or by its name (C(previous), C(current)), the addresses (keys, as
@@ -101,6 +102,7 @@ options:
       - Pass phase 1's RV(now) as O(now), so that both phases count the same hours.
     type: dict
   compact:
+    version_added: 2.0.0
     description:
       - With O(mode=report), return each window's RV(counts) as one text, a line C(<count> <address>) per
         address (as C(uniq -c) prints records), instead of a mapping. Ansible carries one text per window far
@@ -120,6 +122,7 @@ options:
     elements: raw
     default: []
   config:
+    version_added: 2.0.0
     description:
       - The host config file (INI, section C([bot_detector]), keys are the settings' names), which the role
         C(jobboard.bot_detector.bot_detector) writes. Settings not given as options are taken from it, then from
@@ -270,11 +273,13 @@ local_blocks:
   elements: dict
   sample: [{address: 203.0.113.7, count: 1450}]
 report_floor:
+  version_added: 2.0.0
   description: With O(mode=report) without O(candidates), the floor applied to RV(counts).
   returned: when O(mode=report) without O(candidates)
   type: int
   sample: 42
 now:
+  version_added: 2.0.0
   description: With O(mode=report), the instant evaluated, in whole seconds since the epoch; C(@) and it make phase 2's O(now).
   returned: when O(mode=report)
   type: int
@@ -285,35 +290,43 @@ rules:
   type: str
   sample: spec
 verifications:
-  description: With O(rules=precise), each crawler claim checked, in order, and whether the address verified.
+  description:
+    - With O(rules=precise), each crawler claim checked, in order, and whether the address verified.
+    - V(verified) is null for a claim left unverified when the run's O(dns_budget) or O(dns_lookups) ran out
+      (neither exempt nor counted in that run).
   returned: always
   type: list
   elements: dict
   sample: [{address: 66.249.66.1, crawler: google, verified: true}]
 expired:
+  version_added: 2.0.0
   description: With O(ban_time), the entries removed (in check mode, to remove) because their ban is over.
   returned: when O(mode=detect)
   type: list
   elements: dict
   sample: [{address: 203.0.113.7, added: 'Sat Nov 21 04:13:43 UTC 2026', ban: 1d, ban_seconds: 86400, expires: 1795320823}]
 unblocked:
+  version_added: 2.0.0
   description: With O(mode=unblock), the addresses removed (in check mode, to remove) and how many lines each was.
   returned: when O(mode=unblock)
   type: list
   elements: dict
   sample: [{address: 203.0.113.7, lines: 1}]
 not_listed:
+  version_added: 2.0.0
   description: With O(mode=unblock), the addresses that no blocklist line is.
   returned: when O(mode=unblock)
   type: list
   elements: str
   sample: [198.51.100.9]
 blocklist:
+  version_added: 2.0.0
   description: With O(mode=status), the blocklist's path.
   returned: when O(mode=status)
   type: str
   sample: /etc/ipblocklist.txt
 entries:
+  version_added: 2.0.0
   description:
     - With O(mode=status), each blocklist entry, in order, once each, with its latest addition in the activity log
       and its rotated files.
@@ -331,14 +344,6 @@ execution_time:
   returned: always
   type: int
   sample: 0
-ansible_facts:
-  description: The same summary under C(bot_detector), for later tasks and fact caching.
-  returned: always
-  type: dict
-  contains:
-    bot_detector:
-      description: RV(blocked), RV(already_blocked), RV(allow_listed), RV(skipped_invalid) and RV(windows).
-      type: dict
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -465,9 +470,6 @@ def main():
         for key in ('counts', 'local_blocks', 'report_floor', 'now', 'unblocked', 'not_listed'):
             if output[key] is None:
                 del output[key]
-        facts = ('blocked', 'already_blocked', 'allow_listed', 'skipped_invalid', 'windows')
-        summary = dict((key, output[key]) for key in facts)
-        output['ansible_facts'] = {'bot_detector': summary}
     if module._diff and result.changed:
         output['diff'] = {'prepared': result.blocklist_diff(settings.blocklist)}
     module.exit_json(**output)

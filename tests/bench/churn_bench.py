@@ -36,18 +36,20 @@ def run_case(log):
     try:
         run_bench.subprocess.run(['cat', log], stdout=run_bench.subprocess.DEVNULL, check=True)
         sides = [run_bench.Side('reference', scratch), run_bench.Side('command', scratch),
-                 run_bench.Side('command-state', scratch, state=True)]
+                 run_bench.Side('command-state', scratch, state=True),
+                 run_bench.Side('reference-one-core', scratch, pin=True), run_bench.Side('command-one-core', scratch, pin=True)]
         results, differ = {}, []
         for side in sides:
             results[side.who] = side.run(log, run_bench.NOW)
+        state_dir = sides[2].state_dir
         for side in sides[1:]:
             if run_bench.masked(results[side.who]['stdout']) != run_bench.masked(results['reference']['stdout']):
                 differ.append(side.who + ' output')
             with open(side.blocklist, 'rb') as mine, open(sides[0].blocklist, 'rb') as theirs:
                 if mine.read() != theirs.read():
                     differ.append(side.who + ' blocklist')
-        names = [n for n in os.listdir(sides[2].state_dir) if not n.startswith('.')] if os.path.isdir(sides[2].state_dir) else []
-        state = os.path.getsize(os.path.join(sides[2].state_dir, names[0])) if names else None
+        names = [n for n in os.listdir(state_dir) if not n.startswith('.')] if os.path.isdir(state_dir) else []
+        state = os.path.getsize(os.path.join(state_dir, names[0])) if names else None
         return results, state, differ
     finally:
         shutil.rmtree(scratch)
@@ -55,8 +57,11 @@ def run_case(log):
 
 def row(label, log, results, state, differ):
     ref, cold, warm = results['reference'], results['command'], results['command-state']
-    return '| %s | %.0f MB | %.1f s | %.1f s | **%.2f×** | %.1f s | %.1f s | %.1f MiB | **%.1f MiB** | %.1f MiB | %s | %s |' % (
+    ref1, cold1 = results['reference-one-core'], results['command-one-core']
+    return ('| %s | %.0f MB | %.1f s | %.1f s | **%.2f×** | %.1f s | %.1f s | %.2f× | %.1f s | %.1f s | **%.2f×** | %.1f MiB '
+            '| **%.1f MiB** | %.1f MiB | %s | %s |') % (
         label, os.path.getsize(log) / 1e6, ref['wall'], cold['wall'], ref['wall'] / cold['wall'], ref['cpu'], cold['cpu'],
+        ref['cpu'] / cold['cpu'], ref1['wall'], cold1['wall'], ref1['wall'] / cold1['wall'],
         ref['rss'], cold['rss'], warm['rss'], 'not kept (one warning)' if state is None else '%d bytes' % state,
         'identical' if not differ else 'DIFFERS: ' + ', '.join(differ))
 
@@ -66,8 +71,9 @@ def main():
     cases = [int(a) for a in sys.argv[1:]] or CASES
     load_before = os.getloadavg()[0]
     table = ['| distinct addresses | log | reference: wall | command: wall | **wall ratio** | reference: CPU | command: CPU '
-             '| reference: peak RSS | **command: peak RSS** | command with `--state-dir`: peak RSS | state file | output |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|']
+             '| CPU ratio | one core: reference | one core: command | **one core: wall ratio** | reference: peak RSS '
+             '| **command: peak RSS** | command with `--state-dir`: peak RSS | state file | output |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     failed = []
     for distinct in cases:
         log = churn_log(distinct)

@@ -95,7 +95,7 @@ class Side:
         self.prefix = ['taskset', '-c', '0'] if pin else []
 
     def run(self, log, now):
-        if self.who == 'reference':
+        if self.who.startswith('reference'):
             env = dict(ENV, BD_BLOCKLIST=self.blocklist, BD_EXCLUSIONS=self.exclusions, BD_ACTIVITY_LOG=self.activity,
                        BD_SERVER_IP=SERVER_IP, BD_NOW=now)
             return measure(self.prefix + [REFERENCE, log], env)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The reference bot-detector.sh, written from the processing rules of
-# docs/contract.md as a GNU grep/awk/sort/uniq pipeline: the oracle the
+# docs/docsite/rst/guide_contract.rst as a GNU grep/awk/sort/uniq pipeline: the oracle the
 # equivalence tests compare the Python core against. It is not shipped.
 #
 # Test-only overrides, from the environment (defaults are the contract's):

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests need, with apt, when they are missing:
 # podman + runc (molecule hosts), debootstrap (their image), shellcheck (ansible-test
-# sanity), logrotate (follow mode's rotation tests), localedef (locales) for the de_DE.UTF-8 locale the activity-date test runs
-# `date` under. Anything still missing afterwards is an error, never a skipped test.
+# sanity), localedef (locales) for the de_DE.UTF-8 locale the activity-date test runs
+# `date` under, promtool (prometheus) for the Prometheus rules' tests, logrotate for follow
+# mode's rotation tests. Anything still
+# missing afterwards is an error, never a skipped test.
+# Debian's prometheus package would start (and enable) a Prometheus server: only its
+# promtool is wanted, so the install runs under a policy-rc.d that forbids starting services
+# (unless one is in place already), and the unit is then disabled and stopped.
 set -euo pipefail
-declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales [logrotate]=logrotate)
+declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales [promtool]=prometheus [logrotate]=logrotate)
 test_locale=de_DE.UTF-8
 
 has_locale() { locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; }
@@ -22,7 +27,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-prereqs: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
+    policy=/usr/sbin/policy-rc.d
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\n# install-prereqs.sh: start no service while it installs packages\nexit 101\n' >"$policy"
+        chmod 0755 "$policy"
+        trap 'rm -f "$policy"' EXIT
+    fi
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    if [[ " ${missing[*]} " == *' prometheus '* ]] && [ -d /run/systemd/system ]; then
+        systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    fi
 fi
 for tool in "${!package_of[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || { echo "install-prereqs: $tool still missing" >&2; exit 1; }

@@ -1,5 +1,5 @@
-"""The core package's shape: small files, each one in the README's table of concerns, each
-imported only by the runs that use it."""
+"""The core package's shape: small files, each one in the design notes' table of concerns
+(docs/design.md), each imported only by the runs that use it."""
 import os
 import re
 
@@ -15,9 +15,17 @@ def test_no_core_file_over_450_lines():
     assert dict((name, n) for name, n in sizes.items() if n > MAX_LINES) == {}
 
 
-def test_every_core_file_is_in_the_readme_layout_table():
-    readme = (ROOT / 'README.md').read_text()
-    table = set(name for row in re.findall(r'^\| (`[^|]+`) \|', readme, re.M) for name in re.findall(r'`([\w.]+\.py)`', row))
+def core_table():
+    """The file names of the design notes' table of the core's files (header ``| file | concern |``)."""
+    design = (ROOT / 'docs' / 'design.md').read_text()
+    assert design.count('| file | concern |\n|---|---|\n') == 1
+    rows = design.split('| file | concern |\n|---|---|\n', 1)[1].split('\n\n', 1)[0].splitlines()
+    assert rows and all(row.startswith('| ') for row in rows)
+    return set(name for row in rows for name in re.findall(r'`([\w.]+\.py)`', row.split(' | ')[0]))
+
+
+def test_every_core_file_is_in_the_design_notes_layout_table():
+    table = core_table()
     files = set(path.name for path in PACKAGE.glob('*.py')) - {'__init__.py'}
     assert files - table == set()
     assert table - files == set()

@@ -163,3 +163,174 @@ def test_bad_precise_options(tmp_path, files, args, fragment):
     got = run_core(files.options() + ['--server-ip', '10.0.0.5'] + args + [log])
     assert got.returncode == 2 and fragment in got.stderr, got.stderr
     assert not any(files.base.iterdir())
+
+
+# Issue 20, item 1: an IPv4-mapped IPv6 client (nginx on [::]:80 with ipv6only=off logs IPv4
+# clients so) is the IPv4 address it maps, in every spelling, everywhere precise mode looks.
+def mapped_spellings(ipv4):
+    a, b, c, d = (int(x) for x in ipv4.split('.'))
+    return ['::ffff:%s' % ipv4, '::FFFF:%s' % ipv4, '::ffff:%x:%x' % (a << 8 | b, c << 8 | d),
+            '0:0:0:0:0:ffff:%s' % ipv4, '0000:0000:0000:0000:0000:FFFF:%04X:%04X' % (a << 8 | b, c << 8 | d)]
+
+
+MAPPED = mapped_spellings('198.51.100.8')
+
+
+@pytest.mark.parametrize('spelling', MAPPED)
+@pytest.mark.parametrize('grouping,expected', [
+    ({}, '198.51.100.8'), ({'ipv4_prefix': 24}, '198.51.100.0/24'),
+    ({'ipv6_prefix': 64}, '198.51.100.8'), ({'ipv6_prefix': 96}, '198.51.100.8'), ({'ipv6_prefix': 81}, '198.51.100.8'),
+    ({'ipv6_prefix': 64, 'ipv4_prefix': 16}, '198.51.0.0/16'),
+])
+def test_mapped_client_is_keyed_grouped_and_written_as_ipv4(tmp_path, spelling, grouping, expected):
+    # Half the requests in the mapped spelling, half plain: one client, one record.
+    log = lines(spelling, 600) + lines('198.51.100.8', 500) + lines('::ffff:203.0.113.77', 1200)
+    doc, files = run(tmp_path, log, resolver=FakeResolver(), **grouping)
+    other = '203.0.113.77' if 'ipv4_prefix' not in grouping else (
+        '203.0.113.0/24' if grouping['ipv4_prefix'] == 24 else '203.0.0.0/16')
+    assert [(b['address'], b['count']) for b in doc['blocked']] == [(other, 1200), (expected, 1100)]
+    assert files.read('blocklist') == ('%s\n%s\n' % (other, expected)).encode()
+    assert doc['skipped_invalid'] == []
+
+
+@pytest.mark.parametrize('spelling', mapped_spellings('127.0.0.1'))
+@pytest.mark.parametrize('server', ['127.0.0.1', '::ffff:127.0.0.1'])
+def test_mapped_server_address_is_the_server(tmp_path, spelling, server):
+    log = tmp_path / 'access.log'
+    log.write_bytes(lines(spelling, 5000) + lines('127.0.0.1', 3000) + lines('198.51.100.9', 1000))
+    files = Files(tmp_path / 'f')
+    chosen = settings.Settings(blocklist=str(files.blocklist), exclusions=str(files.exclusions),
+                               activity_log=str(files.activity_log), server_ips=[server], rules='precise')
+    doc = entry.detect(chosen, [str(log)], now=NOW_EPOCH, resolver=FakeResolver()).as_dict()
+    assert doc['blocked'] == [{'address': '198.51.100.9', 'count': 1000, 'window': 'previous'}]
+    assert [r['address'] for r in doc['windows'][0]['records']] == ['198.51.100.9']
+
+
+@pytest.mark.parametrize('spelling', MAPPED)
+@pytest.mark.parametrize('listed', [b'198.51.100.8', b'198.51.100.0/24', b'::ffff:198.51.100.8', b'::FFFF:C633:6400/120'])
+def test_mapped_client_and_the_lists(tmp_path, spelling, listed):
+    log = lines(spelling, 1000)
+    doc, files = run(tmp_path / 'allow', log, exclusions=listed + b'\n', resolver=FakeResolver())
+    assert doc['blocked'] == [] and [b['address'] for b in doc['allow_listed']] == ['198.51.100.8']
+    doc, files = run(tmp_path / 'block', log, blocklist=listed + b'\n', resolver=FakeResolver())
+    assert doc['blocked'] == [] and [b['address'] for b in doc['already_blocked']] == ['198.51.100.8']
+    assert files.read('blocklist') == listed + b'\n'
+
+
+def test_mapped_decision_from_the_fleet_is_applied_as_ipv4(tmp_path):
+    files = Files(tmp_path / 'f')
+    chosen = settings.Settings(blocklist=str(files.blocklist), exclusions=str(files.exclusions),
+                               activity_log=str(files.activity_log), server_ips=['10.0.0.5'], rules='precise')
+    doc = entry.apply(chosen, [{'address': a, 'count': 9} for a in MAPPED + ['::ffff:203.0.113.0/120']]).as_dict()
+    assert [b['address'] for b in doc['blocked']] == ['198.51.100.8', '203.0.113.0/24']
+    assert files.read('blocklist') == b'198.51.100.8\n203.0.113.0/24\n'
+
+
+# Issue 20, item 2: crawler verification verifies only what can change a decision, in
+# parallel, within a bound per run, outside the lock (test_dns_silent.py: a real resolver
+# that answers nothing).
+class SlowResolver(FakeResolver):
+    """Every reverse lookup takes ``delay`` seconds, then fails."""
+
+    def __init__(self, delay):
+        super(SlowResolver, self).__init__()
+        self.delay = delay
+
+    def reverse(self, address):
+        self.calls.append(('reverse', address))
+        time.sleep(self.delay)
+        raise OSError('no answer')
+
+
+@pytest.mark.parametrize('count', [1, 500, 999])
+def test_claims_below_the_threshold_are_not_verified(tmp_path, count):
+    resolver = FakeResolver()
+    log = lines('203.0.113.9', count, agent=GOOGLEBOT) + lines('2001:db8::1', count, agent=GOOGLEBOT)
+    doc, dummy = run(tmp_path, log, resolver=resolver, threshold=1000)
+    assert resolver.calls == [] and doc['verifications'] == [] and doc['blocked'] == []
+    assert sorted(r['count'] for r in doc['windows'][0]['records']) == [count, count]
+
+
+def claimers(number, requests, agent=GOOGLEBOT):
+    return b''.join(lines('2001:db8:1:2::%x' % (i + 1), requests, agent=agent) for i in range(number))
+
+
+def test_verification_is_parallel_and_bounded_in_lookups(tmp_path):
+    resolver = SlowResolver(0.3)
+    started = time.monotonic()
+    doc, files = run(tmp_path, claimers(60, 20) + lines('2001:db8:1:2::ff', 10), resolver=resolver, threshold=100,
+                     ipv6_prefix=64, dns_lookups=40)
+    elapsed = time.monotonic() - started
+    assert len(resolver.calls) == 40 and elapsed < 40 * 0.3 / 2      # sequential would take 12 s
+    failed = [v for v in doc['verifications'] if v['verified'] is False]
+    unresolved = [v for v in doc['verifications'] if v['verified'] is None]
+    assert len(failed) == 40 and len(unresolved) == 20
+    # The record stands on what is known: the plain requests and the claims that failed;
+    # the claims left unverified are neither exempt nor counted.
+    assert doc['blocked'] == [{'address': '2001:db8:1:2::/64', 'count': 40 * 20 + 10, 'window': 'previous'}]
+
+
+def test_verification_is_bounded_in_time(tmp_path):
+    resolver = SlowResolver(1.0)
+    started = time.monotonic()
+    doc, files = run(tmp_path, claimers(200, 20), resolver=resolver, threshold=100, ipv6_prefix=64, dns_budget=1.5)
+    assert time.monotonic() - started < 5
+    failed = [v for v in doc['verifications'] if v['verified'] is False]
+    unresolved = [v for v in doc['verifications'] if v['verified'] is None]
+    assert len(failed) + len(unresolved) == 200 and 0 < len(failed) < 200
+    blocked = [(b['address'], b['count']) for b in doc['blocked']]
+    assert blocked == ([('2001:db8:1:2::/64', 20 * len(failed))] if 20 * len(failed) >= 100 else [])
+
+
+def test_verification_goes_by_the_largest_claims_first(tmp_path):
+    resolver = SlowResolver(0)
+    log = claimers(30, 10) + lines('2001:db8:1:2::aaaa', 500, agent=GOOGLEBOT)
+    doc, dummy = run(tmp_path, log, resolver=resolver, threshold=100, ipv6_prefix=64, dns_lookups=1)
+    assert resolver.calls == [('reverse', '2001:db8:1:2::aaaa')]
+    assert doc['blocked'] == [{'address': '2001:db8:1:2::/64', 'count': 500, 'window': 'previous'}]
+
+
+# Issue 20, item 3: the filter counts in C-level passes; its definition, per line: the first
+# field, under (field, crawler) when the user agent (only) matches a crawler's pattern.
+@pytest.mark.parametrize('table', [None, {'odd': {'user_agent': r'Crawl[0-9]+er\b', 'domains': ['odd.example']},
+                                          'google': {'user_agent': 'Googlebot', 'domains': ['googlebot.com']}}])
+@pytest.mark.parametrize('seed', range(5))
+def test_precise_filter_counts_as_its_per_line_definition(table, seed):
+    import random
+    from collections import Counter
+    rng = random.Random(seed)
+    crawlers = table or settings.DEFAULT_CRAWLERS
+    agents = [loggen.BROWSERS[0], GOOGLEBOT, 'msnBOT/1.1', 'BINGbot', 'Crawl42er x', 'YandexImages/3', 'curl/8',
+              'Mozilla (GOOGLEOTHER)', 'baiduspider+']
+    lines = []
+    for i in range(3000):
+        path = rng.choice(['/job/%d' % i, '/job/googlebot', '/jobs/bingbot?x', '/job/Crawl7er'])
+        referer = rng.choice(['-', 'https://www.google.com/', 'http://applebot.example/'])
+        address = rng.choice(['203.0.113.%d' % rng.randrange(9), '2001:db8::%x' % rng.randrange(5), '\t198.51.100.1'])
+        lines.append(loggen.line(address, NOW_EPOCH, path=path, agent=rng.choice(agents), referer=referer).rstrip(b'\n'))
+    subject = precise.PreciseFilter(settings.SPEC_JOB_PREFIXES, crawlers)
+    got = Counter()
+    subject.count_into(lines, got)
+    pattern = precise.re.compile(b'|'.join(b'(?P<%s>%s)' % (n.encode(), c['user_agent'].encode()) for n, c in crawlers.items()),
+                                 precise.re.IGNORECASE)
+    expected = Counter()
+    for line in lines:
+        if not any(p.encode() in line for p in settings.SPEC_JOB_PREFIXES) or b'/files/' in line:
+            continue
+        field = precise.first_field(line)
+        match = pattern.search(precise.user_agent(line))
+        expected[field if match is None else (field, match.lastgroup)] += 1
+    assert got == expected
+
+
+@pytest.mark.parametrize('grouping', [{}, {'ipv4_prefix': 24}, {'ipv4_prefix': 20}])
+def test_grouping_leaves_what_is_not_an_address_as_it_is(tmp_path, grouping):
+    log = (lines('0.0.0.0', 1300) + lines('010.0.0.1', 1200) + lines('-', 1100) + lines('198.51.100.7', 700)
+           + lines('198.51.100.9', 400, agent='curl/8') + lines('::ffff:198.51.100.9', 300))
+    doc, dummy = run(tmp_path, log, resolver=FakeResolver(), **grouping)
+    assert [(r['address'], r['count']) for r in doc['skipped_invalid']] == [('0.0.0.0', 1300), ('010.0.0.1', 1200), ('-', 1100)]
+    if grouping:
+        network = '198.51.96.0/20' if grouping['ipv4_prefix'] == 20 else '198.51.100.0/24'
+        assert doc['blocked'] == [{'address': network, 'count': 1400, 'window': 'previous'}]
+    else:
+        assert doc['blocked'] == []

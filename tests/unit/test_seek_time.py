@@ -206,7 +206,7 @@ def test_seek_is_the_full_scan_across_dst_nights_and_zones(tmp_path_factory, see
 
 
 # Clock steps of at most the margin, or far more than margin plus the time between probes
-# (README: a step in between can hide the lines between the two probes around it).
+# (docs/docsite/rst/guide_log_formats.rst: a step in between can hide the lines between the two probes around it).
 STEPS = [60, 300, MARGIN, 1800, 3600, 2 * 3600, 5 * 3600]
 
 

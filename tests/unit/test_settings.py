@@ -97,7 +97,7 @@ def test_format_config_round_trips_every_setting(tmp_path):
     values = {'blocklist': '/srv/b list.txt', 'exclusions_file': '/srv/e', 'activity_log': '/srv/a', 'threshold': 7,
               'top': 3, 'job_prefixes': [' GET /x ', '#GET', '"q"', 'GET /é/'], 'search_engine': 'Bing;x',
               'server_ips': ['10.0.0.5', '::1'], 'rotated': False, 'seek': False, 'seek_margin': 0, 'rules': 'precise',
-              'crawlers': {'a': {'user_agent': 'A|B', 'domains': ['a.example']}}, 'ipv6_prefix': 64, 'dns_timeout': 0.5,
+              'crawlers': {'a': {'user_agent': 'A|B', 'domains': ['a.example']}}, 'ipv6_prefix': 64, 'dns_timeout': 0.5, 'dns_budget': 12.5, 'dns_lookups': 40,
               'lock_timeout': 5, 'state_dir': '/srv/state', 'ipv4_prefix': 24, 'ban_time': 5400,
               'ban_time_max': 7 * 86400, 'metrics_file': '/srv/m.prom', 'count_budget': 5000, 'state_budget': 1 << 20}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
@@ -201,3 +201,31 @@ def test_role_renders_the_config_file_the_command_reads(tmp_path, files, log):
     out = run(files, log, dest)
     assert out.returncode == 0 and mask_duration(out.stdout).splitlines()[1] == b'Blocking IP address: 203.0.113.7 (1450 requests)'
     assert b'203.0.113.8' not in out.stdout
+
+
+def test_a_stale_settings_reference_is_caught(tmp_path):
+    """The settings reference in guide_command.rst is rendered from the table: a row edited by
+    hand, or the markers gone, fail the check naming the guide."""
+    import shutil
+    for part in ('tests/tools/render_settings_docs.py', 'plugins/doc_fragments/settings.py',
+                 'roles/bot_detector/meta/argument_specs.yml', 'docs/docsite/rst/guide_command.rst'):
+        (tmp_path / part).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(str(ROOT / part), str(tmp_path / part))
+    shutil.copytree(str(ROOT / 'plugins/module_utils/bot_detector'), str(tmp_path / 'plugins/module_utils/bot_detector'))
+    guide = tmp_path / 'docs/docsite/rst/guide_command.rst'
+    tool = [sys.executable, str(tmp_path / 'tests/tools/render_settings_docs.py')]
+
+    def check():
+        return subprocess.run(tool + ['--check'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, check=False)
+    assert check().returncode == 0
+    text = guide.read_text()
+    assert '     - ``bot_detector_threshold``\n     - 1000\n' in text
+    guide.write_text(text.replace('     - ``bot_detector_threshold``\n     - 1000\n', '     - ``bot_detector_threshold``\n     - 100\n'))
+    got = check()
+    assert got.returncode == 1 and got.stdout == 'stale, run tests/tools/render_settings_docs.py: docs/docsite/rst/guide_command.rst\n'
+    subprocess.run(tool, check=True)
+    assert guide.read_text() == text
+    guide.write_text(text.replace('.. END settings\n', ''))
+    got = check()
+    assert got.returncode != 0 and 'guide_command.rst: markers' in got.stdout, got.stdout

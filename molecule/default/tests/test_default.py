@@ -12,6 +12,15 @@ SCHEDULE = {'web1': '*/10', 'web2': '*/5'}
 THRESHOLD = {'web1': 1000, 'web2': 1150}     # web2's from its host_vars, through the config file
 LOGS = ['/var/log/nginx/access.log', '/var/log/nginx/stellen.access.log']
 METRICS = '/var/lib/node_exporter/textfile_collector/bot_detector.prom'
+# The platforms roles/bot_detector/meta/main.yml lists, one host each (molecule.yml).
+RELEASE = {'web1': ('12', 'bookworm'), 'web2': ('13', 'trixie')}
+
+
+def test_host_runs_its_debian_release(host):
+    os_release = get(host, '/etc/os-release').decode()
+    version, codename = RELEASE[name_of(host)]
+    assert 'VERSION_ID="%s"' % version in os_release.splitlines()
+    assert 'VERSION_CODENAME=%s' % codename in os_release.splitlines()
 
 
 def test_files_owners_and_modes(host):

@@ -93,7 +93,9 @@ def date_default_format(epoch=None):
     import subprocess
     args = ['date'] if epoch is None else ['date', '-d', '@%d' % int(epoch)]
     try:
-        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, check=False)
+        # The core is also the host command, run without Ansible: no AnsibleModule.run_command.
+        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
+                              timeout=30, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise BotDetectorError('cannot take the date for the activity log: date: %s' % exc)
     if proc.returncode != 0 or not proc.stdout.strip():
@@ -143,8 +145,14 @@ class DateReader:
         longest_first = sorted(set(self.zones), key=len, reverse=True)
         self._zone = re.compile(b'(?<![A-Za-z])(' + b'|'.join(re.escape(name) for name in longest_first) + b')(?![A-Za-z])')
         self._years = {}        # year -> {masked rendering: (month, day, half)}; half: None (24-hour), 'am', 'pm'
+        self._read = {}         # date text -> epoch or None
 
     def epoch(self, text):
+        if text not in self._read:      # a run's lines share their dates: each is read once
+            self._read[text] = self._epoch(text)
+        return self._read[text]
+
+    def _epoch(self, text):
         masked = self._masked(text.strip())
         if masked is None:
             return None
@@ -207,8 +215,8 @@ class DateReader:
         table = {}
         for environment in self.environments:
             try:
-                proc = subprocess.run(['date', '-f', '-'], input=epochs, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      env=environment, timeout=30, check=False)
+                proc = subprocess.run(['date', '-f', '-'], input=epochs,  # pylint: disable=ansible-bad-function
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, timeout=30, check=False)
             except (OSError, subprocess.SubprocessError):
                 continue
             lines = proc.stdout.split(b'\n')[:len(days)]

@@ -7,20 +7,24 @@ by exact address or CIDR network, optional IPv4 and IPv6 grouping."""
 
 from __future__ import absolute_import, division, print_function
 
-import ipaddress
+import heapq
 import re
 import socket
 import threading
+import time
 from collections import Counter
 from itertools import compress, repeat
-from operator import contains, itemgetter, not_
+from operator import contains, eq, ge, itemgetter, ne, not_, or_
 
-from .addresses import parse_address, parse_network
-from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, first_field, prefix_pattern
+from .ranges import BITS, V4, Networks, client, grouped, network, spelling, v4_groups
+from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, count_first_fields, first_field, prefix_pattern
 from .tally import whole
 from .text import to_bytes, to_text
 
 __metaclass__ = type
+
+WORKERS = 16        # crawler verifications at a time
+_WORDS = re.compile(br'[A-Za-z0-9_ -]+(?:\|[A-Za-z0-9_ -]+)*\Z')
 
 
 def user_agent(line):
@@ -42,6 +46,14 @@ class PreciseFilter:
             self._names['c%d' % i] = name
             groups.append(b'(?P<c%d>%s)' % (i, to_bytes(crawlers[name]['user_agent'])))
         self._crawler = re.compile(b'|'.join(groups), re.IGNORECASE) if groups else None
+        # Patterns that are alternations of plain words (the default table's): the lines that
+        # may claim a crawler are found by C-level substring tests of the lower-cased lines,
+        # and only those are matched one by one; others: every line is matched.
+        sources = [to_bytes(crawler['user_agent']) for crawler in crawlers.values()]
+        self._needles = None
+        if sources and all(_WORDS.match(source) for source in sources):
+            words = set(word.lower() for source in sources for word in source.split(b'|'))
+            self._needles = sorted(w for w in words if not any(o != w and o in w for o in words))
 
     def kept(self, lines):
         """(the job-page lines, joined, None): see rules.LineFilter.kept."""
@@ -52,10 +64,31 @@ class PreciseFilter:
     def count_into(self, lines, counter):
         self.count_kept(self.kept(lines)[0], counter, None)
 
+    def _may_claim(self, lines):
+        """A list of booleans: which of ``lines`` may claim a crawler (None: none may)."""
+        if self._crawler is None or not lines:
+            return None
+        if self._needles is None:
+            return list(map(bool, map(self._crawler.search, lines)))
+        lowered = b'\n'.join(lines).lower()
+        present = [needle for needle in self._needles if needle in lowered]
+        if not present:
+            return None
+        lowered = list(map(bytes.lower, lines))
+        mask = list(map(contains, lowered, repeat(present[0])))
+        for needle in present[1:]:
+            mask = list(map(or_, mask, map(contains, lowered, repeat(needle))))
+        return mask
+
     def count_kept(self, lines, counter, dummy):
-        for line in lines:
+        mask = self._may_claim(lines)
+        if mask is None:
+            count_first_fields(lines, counter)
+            return
+        count_first_fields(list(compress(lines, map(not_, mask))), counter)
+        for line in compress(lines, mask):
             field = first_field(line)
-            match = self._crawler.search(user_agent(line)) if self._crawler is not None else None
+            match = self._crawler.search(user_agent(line))
             counter[field if match is None else (field, self._names[match.lastgroup])] += 1
 
 
@@ -100,36 +133,48 @@ class PreciseRules:
         self.crawlers = settings.crawlers
         self.prefixes = {4: settings.ipv4_prefix, 6: settings.ipv6_prefix}
         self.resolver = resolver or SystemResolver(settings.dns_timeout)
-        self.verified = {}            # (field, crawler) -> bool: the per-run cache
+        self.verified = {}            # (field, crawler) -> True, False, None (left unverified): the run's
+        self.threshold = settings.threshold
+        self.budget, self.lookups_left, self._deadline = settings.dns_budget, settings.dns_lookups, None
+        self._keys = {}               # field -> key
         self.verifications = []
 
     def key(self, field):
-        """What is counted and blocked: the normalised address, its network with ``ipv4_prefix``
-        or ``ipv6_prefix``, or the field itself when it is not an address."""
-        address = parse_address(field)
-        if address is None:
-            return field
-        prefix = self.prefixes[address.version]
-        if prefix:
-            return str(ipaddress.ip_network('%s/%d' % (address, prefix), strict=False)).encode('ascii')
-        return str(address).encode('ascii')
+        """What is counted and blocked: the address in its one spelling (a mapped IPv6
+        address as the IPv4 address), its network with ``ipv4_prefix`` or ``ipv6_prefix``,
+        or the field itself when it is not an address. Parsed once per field and run."""
+        key = self._keys.get(field)
+        if key is None:
+            parsed = client(field)
+            if parsed is None:
+                key = field
+            else:
+                version, value = parsed
+                length = self.prefixes[version] or BITS[version]
+                key = spelling(version, length, grouped(version, value, length))
+            self._keys[field] = key
+        return key
 
     def decision_key(self, address):
         """The key a decision taken elsewhere (fleet) is applied as: normalised."""
-        if parse_address(address.split(b'/')[0]) is None:
+        if client(address.split(b'/')[0]) is None:
             return address
         if b'/' in address:
-            return parse_network(address).with_prefixlen.encode('ascii')
+            parsed = network(address)
+            if parsed is None:
+                return address
+            version, length, first = parsed
+            return b'%s/%d' % (spelling(version, BITS[version], first), length)
         return self.key(address)
 
     def verify(self, field, crawler):
         """Reverse DNS, a name under the crawler's domains, forward DNS back to the address."""
-        address = parse_address(field)
+        address = client(field)
         if address is None:
             return False
         domains = [d.lower().strip('.') for d in self.crawlers[crawler]['domains']]
         try:
-            names = self.resolver.reverse(str(address))
+            names = self.resolver.reverse(spelling(address[0], BITS[address[0]], address[1]).decode('ascii'))
         except Exception:  # pylint: disable=broad-except
             return False
         for name in names:
@@ -140,72 +185,144 @@ class PreciseRules:
                 forward = self.resolver.forward(name)
             except Exception:  # pylint: disable=broad-except
                 continue
-            if any(parse_address(to_bytes(a)) == address for a in forward):
+            if any(client(to_bytes(a)) == address for a in forward):
                 return True
         return False
 
-    @staticmethod
-    def _is_server(key, servers):
-        network = parse_network(key)
-        return network is not None and any(s.version == network.version and s in network for s in servers)
+    def _group(self, plain):
+        """{key: count} of the plain (not crawler-claiming) counts. Only fields that can
+        have another key are parsed: with no ipv4_prefix, a field without ':' is its own;
+        with it, the plain IPv4 fields are grouped in bulk (v4_groups), not one by one."""
+        length = self.prefixes[4]
+        if length:
+            bulk = list(compress(plain, map(V4.match, plain)))     # lists freed as soon as done with: 1 M keys
+            if b'0.0.0.0' in plain:
+                bulk.remove(b'0.0.0.0')
+            many = list(compress(bulk, map(ne, map(plain.__getitem__, bulk), repeat(1))))
+            single = list(compress(bulk, map(eq, map(plain.__getitem__, bulk), repeat(1))))
+            del bulk
+            grouped = Counter()
+            # Addresses with one request (most, in a flood of addresses) counted in C.
+            identifiers, keys_of = v4_groups(single, length)
+            grouped.update(identifiers)
+            del single, identifiers
+            for identifier, field in zip(v4_groups(many, length)[0], many):
+                grouped[identifier] += plain[field]
+            if keys_of is not None:
+                grouped = Counter(dict(zip(keys_of(grouped.keys()), grouped.values())))
+            others = list(compress(plain, map(not_, map(V4.match, plain))))
+            for field in others + ([b'0.0.0.0'] if b'0.0.0.0' in plain else []):
+                grouped[self.key(field)] += plain[field]
+            return grouped
+        parse = list(compress(plain, map(contains, plain, repeat(b':'))))
+        if not parse:
+            return plain
+        grouped, moved = Counter(plain), Counter()
+        for field in parse:
+            key = self.key(field)
+            if key != field:
+                grouped[field] -= plain[field]
+                moved[key] += plain[field]
+        grouped.update(moved)
+        return grouped
 
     def examined(self, counter, server_ips, top):
         """Rank with unverified crawler claims counted; verify the claimers that reach the
-        examined records, drop what verifies, and rank again until the records are exact."""
+        examined records, drop what verifies, and rank again until the records are exact.
+        The server test runs on the records ranked only: the server's keys are known."""
         counter = whole(counter)
-        plain, claims = Counter(), {}
-        for key, count in counter.items():
-            if isinstance(key, tuple):
-                claims.setdefault(key[0], Counter())[key[1]] += count
-            else:
-                plain[key] += count
-        servers = [a for a in (parse_address(ip) for ip in server_ips) if a is not None]
+        claimed = list(compress(counter, map(isinstance, counter, repeat(tuple))))
+        plain, claims = counter, {}
+        if claimed:
+            plain = Counter(counter)
+            for key in claimed:
+                claims.setdefault(key[0], Counter())[key[1]] += plain.pop(key)
+        grouped = self._group(plain)
+        servers = set(self.key(ip) for ip in server_ips if client(ip) is not None)
         while True:
-            grouped, members = Counter(), {}
-            for field, count in plain.items():
-                grouped[self.key(field)] += count
-                members.setdefault(self.key(field), set()).add(field)
-            for field, per_crawler in claims.items():
-                unverified = sum(n for crawler, n in per_crawler.items() if not self.verified.get((field, crawler)))
-                grouped[self.key(field)] += unverified
-                members.setdefault(self.key(field), set()).add(field)
-            ordered = sorted(grouped.items(), key=itemgetter(1, 0), reverse=True)
-            records = [(count, key) for key, count in ordered if count and not self._is_server(key, servers)][:top]
-            pending = sorted(set((field, crawler) for dummy, key in records for field in members[key]
-                                 for crawler in claims.get(field, ()) if (field, crawler) not in self.verified))
+            ranked, members = grouped, {}
+            if claims:
+                ranked = Counter(grouped)
+                for field, per_crawler in claims.items():
+                    key = self.key(field)
+                    # Counted: a claim that failed, or is not verified yet; not: one that
+                    # verified, or was left unverified when the run's budget ran out (None).
+                    ranked[key] += sum(n for crawler, n in per_crawler.items()
+                                       if self.verified.get((field, crawler), False) is False)
+                    members.setdefault(key, []).append(field)
+            records = [(count, key) for key, count in _largest(ranked, top + len(servers))
+                       if count and key not in servers][:top]
+            # Only a record at or over the threshold can be blocked: only its claims matter.
+            pending = set((field, crawler) for count, key in records if count >= self.threshold
+                          for field in members.get(key, ()) for crawler in claims[field]
+                          if (field, crawler) not in self.verified)
             if not pending:
                 return records
-            for field, crawler in pending:
-                self.verified[(field, crawler)] = self.verify(field, crawler)
-                self.verifications.append({'address': to_text(field), 'crawler': crawler,
-                                           'verified': self.verified[(field, crawler)]})
+            self._verify_all(sorted(pending, key=lambda item: (-claims[item[0]][item[1]], item)))
+
+    def _verify_all(self, pending):
+        """Verify ``pending`` claims, the largest first, WORKERS at a time, within the run's
+        ``dns_lookups`` and ``dns_budget``; what is left is recorded as None (unverified)."""
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self.budget
+        deadline, allowed = self._deadline, pending[:max(0, self.lookups_left)]
+        self.lookups_left -= len(allowed)
+        results, queue, guard = {}, list(reversed(allowed)), threading.Lock()
+
+        def work():
+            while True:
+                with guard:
+                    if not queue or time.monotonic() >= deadline:
+                        return
+                    item = queue.pop()
+                value = self.verify(*item)
+                with guard:
+                    results[item] = value
+        threads = [threading.Thread(target=work) for dummy in range(min(WORKERS, len(allowed)))]
+        for thread in threads:
+            thread.daemon = True      # a lookup still hanging at the deadline must not keep the run
+            thread.start()
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with guard:
+            done, queue[:] = dict(results), []
+        for field, crawler in pending:
+            self.verified[(field, crawler)] = done.get((field, crawler))
+            self.verifications.append({'address': to_text(field), 'crawler': crawler,
+                                       'verified': self.verified[(field, crawler)]})
 
     @staticmethod
     def lists(blocklist_content, exclusions_content):
         return NetworkLists(blocklist_content, exclusions_content)
 
 
+def _largest(counter, n):
+    """The ``n`` first (key, count) items in ``sort -nr`` order (ties: key descending),
+    without sorting all: the n-th largest count, then only the items at or over it."""
+    if n >= len(counter):
+        return sorted(counter.items(), key=itemgetter(1, 0), reverse=True)
+    floor = heapq.nlargest(n, counter.values())[-1]
+    return heapq.nlargest(n, compress(counter.items(), map(ge, counter.values(), repeat(floor))), key=itemgetter(1, 0))
+
+
 class NetworkLists:
-    """Precise lists: each line an address or a CIDR network (others ignored)."""
+    """Precise lists: each line an address or a CIDR network (others ignored), a mapped
+    IPv6 one as IPv4; membership asked only for the records examined (ranges.Networks)."""
 
     def __init__(self, blocklist, exclusions):
-        self.blocked = self._networks(blocklist)
-        self.excluded = self._networks(exclusions)
-
-    @staticmethod
-    def _networks(content):
-        return [n for n in (parse_network(line) for line in content.split(b'\n') if line.strip()) if n is not None]
+        self.blocked = Networks(blocklist)
+        self.excluded = Networks(exclusions)
 
     def verdict(self, key):
         """The verdict on a record at or over the threshold."""
-        target = parse_network(key) if parse_address(key.split(b'/')[0]) is not None else None
+        target = network(key) if client(key.split(b'/')[0]) is not None else None
         if target is None:
             return INVALID
-        if any(n.version == target.version and target.subnet_of(n) for n in self.blocked):
+        if self.blocked.contains(*target):
             return ALREADY_BLOCKED
-        if any(n.version == target.version and target.overlaps(n) for n in self.excluded):
+        if self.excluded.overlaps(*target):
             return ALLOW_LISTED
         return BLOCK
 
     def add(self, key):
-        self.blocked.append(parse_network(key))
+        self.blocked.add(key)

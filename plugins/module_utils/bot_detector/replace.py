@@ -25,11 +25,21 @@ def read_for_rewrite(path):
     writer.rewrite_target), read through a descriptor that follows no link: (b'', None)
     when it does not exist. A link (one put there since) or anything but a regular file is
     refused, since replacing it would put a regular file in its place."""
+    content, info, fd = open_for_rewrite(path)
+    if fd is not None:
+        os.close(fd)
+    return content, info
+
+
+def open_for_rewrite(path):
+    """read_for_rewrite's (content, stat), and the descriptor it read through, left open
+    (None when the file does not exist): what others append to the file until it is
+    replaced can be read from it afterwards."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
-            return b'', None
+            return b'', None, None
         if exc.errno == errno.ELOOP:
             raise BotDetectorError('refusing to rewrite %s: it became a symbolic link' % path)
         raise BotDetectorError('cannot read %s: %s' % (path, exc.strerror))
@@ -41,18 +51,22 @@ def read_for_rewrite(path):
         while True:
             chunk = os.read(fd, 1024 * 1024)
             if not chunk:
-                return b''.join(chunks), info
+                return b''.join(chunks), info, fd
             chunks.append(chunk)
     except OSError as exc:
-        raise BotDetectorError('cannot read %s: %s' % (path, exc.strerror))
-    finally:
         os.close(fd)
+        raise BotDetectorError('cannot read %s: %s' % (path, exc.strerror))
+    except BaseException:
+        os.close(fd)
+        raise
 
 
-def replace_file(path, content, info=None):
+def replace_file(path, content, info=None, before_rename=None):
     """Replace ``path`` by ``content`` atomically, with the owner and mode in ``info`` (a
     stat; None: this user's, 0644): a reader sees the old file or the new one, never a
-    part; a crash leaves the old one."""
+    part; a crash leaves the old one. ``before_rename(stat of the new file)``, when given, is
+    called once the new file is written, just before the rename: False, or an exception, leaves the file as it
+    is (False: returns False)."""
     directory, base = os.path.split(os.path.abspath(path))
     _remove_stale_temporaries(directory, base)
     temporary = None
@@ -68,9 +82,12 @@ def replace_file(path, content, info=None):
             os.fsync(fd)
         finally:
             os.close(fd)
+        if before_rename is not None and not before_rename(os.lstat(temporary)):
+            return False
         os.rename(temporary, path)
         temporary = None
         _fsync_directory(directory)
+        return True
     except OSError as exc:
         raise BotDetectorError('cannot replace %s: %s' % (path, exc.strerror or exc))
     finally:

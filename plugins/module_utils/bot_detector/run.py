@@ -133,11 +133,13 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     window's ranked records judged, each block appended; then ``after()``, still under the
     lock, after the appends: a state saved there by a process killed before it keeps the
     old one, which costs a cold start or a re-read, never a count."""
+    # Ranked before the lock: the ranking reads no list, and the precise rules' crawler
+    # verification (DNS, up to dns_budget seconds) must not hold the lock.
+    ranked = [(window, rules.examined(counter, server_ips, settings.top)) for window, counter in counts]
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     try:
-        for window, counter in counts:
+        for window, records in ranked:
             result.say(window.heading)
-            records = rules.examined(counter, server_ips, settings.top)
             result.window(window, records)
             for count, key in records:
                 verdict = decide(count, key, settings.threshold, lists)

@@ -63,12 +63,13 @@ class Setting:
     a bool setting also has ``off_flag``. ``module_default`` is where the module's
     default differs from the command's (``help`` says why); ``role_default`` is the value
     the role's defaults/main.yml sets, when it sets one (SAME: the setting's default).
-    ``default_text`` describes a default that is not a value.
+    ``default_text`` describes a default that is not a value. ``version_added``: the
+    collection release that added the setting, when after 1.0.0 (the module docs say it).
     """
 
     def __init__(self, name, kind, default, help, flag=None, off_flag=None, metavar=None, choices=None,
                  minimum=None, maximum=None, aliases=(), module_default=None, role_default=None,
-                 default_text=None, group='detection'):
+                 default_text=None, group='detection', version_added=None):
         if kind not in KINDS:
             raise ValueError('unknown kind %r of setting %s' % (kind, name))
         self.name = name
@@ -86,6 +87,7 @@ class Setting:
         self.role_default = default if role_default is SAME else role_default
         self.default_text = default_text
         self.group = group
+        self.version_added = version_added
 
     @property
     def ansible_type(self):
@@ -275,23 +277,23 @@ SETTINGS = (
     Setting('lock_timeout', 'int', 60,
             'Seconds a run waits for the lock on the blocklist while another run holds it (the lists are read and '
             'appended to under it); then it fails with exit status 3.',
-            metavar='SECONDS', minimum=0),
+            metavar='SECONDS', minimum=0, version_added='2.0.0'),
     Setting('state_dir', 'path', None,
             'Where each run keeps what it counted, per log (what it read up to, the counts per address for the '
             'hours still in play), so that the next run reads only the lines appended since; the decisions are '
             "those of a run without it. Off, every run reads the logs' windows, as the reference does.",
             metavar='DIR', role_default='/var/lib/bot-detector',
-            default_text='off (the role: /var/lib/bot-detector)'),
+            default_text='off (the role: /var/lib/bot-detector)', version_added='2.0.0'),
     Setting('count_budget', 'int', 100000,
             'Distinct addresses a run holds in memory, all windows together (about 130 bytes each); past it, '
             'the spec rules spill the counts to files in a private temporary directory and rank them a part at '
             'a time, with the same decisions. A log whose counts go past it keeps no state.',
-            metavar='N', minimum=1),
+            metavar='N', minimum=1, version_added='2.0.0'),
     Setting('state_budget', 'int', 4 * 1024 * 1024,
             'Largest state file, in bytes, a run writes or reads (about 34 bytes per address and hour); past it '
             "the state of that log is dropped with one warning, and the next run counts that log's windows cold, "
             'with the same decisions.',
-            metavar='BYTES', minimum=0),
+            metavar='BYTES', minimum=0, version_added='2.0.0'),
     Setting('rules', 'str', 'spec',
             "spec: the reference script's rules, quirks included. precise: bot and search-engine tests on the "
             'user agent only, crawlers exempt only when their address verifies by reverse and forward DNS, '
@@ -308,23 +310,32 @@ SETTINGS = (
             'Precise rules: count and block IPv4 clients per network of this prefix length (24 is usual; at least '
             '8), as ipv6_prefix does for IPv6. Every client behind one campus or carrier NAT network then counts '
             'as one.',
-            metavar='N', minimum=8, maximum=32),
+            metavar='N', minimum=8, maximum=32, version_added='2.0.0'),
     Setting('dns_timeout', 'float', 2.0,
             'Precise rules: the time limit of each DNS lookup, in seconds; a failed or slow lookup does not verify.',
             metavar='SECONDS', minimum=0),
+    Setting('dns_budget', 'float', 30.0,
+            'Precise rules: the time all crawler verifications of one run may take together, in seconds (they run '
+            'before the lists are locked, several at a time). A claim left unverified when it runs out is neither '
+            'exempt nor counted in that run; the next run verifies again.',
+            metavar='SECONDS', minimum=0, version_added='2.0.0'),
+    Setting('dns_lookups', 'int', 256,
+            'Precise rules: the most crawler claims (address, crawler) one run verifies, the largest first; the '
+            'rest are left unverified as when dns_budget runs out.',
+            metavar='N', minimum=1, version_added='2.0.0'),
     Setting('ban_time', 'duration', None,
             'Ban expiry: at the start of each run, remove a blocklist entry whose latest addition in the activity '
             'log (or its rotated files) is older than this, and log it as expired. Seconds, or with a unit: 90m, '
             '12h, 7d. Entries without an addition line (added by hand or by other software) never expire.',
-            metavar='DURATION', minimum=1),
+            metavar='DURATION', minimum=1, version_added='2.0.0'),
     Setting('ban_time_max', 'duration', None,
             'Ban expiry for repeat offenders: each new block of an address whose earlier block expired lasts '
             'twice as long as that one, up to this maximum. Needs ban_time.',
-            metavar='DURATION', minimum=1),
+            metavar='DURATION', minimum=1, version_added='2.0.0'),
     Setting('metrics_file', 'path', None,
             "Prometheus metrics (text format, for node_exporter's textfile collector): written to this file "
             'after every run, atomically; off when unset.',
-            metavar='PATH'),
+            metavar='PATH', version_added='2.0.0'),
 )
 
 BY_NAME = dict((s.name, s) for s in SETTINGS)

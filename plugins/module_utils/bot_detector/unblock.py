@@ -6,25 +6,32 @@
 
 The only rewrite of an operator's file the detector ever makes, so: under the run's lock;
 every other line kept byte for byte and in order; the file replaced atomically with the
-owner and mode it had (replace.py); then one activity-log line per address removed.
+owner and mode it had (replace.py), after one activity-log line per address removed
+(see remove for what a kill or a writer that takes no lock leaves).
 """
 
 from __future__ import absolute_import, division, print_function
 
 import os
+import re
+import socket
+from functools import partial
 
-from .addresses import parse_network
+from .addresses import entry_key, parse_network
 from .clock import date_default_format
 from .errors import bad_option
-from .lists import count_lines
+from .lists import count_lines, read_list
 from .messages import NOT_LISTED, UNBLOCK_REASON, activity_removed, unblocking
 from .metrics import recorded
-from .replace import read_for_rewrite, replace_file
+from .replace import open_for_rewrite, replace_file
 from .result import Result
 from .text import to_bytes, to_text
 from .writer import BlocklistWriter, rewrite_target
 
 __metaclass__ = type
+
+_IPV4 = re.compile(br'(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z')
+REWRITE_ATTEMPTS = 8    # then the file is replaced even if it changed (what was appended is carried over)
 
 
 def split_lines(content):
@@ -56,12 +63,12 @@ class Matcher:
         self.by_text = dict((address, address) for address in wanted)
         self.by_network = {}
         for address in wanted:
-            network = parse_network(address)
-            if network is not None:
-                self.by_network.setdefault(network, address)
-                if network.version == 4 and network.prefixlen == 32:
+            key = _network_key(address)
+            if key is not None:
+                self.by_network.setdefault(key, address)
+                if key[0] == 4 and key[1] == 32:
                     # A plain IPv4 line is looked up by its text only (below): its one spelling.
-                    self.by_text.setdefault(str(network.network_address).encode('ascii'), address)
+                    self.by_text.setdefault(socket.inet_ntoa(key[2].to_bytes(4, 'big')).encode('ascii'), address)
 
     def __call__(self, line):
         key = line.strip()
@@ -69,9 +76,19 @@ class Matcher:
         if found is None and self.by_network and (b':' in key or b'/' in key):
             # Only such lines can spell an address another way: a plain IPv4 address has
             # one spelling, so a long blocklist is not parsed line by line.
-            network = parse_network(key)
-            found = self.by_network.get(network) if network is not None else None
+            found = self.by_network.get(_network_key(key))
         return found
+
+
+def _network_key(text):
+    """(version, prefix length, first address) of an address or network as parse_network
+    reads it, None for other text; a plain IPv4 address without the ipaddress module (an
+    expiry may name a million)."""
+    text = text.strip()
+    if _IPV4.match(text):
+        return 4, 32, int.from_bytes(socket.inet_aton(text.decode('ascii')), 'big')
+    network = parse_network(text)
+    return None if network is None else (network.version, network.prefixlen, int(network.network_address))
 
 
 def without(content, wanted):
@@ -91,32 +108,148 @@ def without(content, wanted):
 
 def remove(writer, wanted, reason_of, result, check_mode):
     """Remove the lines that are one of ``wanted`` from the writer's blocklist (the caller
-    holds the lock unless ``check_mode``), then log one activity line per address removed,
-    its reason ``reason_of(address)``. Returns {address: lines removed}; files the removed
-    lines with ``result``. In check mode nothing is written."""
+    holds the lock unless ``check_mode``), each address removed logged first, its reason
+    ``reason_of(address)``. Returns ({address: lines removed}, the content after); files
+    the removed lines with ``result``. In check mode nothing is written.
+
+    The activity lines go first, in one write and one fsync: a removal that cannot be
+    recorded is not made, and a kill at any point leaves no entry removed without its line
+    (at worst lines for entries still listed, which the next removal takes out). Writers
+    that take no lock may append meanwhile: the file is replaced only if it is as it was
+    read (inode, size, mtime), else the removal is done again on what it holds now; what
+    reaches the old file between that test and the rename is appended to the new one."""
     target = rewrite_target(writer.blocklist)       # the file the appends go to
-    content, info = read_for_rewrite(target)
+    journal = Journal(target)
+    logged = set() if check_mode else journal.unfinished(writer.activity_log)
+    wanted = list(wanted) + sorted(logged - set(wanted))
+    activity_fd, fds = None, []
+
+    def before_rename(new, lines, removed, last, size, info):
+        """The new file is written: note the removal in the journal, log it, then rename
+        only over the file read (the last attempt: over what it has become)."""
+        try:
+            journal.write(info, new, removed)
+            if lines:
+                fd = activity_fd if activity_fd is not None else (fds or [None])[-1]
+                if fd is None:      # an absent log, created only now, with lines to write
+                    fd = writer.open_for_append(writer.activity_log)
+                    fds.append(fd)
+                writer.write_line(fd, writer.activity_log, b''.join(lines), fsync=True)
+                logged.update(removed)
+        except BaseException:
+            journal.clear()     # nothing logged: nothing to finish
+            raise
+        return last or _unchanged(target, info, size)
+
+    try:
+        for attempt in range(REWRITE_ATTEMPTS):
+            content, info, old_fd = open_for_rewrite(target)
+            try:
+                new_content, removed, indexes = without(content, wanted)
+                if check_mode or not removed:
+                    if not check_mode:
+                        journal.clear()     # what an earlier attempt logged is gone from the file too
+                    break
+                if activity_fd is None:     # checked before anything is written, as for an addition
+                    activity_fd = writer.open_for_append(writer.activity_log, create=False)
+                date = date_default_format()
+                lines = [to_bytes(activity_removed(date, to_text(address), reason_of(address))) + b'\n'
+                         for address in wanted if address in removed and address not in logged]
+
+                last = attempt == REWRITE_ATTEMPTS - 1
+                if replace_file(target, new_content, info, partial(before_rename, lines=lines, removed=removed, last=last,
+                                                                   size=len(content), info=info)):
+                    journal.clear()
+                    new_content += _carry_appended(old_fd, len(content), target)
+                    break
+            finally:
+                if old_fd is not None:
+                    os.close(old_fd)
+    finally:
+        for fd in fds + ([activity_fd] if activity_fd is not None else []):
+            os.close(fd)
     if result.blocklist_before is None:
         result.blocklist_before = content
-    new_content, removed, indexes = without(content, wanted)
-    if removed and not check_mode:
-        # The activity log checked first, as an addition does: a removal it cannot record
-        # is not made (an absent log whose directory takes it is created below).
-        activity_fd = writer.open_for_append(writer.activity_log, create=False)
-        try:
-            replace_file(target, new_content, info)
-            for address in wanted:
-                if address in removed:
-                    if activity_fd is None:
-                        activity_fd = writer.open_for_append(writer.activity_log)
-                    line = activity_removed(date_default_format(), to_text(address), reason_of(address))
-                    writer.write_line(activity_fd, writer.activity_log, to_bytes(line) + b'\n', fsync=True)
-        finally:
-            if activity_fd is not None:
-                os.close(activity_fd)
     result.removed_indexes.extend(indexes)
     result.blocklist_lines = count_lines(new_content)
     return removed, new_content
+
+
+class Journal:
+    """The removal under way, beside the blocklist ('.ipblocklist.txt.bot-detector-removing'):
+    the old and new file's inodes, then the addresses removed. Written before the activity
+    lines, removed after the rename: a run killed between them leaves it, and the next
+    removal (unblock, expiry) finishes the entries whose last activity line is that removal
+    (silently: the line is there) unless the rename was made."""
+
+    def __init__(self, target):
+        directory, base = os.path.split(os.path.abspath(target))
+        self.path, self.target = os.path.join(directory, '.%s.bot-detector-removing' % base), target
+
+    def unfinished(self, activity_log):
+        """The addresses whose removal was logged but not made; clears a stale journal."""
+        content = read_list(self.path)
+        if not content:
+            return set()
+        lines = content.split(b'\n')
+        try:
+            new_inode = int(lines[0].split()[1])
+            current = os.lstat(self.target).st_ino
+        except (IndexError, ValueError, OSError):
+            current = new_inode = None
+        if current is not None and current == new_inode:
+            self.clear()        # renamed: only the journal's removal was missed
+            return set()
+        from .history import History, REMOVED
+        history = History(activity_log)
+        return set(address for address in (line.strip() for line in lines[1:]) if address
+                   and (history.events.get(entry_key(address)) or [None])[-1] is not None
+                   and history.events[entry_key(address)][-1].kind == REMOVED)
+
+    def write(self, old, new, addresses):
+        data = b'%d %d\n' % (old.st_ino if old is not None else 0, new.st_ino) + b''.join(a + b'\n' for a in addresses)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def clear(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def _unchanged(path, info, size):
+    """Whether ``path`` is still the file read: same inode, its ``size`` bytes, same mtime."""
+    try:
+        now = os.lstat(path)
+    except OSError:
+        return False
+    return ((now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns)
+            == (info.st_dev, info.st_ino, size, info.st_mtime_ns))
+
+
+def _carry_appended(old_fd, size, path):
+    """What others appended to the replaced file (still open as ``old_fd``) past ``size``
+    between the last test and the rename, appended to the new file; returns it."""
+    end = os.fstat(old_fd).st_size
+    if end <= size:
+        return b''
+    tail = os.pread(old_fd, end - size, size)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        view = memoryview(tail)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return tail
 
 
 def unblock(settings, addresses, check_mode=False, emit=None, on_warning=None):
