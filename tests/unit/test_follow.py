@@ -15,6 +15,7 @@ import time
 from hypothesis import HealthCheck, Phase, given, settings as hsettings, strategies as st
 
 import loggen
+from test_metrics import metrics
 from conftest import CORE, Files, in_timezone, run_core, run_reference
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import followstate
 
@@ -354,4 +355,6 @@ def test_metrics_say_how_far_behind(tmp_path):
         assert 'bot_detector_follow_behind_seconds{%s} 0\n' % label in text
         assert 'bot_detector_additions_total{reason="own"} 1\n' in text
         assert 'bot_detector_last_run_timestamp_seconds{%s} ' % label in text
+        found = metrics(prom)       # the format as prometheus_client reads it, every family known
+        assert found['bot_detector_follow_behind_bytes'] == {frozenset({'log': str(log)}.items()): 0}
         assert follower.stop() == 0
