@@ -358,3 +358,19 @@ def test_metrics_say_how_far_behind(tmp_path):
         found = metrics(prom)       # the format as prometheus_client reads it, every family known
         assert found['bot_detector_follow_behind_bytes'] == {frozenset({'log': str(log)}.items()): 0}
         assert follower.stop() == 0
+
+
+def test_bans_expire_while_following(tmp_path):
+    """With ban_time, expiry runs in the follower's decisions (at its start, then every 30 s):
+    an entry added 3 hours ago with a 1-hour ban goes, one added now stays."""
+    files, log = setup(tmp_path)
+    log.parent.mkdir()
+    log.write_bytes(b'')
+    files.blocklist.write_bytes(b'203.0.113.20\n203.0.113.21\n')
+    old, new = [in_timezone('UTC', lambda epoch=epoch: time.strftime('%a %b %e %H:%M:%S UTC %Y', time.gmtime(epoch)))
+                for epoch in (time.time() - 3 * 3600, time.time() - 60)]
+    files.activity_log.write_bytes(('%s | IP addess 203.0.113.20 added to the block list, RPH=1200\n'
+                                    '%s | IP addess 203.0.113.21 added to the block list, RPH=1300\n' % (old, new)).encode())
+    with Following(tmp_path, files, log, extra=['--ban-time', '1h']):
+        wait_for(lambda: blocked(files) == [b'203.0.113.21'], 5, 'expiry')
+        assert b'203.0.113.20 removed from the block list (expired' in files.read('activity_log')
