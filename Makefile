@@ -34,7 +34,7 @@ help:
 	@echo "make test-tree  a copy of the tracked files in .build/test/..., where ansible-test runs"
 	@echo "make docs    regenerate the role READMEs (from meta/argument_specs.yml) and CHANGELOG.md"
 	@echo "make build   build the collection tarball"
-	@echo "make bench   speed and memory against the reference pipeline, and fleet mode at scale (docs/benchmarks.md; not in make test)"
+	@echo "make bench   speed and memory against the reference pipeline, fleet mode at scale, nftables load times (docs/benchmarks.md; not in make test)"
 	@echo "make clean   remove the build products (.build, scratch, tarballs, tests/output)"
 
 $(BIN)/.installed: requirements-dev.txt
@@ -88,6 +88,7 @@ bench: setup
 	$(PYTHON) tests/bench/precise_bench.py
 	$(PYTHON) tests/bench/churn_bench.py
 	$(BIN)/python tests/bench/fleet_bench.py
+	$(PYTHON) tests/bench/enforce_bench.py
 	/usr/bin/python3 tests/bench/follow_bench.py
 
 # Generated documentation: the role READMEs from their argument specs, CHANGELOG.md from

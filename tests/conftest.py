@@ -19,6 +19,25 @@ sys.path.insert(0, str(ROOT / 'tests'))
 os.environ['PATH'] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get('PATH', '')
 
 
+@pytest.fixture(scope='session')
+def readable_core():
+    """A copy of the core package that every user can read, for a test that runs the command
+    as another user: the checkout may be under a directory only its owner can enter (a clone
+    under `mktemp -d` or /root). Returns its path, the command's directory."""
+    import shutil
+    import tempfile
+    base = tempfile.mkdtemp(prefix='bd-core-')
+    os.chmod(base, 0o755)
+    core = os.path.join(base, 'bot_detector')
+    shutil.copytree(str(CORE), core, ignore=shutil.ignore_patterns('__pycache__'))
+    for directory, dummy, names in os.walk(base):
+        os.chmod(directory, 0o755)
+        for name in names:
+            os.chmod(os.path.join(directory, name), 0o644)
+    yield Path(core)
+    shutil.rmtree(base, ignore_errors=True)
+
+
 def in_timezone(tz, fn):
     """fn() with this process's local time zone set to ``tz`` (for generating logs)."""
     old = os.environ.get('TZ')

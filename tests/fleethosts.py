@@ -1,6 +1,8 @@
 """A fleet of `ansible_connection: local` web hosts for playbooks/fleet.yml, each with its
-own access log, blocklist, exclusion list, activity log and config file in a scratch
-directory: shared by the end-to-end test and the playbook benchmark."""
+own access log, blocklist, exclusion list and activity log in a scratch directory, named
+in the inventory only: shared by the end-to-end test and the playbook benchmark. No host has
+its config file: every other host's bot_detector_config_file is missing, and the others'
+is a decoy naming other lists (decoy-*), which the fleet must not read."""
 import os
 import subprocess
 import sys
@@ -14,7 +16,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 # `make setup` links the checkout as .build/ansible_collections/jobboard/bot_detector.
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import (  # noqa: E402
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import (  # noqa: E402
     format_config,  # pylint: disable=wrong-import-position
 )
 
@@ -35,6 +37,9 @@ class Host:
         self.exclusions = os.path.join(self.dir, 'ipexcludedlist.txt')
         self.activity_log = os.path.join(self.dir, 'bot-detector.log')
         self.config = os.path.join(self.dir, 'bot-detector.conf')
+        self.state_dir = os.path.join(self.dir, 'state')
+        os.makedirs(self.state_dir, mode=0o700)
+        self.decoys = [os.path.join(self.dir, 'decoy-' + name) for name in ('blocklist', 'exclusions', 'activity')]
 
     def read(self, path):
         with open(path) as f:
@@ -64,10 +69,14 @@ def make_fleet(base, current, names, group_vars=None, unreachable=(), exclusions
             f.write(''.join(a + '\n' for a in (exclusions or {}).get(name, [])))
         with open(host.activity_log, 'w') as f:
             f.write((activity or {}).get(name, ''))
-        with open(host.config, 'w') as f:
-            f.write(format_config({'blocklist': host.blocklist, 'exclusions_file': host.exclusions,
-                                   'activity_log': host.activity_log, 'server_ips': [SERVER_IP]}, header='# test host'))
-        inventory[name] = {'bot_detector_logs': [host.log], 'bot_detector_config_file': host.config}
+        if len(hosts) % 2 == 0:
+            with open(host.config, 'w') as f:
+                f.write(format_config({'blocklist': host.decoys[0], 'exclusions_file': host.decoys[1],
+                                       'activity_log': host.decoys[2], 'server_ips': [SERVER_IP]}, header='# decoy'))
+        inventory[name] = {'bot_detector_logs': [host.log], 'bot_detector_config_file': host.config,
+                           'bot_detector_blocklist': host.blocklist, 'bot_detector_exclusions_file': host.exclusions,
+                           'bot_detector_activity_log': host.activity_log, 'bot_detector_server_ips': [SERVER_IP],
+                           'bot_detector_state_dir': host.state_dir}
         inventory[name].update((host_vars or {}).get(name, {}))
         if name in unreachable:
             inventory[name].update(ansible_connection='ssh', ansible_host='127.0.0.1', ansible_port=1,

@@ -102,6 +102,14 @@ molecule test --scenario-name default
 step "molecule: fleet mode on three podman hosts (playbooks/fleet.yml)"
 molecule test --scenario-name fleet
 
+step "molecule: the systemd scheduler on a host whose init is systemd (timer, sandboxed service, switch to cron, absent)"
+molecule/build-image.sh bookworm localhost/bot-detector-debian12-systemd:latest systemd,systemd-sysv
+molecule test --scenario-name systemd
+
+step "molecule: nftables enforcement on a podman host with NET_ADMIN (converge, idempotence, the sets against the blocklist)"
+molecule/build-image.sh bookworm localhost/bot-detector-debian12-nftables:latest nftables
+molecule test --scenario-name enforcement
+
 step "ansible-test sanity (every test) and integration targets on ansible-core ${container_majors[*]}, Debian 13 container (background job)"
 await "ansible-core ${container_majors[*]}"
 trap - EXIT
@@ -177,6 +185,11 @@ cron_before=$(ls /etc/cron.d)
 (
     cd "$tmp" && unset ANSIBLE_CONFIG
     ansible-galaxy collection install --force -p "$tmp/installed" "$tarball" >/dev/null
+    # The guide's other way (guide_role.rst): a requirements.yml that names the tarball.
+    printf 'collections:\n  - name: %s\n    type: file\n' "$tarball" >"$tmp/requirements.yml"
+    ansible-galaxy collection install --force -p "$tmp/installed-req" -r "$tmp/requirements.yml" >/dev/null
+    [ -f "$tmp/installed-req/ansible_collections/jobboard/bot_detector/MANIFEST.json" ] ||
+        { echo "requirements.yml: the collection was not installed" >&2; exit 1; }
     export ANSIBLE_COLLECTIONS_PATH="$tmp/installed"
     # Captured first: grep -q closing the pipe early would fail the step under pipefail.
     module_doc=$(ansible-doc jobboard.bot_detector.bot_detector)

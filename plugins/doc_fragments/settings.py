@@ -236,4 +236,52 @@ options:
         Default: the host config file's C(metrics_file) when set there, else off.
     type: path
     version_added: 2.0.0
+  enforcement:
+    description:
+      - >-
+        Where the blocklist takes effect, made equal to it after every change and by --enforce-now:
+        none (another program reads the file), nftables (table inet bot_detector) or nginx (the geo
+        file nginx_geo_file).
+      - >-
+        Default: the host config file's C(enforcement) when set there, else none.
+    type: str
+    choices: [none, nftables, nginx]
+    version_added: 2.0.0
+  enforcement_ports:
+    description:
+      - >-
+        nftables enforcement: the ports (TCP and UDP) on which new connections from a blocked
+        address are dropped.
+      - >-
+        Default: the host config file's C(enforcement_ports) when set there, else 80, 443.
+    type: list
+    elements: int
+    version_added: 2.0.0
+  nginx_geo_file:
+    description:
+      - >-
+        nginx enforcement: the file of lines "<address or network> 1;" that a geo block includes.
+      - >-
+        Default: the host config file's C(nginx_geo_file) when set there, else
+        /etc/nginx/bot-detector/blocked.conf.
+    type: path
+    version_added: 2.0.0
+  nginx_test_command:
+    description:
+      - >-
+        nginx enforcement: the command (split as a shell would, run without one) that tests the
+        configuration after the geo file changed; on failure the previous file is put back.
+      - >-
+        Default: the host config file's C(nginx_test_command) when set there, else nginx -t -q.
+    type: str
+    version_added: 2.0.0
+  nginx_reload_command:
+    description:
+      - >-
+        nginx enforcement: the command that reloads nginx after a passed test.
+      - >-
+        Default: the host config file's C(nginx_reload_command) when set there, else nginx -s
+        reload.
+    type: str
+    version_added: 2.0.0
 '''

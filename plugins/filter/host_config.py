@@ -6,62 +6,89 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
----
-name: host_config
-short_description: Render the bot detector's host config file from the role's variables
-version_added: 2.0.0
-description:
-  - Takes a mapping of the role's variables (C(bot_detector_<setting>)) and returns the text of
-    C(/etc/bot-detector/bot-detector.conf), INI section C([bot_detector]), one key per setting that is set.
-    Settings left unset appear as a comment naming the detector's default.
-  - The settings, their types and bounds come from the detector's one table of settings, the same that the
-    command and the module use, and the text is written by the same code that reads it back. A value the
-    detector would reject fails here, at deployment, with the variable's name.
-author:
-  - Bot Detector maintainers (@jobboard)
-options:
-  _input:
-    description: The variables, for example built from C(lookup('ansible.builtin.varnames', '^bot_detector_')).
-    type: dict
-    required: true
-'''
+# The filters' documentation: host_config.yml, role_settings.yml, role_problems.yml.
 
-EXAMPLES = r'''
-- name: Show the config file the role would write
-  ansible.builtin.debug:
-    msg: "{{ {'bot_detector_threshold': 5000, 'bot_detector_rules': 'precise'} | jobboard.bot_detector.host_config }}"
-'''
-
-RETURN = r'''
-_value:
-  description: The config file's text (without the ansible_managed header).
-  type: str
-'''
+import difflib
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS, format_config
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import format_config
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS, Settings
 
 PREFIX = 'bot_detector_'
 
 
-def host_config(variables):
+def _set_values(name, variables):
+    """{setting: value} of the variables that are set, as plain Python values."""
     if not isinstance(variables, dict):
-        raise AnsibleFilterError('host_config: expects a mapping of variables, got %r' % type(variables).__name__)
+        raise AnsibleFilterError('%s: expects a mapping of variables, got %r' % (name, type(variables).__name__))
     values = {}
     for setting in SETTINGS:
         value = variables.get(PREFIX + setting.name)
         if value is not None:
             values[setting.name] = list(value) if setting.kind == 'list' and not isinstance(value, str) else (
                 dict(value) if setting.kind == 'dict' and isinstance(value, dict) else value)
+    return values
+
+
+def host_config(variables):
     try:
-        return format_config(values)
+        return format_config(_set_values('host_config', variables))
     except BotDetectorError as exc:
         raise AnsibleFilterError('host_config: %s' % exc.message)
 
 
+def checked_settings(values):
+    """``values`` ({setting: value}, as the role's variables give them: extra vars as text)
+    typed and checked by the table, row by row and together (Settings.validate). Raises
+    BotDetectorError naming the variable, bot_detector_<setting>, and the reason."""
+    checked = {}
+    for setting in SETTINGS:
+        value = values.get(setting.name)
+        if value is None:
+            continue
+        where = PREFIX + setting.name
+        if isinstance(value, str) and setting.kind not in ('path', 'str'):
+            value = setting.parse(value, where)
+        checked[setting.name] = setting.check(value, where)
+    try:
+        Settings(surface='module', **checked)
+    except BotDetectorError as exc:     # Settings.validate: '<setting>: reason'
+        raise BotDetectorError(PREFIX + exc.message, exc.exit_status)
+    return checked
+
+
+def role_settings(variables):
+    try:
+        return checked_settings(_set_values('role_settings', variables))
+    except BotDetectorError as exc:
+        raise AnsibleFilterError(exc.message)
+
+
+def role_problems(variables, argument_specs, internal=()):
+    """One line per problem of the role's variables: a bot_detector_* name that is no option
+    of ``argument_specs`` (the role's, every entry point) nor ``internal``, with the nearest
+    known name; then the first value the detector rejects."""
+    if not isinstance(variables, dict) or not isinstance(argument_specs, dict):
+        raise AnsibleFilterError('role_problems: expects the variables and the argument_specs as mappings')
+    known = set(internal)
+    for entry in argument_specs.get('argument_specs', argument_specs).values():
+        known.update(entry.get('options') or {})
+    problems = []
+    for name in sorted(variables):
+        if name.startswith(PREFIX) and name not in known:
+            # Nearest by what follows the prefix, which every name shares.
+            near = difflib.get_close_matches(name[len(PREFIX):], sorted(k[len(PREFIX):] for k in known), 1, 0.7)
+            problems.append('%s: not a variable of the role; %s' % (
+                name, 'did you mean %s%s?' % (PREFIX, near[0]) if near else 'meta/argument_specs.yml lists them'))
+    try:
+        checked_settings(_set_values('role_problems', variables))
+    except BotDetectorError as exc:
+        problems.append(exc.message)
+    return problems
+
+
 class FilterModule(object):
     def filters(self):
-        return {'host_config': host_config}
+        return {'host_config': host_config, 'role_settings': role_settings, 'role_problems': role_problems}

@@ -78,8 +78,15 @@ options:
       - V(status) reads, never writes; it returns RV(entries), each blocklist entry with when and why it was
         added and when it expires, and with O(log) also RV(windows), the top addresses of the current windows
         against the threshold.
+      - V(enforce) reads no log; it loads the blocklist into the enforcement point of O(enforcement) (C(nftables)
+        or C(nginx)) even when it looks in sync already, as the command's C(--enforce-now) does. C(changed) is
+        true when the enforcement point was loaded anew. In check mode it does nothing. Added in 2.0.0.
+      - With O(enforcement) set, every V(detect), V(apply) and V(unblock) run that is not in check mode also makes the
+        enforcement point equal to the blocklist after its changes. When that fails, the task fails with the
+        cause in C(msg) and RV(enforcement); the blocklist keeps the run's changes (a failed enforcement never
+        undoes an append or a removal), and the next run or V(enforce) tries again.
     type: str
-    choices: [detect, report, apply, unblock, status]
+    choices: [detect, report, apply, unblock, status, enforce]
     default: detect
   report_floor:
     description:
@@ -124,13 +131,23 @@ options:
   config:
     version_added: 2.0.0
     description:
-      - The host config file (INI, section C([bot_detector]), keys are the settings' names), which the role
+      - The host config file (INI, section C([bot_detector]), keys are the settings' names or their aliases), which the role
         C(jobboard.bot_detector.bot_detector) writes. Settings not given as options are taken from it, then from
         the defaults, so an ad-hoc run applies the settings deployed on the host.
       - A missing file at the default path is fine; a path given explicitly must exist. A bad value in it fails
         the task with a message naming the file, the key and the value.
+      - Not read when O(settings) is given.
     type: path
     default: /etc/bot-detector/bot-detector.conf
+  settings:
+    description:
+      - The settings by name (the config file's keys and their aliases), in place of the config file, which is
+        then not read; options given explicitly still apply over them, and a setting in neither has its default.
+      - The fleet playbook passes each web host's own role variables here, through the filter
+        P(jobboard.bot_detector.role_settings#filter), so that every phase of a fleet run takes the lists and
+        rules from the inventory, whatever config file the host has.
+    type: dict
+    version_added: 2.0.0
   now:
     description:
       - Evaluate as if the run started at this local time, C(YYYY-MM-DD HH:MM:SS), or at C(@SECONDS) since the
@@ -339,6 +356,34 @@ entries:
   sample:
     - {address: 203.0.113.7, source: own, added: 'Sat Nov 21 04:13:43 UTC 2026', added_epoch: 1795234423, count: 1450,
        ban: 1d, ban_seconds: 86400, expires: 1795320823, expires_date: 'Sun Nov 22 04:13:43 UTC 2026', state: at}
+enforcement:
+  description:
+    - With O(enforcement) set, the sync of the enforcement point after the run (V(detect), V(apply), V(unblock),
+      V(enforce)).
+  returned: when O(enforcement) is not V(none) and the run synced
+  type: dict
+  version_added: 2.0.0
+  contains:
+    backend:
+      description: The enforcement backend, V(nftables) or V(nginx).
+      type: str
+    in_sync:
+      description: Whether the enforcement point equals the blocklist after the sync.
+      type: bool
+    entries:
+      description: The entries loaded (addresses and networks, merged where they overlap); null when the sync failed.
+      type: int
+    skipped:
+      description: The blocklist lines that are not an address or network, left out (one warning names them).
+      type: list
+      elements: str
+    changed:
+      description: Whether the enforcement point was loaded anew (false when it already held the blocklist).
+      type: bool
+    error:
+      description: Why the sync failed, or null.
+      type: str
+  sample: {backend: nftables, in_sync: true, entries: 1204, skipped: [], changed: true, error: null}
 execution_time:
   description: The run's duration in whole seconds.
   returned: always
@@ -350,15 +395,17 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import parse_now
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import enforce_now
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.messages import ENFORCEMENT_FAILED
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.result import Result
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.run import apply, compact_counts, detect, report
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import (
-    DEFAULT_CONFIG, SETTINGS, resolve,
-)
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import DEFAULT_CONFIG, resolve
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.status import status
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.unblock import unblock
 
-MODES = ['detect', 'report', 'apply', 'unblock', 'status']
+MODES = ['detect', 'report', 'apply', 'unblock', 'status', 'enforce']
 # An item of ``addresses`` given as a mapping.
 ADDRESS_SPEC = dict(
     address=dict(type='str', required=True),
@@ -376,7 +423,7 @@ def argument_spec():
     for setting in SETTINGS:
         option = {'type': setting.ansible_type}
         if setting.kind == 'list':
-            option['elements'] = 'str'
+            option['elements'] = setting.elements
         if setting.choices:
             option['choices'] = list(setting.choices)
         if setting.aliases:
@@ -385,6 +432,7 @@ def argument_spec():
     spec.update(
         log=dict(type='list', elements='path'),
         config=dict(type='path', default=DEFAULT_CONFIG),
+        settings=dict(type='dict'),
         mode=dict(type='str', default='detect', choices=MODES),
         report_floor=dict(type='int'),
         candidates=dict(type='dict'),
@@ -426,9 +474,15 @@ def run(module, mode):
         if p[option] not in (None, False) and mode != 'report':
             raise BotDetectorError('%s: only with mode=report' % option, 2)
     explicit = dict((setting.name, p[setting.name]) for setting in SETTINGS)
-    # The default config path may be missing; one named explicitly must exist.
-    settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
-                       surface='module')
+    if p['settings'] is not None:
+        # The settings given in place of the config file; explicit options over them.
+        given = dict(p['settings'])
+        given.update((name, value) for name, value in explicit.items() if value is not None)
+        settings = resolve(given, surface='module')
+    else:
+        # The default config path may be missing; one named explicitly must exist.
+        settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
+                           surface='module')
     now = parse_now(p['now']) if p['now'] is not None else None
     if mode == 'apply':
         return settings, apply(settings, address_items(p['addresses']), check_mode=module.check_mode)
@@ -439,6 +493,12 @@ def run(module, mode):
         return settings, unblock(settings, addresses, check_mode=module.check_mode)
     if mode == 'status':
         return settings, status(settings, p['log'] or [], now=now)
+    if mode == 'enforce':
+        if settings.enforcement == 'none':
+            raise BotDetectorError('mode enforce: setting enforcement is none (set it to nftables or nginx)', 2)
+        if module.check_mode:
+            return settings, Result(check_mode=True)
+        return settings, enforce_now(settings)
     if mode == 'report':
         return settings, report(settings, p['log'], floor=p['report_floor'], candidates=p['candidates'], now=now)
     return settings, detect(settings, p['log'], now=now, check_mode=module.check_mode, report_floor=p['report_floor'])
@@ -462,8 +522,14 @@ def main():
     if mode == 'status':
         module.exit_json(**output)
     output.pop('check_mode')
-    if mode == 'unblock':
-        output = dict((key, output[key]) for key in ('changed', 'unblocked', 'not_listed', 'messages'))
+    enforcement = output.get('enforcement')
+    if mode == 'enforce':
+        output = {'changed': bool(enforcement and enforcement['changed']), 'messages': output['messages']}
+        if enforcement is not None:
+            output['enforcement'] = enforcement
+    elif mode == 'unblock':
+        output = dict((key, output[key]) for key in ('changed', 'unblocked', 'not_listed', 'messages', 'enforcement')
+                      if key in output)
     else:
         if module.params['compact']:
             output['counts'] = dict((window, compact_counts(counts)) for window, counts in output['counts'].items())
@@ -472,6 +538,8 @@ def main():
                 del output[key]
     if module._diff and result.changed:
         output['diff'] = {'prepared': result.blocklist_diff(settings.blocklist)}
+    if enforcement is not None and not enforcement['in_sync']:
+        module.fail_json(msg=ENFORCEMENT_FAILED % (enforcement['backend'], enforcement['error']), **output)
     module.exit_json(**output)
 
 

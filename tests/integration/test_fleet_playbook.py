@@ -1,8 +1,13 @@
 """playbooks/fleet.yml run by real ansible-playbook on 24 and 25 `ansible_connection: local`
-web hosts, each with its own log, lists, activity log and config file (tests/fleethosts.py):
-the thin spreads of issue 13 blocked on every host, the near-miss on none, a host's own
-block synced, an unreachable host left out, and a fleet threshold from group_vars of web."""
+web hosts, each with its own log, lists and activity log named in the inventory only, no
+config file deployed (tests/fleethosts.py): the thin spreads of issue 13 blocked on every
+host, the near-miss on none, a host's own block synced, an unreachable host left out, a
+fleet threshold from group_vars of web; every phase takes the settings from the hosts'
+variables, and nothing outside the test's directory is written."""
+import os
 import re
+
+import pytest
 
 from fleethosts import make_fleet, run_playbook
 
@@ -11,6 +16,31 @@ EVEN = '203.0.113.45'        # 45 an hour on each of 24 hosts: 1080
 LUMPY = '198.51.100.2'       # 300 on two hosts, 20 on the other 22: 1040
 NEAR = '192.0.2.41'          # 41 on each: 984, under 1000
 OWN = '198.51.100.99'        # blocked by web03's own run earlier
+
+
+# The built-in defaults a run without the inventory's settings would use (issue 21).
+DEFAULT_PATHS = ('/etc/ipblocklist.txt', '/etc/ipexcludedlist.txt', '/var/log/bot-detector.log',
+                 '/etc/bot-detector/bot-detector.conf', '/var/lib/bot-detector')
+
+
+def _stat(path):
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@pytest.fixture(autouse=True)
+def nothing_written_outside():
+    """The defaults' files are as they were; the hosts' decoy lists are never created."""
+    before = dict((path, _stat(path)) for path in DEFAULT_PATHS)
+    yield
+    assert dict((path, _stat(path)) for path in DEFAULT_PATHS) == before
+
+
+def no_decoys(hosts):
+    return [path for host in hosts.values() for path in host.decoys if os.path.exists(path)]
 
 
 def recap(out):
@@ -45,6 +75,7 @@ def test_thin_spreads_are_blocked_on_every_host_and_the_near_miss_on_none(tmp_pa
             assert 'IP addess %s added to the block list, RPH=1500 (sync)' % OWN in activity
     assert hosts['web01'].blocked()[0] == '192.0.2.1'                   # appended to, never rewritten
     assert all(changed == 1 and unreachable == 0 for changed, unreachable in recap(run.stdout).values())
+    assert no_decoys(hosts) == []
 
 
 def test_a_threshold_in_group_vars_of_web_applies_and_an_unreachable_host_is_left_out(tmp_path):
@@ -62,6 +93,7 @@ def test_a_threshold_in_group_vars_of_web_applies_and_an_unreachable_host_is_lef
         assert EVEN in blocked                                  # 1080 >= 1050
         assert LUMPY not in blocked and NEAR not in blocked      # 1040 and 984 < 1050
     assert hosts['web25'].blocked() == ['192.0.2.1']
+    assert no_decoys(hosts) == []
 
 
 def test_a_host_with_another_fleet_threshold_fails_naming_both_values(tmp_path):

@@ -61,7 +61,7 @@ def fragment():
             'Default: the host config file\'s C(%s) when set there, else %s.' % (s.name, module_default(s)), 6))
         lines.append('    type: %s' % s.ansible_type)
         if s.kind == 'list':
-            lines.append('    elements: str')
+            lines.append('    elements: %s' % s.elements)
         if s.choices:
             lines.append('    choices: [%s]' % ', '.join(s.choices))
         if s.aliases:
@@ -83,11 +83,13 @@ def role_block():
                 % s.effective_default_text, 10))
         lines.append('        type: %s' % s.ansible_type)
         if s.kind == 'list':
-            lines.append('        elements: str')
+            lines.append('        elements: %s' % s.elements)
         if s.choices:
             lines.append('        choices: [%s]' % ', '.join(s.choices))
         if s.role_default is not None:
             lines.append('        default: %s' % json.dumps(s.role_default))
+        if s.version_added:
+            lines.append('        version_added: %s' % s.version_added)
     return '\n'.join(lines) + '\n'
 
 

@@ -117,7 +117,7 @@ def test_a_lock_held_too_long_is_a_clear_error(tmp_path, files):
     assert again.returncode == 0 and files.read('blocklist') == b'203.0.113.7\n'
 
 
-def test_a_run_as_another_user_locks_in_its_own_directory(shared_dir):
+def test_a_run_as_another_user_locks_in_its_own_directory(shared_dir, readable_core):
     """Not root: $XDG_RUNTIME_DIR/bot-detector, else /tmp/bot-detector-<uid>, 0700 and the
     user's own; one planted by someone else is refused."""
     require_root_and_setpriv()
@@ -129,7 +129,7 @@ def test_a_run_as_another_user_locks_in_its_own_directory(shared_dir):
     shutil.rmtree(lock_dir, ignore_errors=True)
     env = dict((k, v) for k, v in os.environ.items() if k != 'XDG_RUNTIME_DIR')
     env['TZ'] = 'UTC'
-    args = [SYSTEM_PYTHON, str(CORE), '--blocklist', os.path.join(own, 'ipblocklist.txt'), '--exclusions',
+    args = [SYSTEM_PYTHON, str(readable_core), '--blocklist', os.path.join(own, 'ipblocklist.txt'), '--exclusions',
             os.path.join(own, 'ex'), '--activity-log', os.path.join(own, 'activity.log'), '--server-ip', '10.0.0.5',
             '--now', NOW, log]
     try:

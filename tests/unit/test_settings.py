@@ -10,6 +10,7 @@ import yaml
 import loggen
 from conftest import ROOT, mask_duration, run_core
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import errors, settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import DEFAULT_CONFIG, format_config, read_config
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -43,11 +44,11 @@ def test_config_list_items_keep_their_blanks(tmp_path, files):
     count '/jobboard' pages, which 'GET /job' (the space lost) would."""
     path = tmp_path / 'access.log'
     path.write_bytes(b''.join(loggen.line('203.0.113.9', NOW_EPOCH - 3600, path='/jobboard/%d' % i) for i in range(1200)))
-    text = settings.format_config({'job_prefixes': ['GET /job '], 'server_ips': ['10.0.0.5']})
+    text = format_config({'job_prefixes': ['GET /job '], 'server_ips': ['10.0.0.5']})
     assert '"GET /job "' in text
     config = tmp_path / 'c.conf'
     config.write_text(text)
-    assert settings.read_config(str(config)) == {'job_prefixes': ['GET /job '], 'server_ips': ['10.0.0.5']}
+    assert read_config(str(config)) == {'job_prefixes': ['GET /job '], 'server_ips': ['10.0.0.5']}
     assert run(files, path, config, '--check').stdout.count(b'203.0.113.9') == 0
     assert run(files, path, config, '--check', '--job-prefix', 'GET /job').stdout.count(b'203.0.113.9') == 1
 
@@ -73,11 +74,53 @@ def test_bad_config_exit_2_one_line_naming_file_and_key(tmp_path, files, log, co
     assert not files.base.exists() or not any(files.base.iterdir())
 
 
+def _module_setting_names():
+    """Every name and alias of the module's options that are settings, {name: setting}."""
+    sys.path.insert(0, str(ROOT / 'plugins' / 'modules'))
+    try:
+        import bot_detector as module  # pylint: disable=import-error
+    finally:
+        sys.path.pop(0)
+    names = {}
+    for name, option in module.argument_spec().items():
+        if name in settings.BY_NAME:
+            names.update((key, name) for key in [name] + list(option.get('aliases', [])))
+    return names
+
+
+def test_the_config_file_takes_exactly_the_names_and_aliases_the_module_takes(tmp_path):
+    """Issue 21: `server_ip = 127.0.0.1` was an unknown setting, though a documented alias."""
+    names = _module_setting_names()
+    assert any(key != name for key, name in names.items())          # there are aliases to test
+    for key, name in names.items():
+        setting = settings.BY_NAME[name]
+        value = settings.SETTINGS[0].default if setting.kind == 'path' else setting.default
+        if value is None or value == []:
+            value = {'list': ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x'}[setting.kind]
+        config = tmp_path / ('%s.conf' % key)
+        config.write_text('[bot_detector]\n%s =%s\n' % (key, (lambda t: t if t.startswith('\n') else ' ' + t)(
+            setting.format(value))))
+        assert read_config(str(config)) == {name: value}, key
+    for bad in ('threshhold', 'server_ipss', 'exclusion'):
+        config = tmp_path / 'bad.conf'
+        config.write_text('[bot_detector]\n%s = 1\n' % bad)
+        with pytest.raises(errors.BotDetectorError, match="unknown setting '%s'" % bad):
+            read_config(str(config))
+
+
+def test_a_setting_given_by_its_name_and_an_alias_in_the_config_file_fails(tmp_path, files, log):
+    config = tmp_path / 'both.conf'
+    config.write_text('[bot_detector]\nserver_ips = 10.0.0.5\nserver_ip = 127.0.0.1\n')
+    got = run(files, log, config)
+    assert got.returncode == 2 and got.stderr.count(b'\n') == 1, got.stderr
+    assert b"server_ip: server_ips is given twice (server_ip is its alias)" in got.stderr, got.stderr
+
+
 def test_missing_config_given_explicitly_is_an_error_the_default_is_not(tmp_path, files, log):
     got = run(files, log, tmp_path / 'nope.conf')
     assert got.returncode == 2 and b'cannot read the config file %s' % bytes(tmp_path / 'nope.conf') in got.stderr
     # Without --config, the default path is read when it exists; on this machine it does not.
-    assert not os.path.exists(settings.DEFAULT_CONFIG)
+    assert not os.path.exists(DEFAULT_CONFIG)
     plain = run_core(files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', log])
     assert plain.returncode == 0 and b'Blocking IP address: 203.0.113.7' in plain.stdout
 
@@ -99,14 +142,16 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'server_ips': ['10.0.0.5', '::1'], 'rotated': False, 'seek': False, 'seek_margin': 0, 'rules': 'precise',
               'crawlers': {'a': {'user_agent': 'A|B', 'domains': ['a.example']}}, 'ipv6_prefix': 64, 'dns_timeout': 0.5, 'dns_budget': 12.5, 'dns_lookups': 40,
               'lock_timeout': 5, 'state_dir': '/srv/state', 'ipv4_prefix': 24, 'ban_time': 5400,
-              'ban_time_max': 7 * 86400, 'metrics_file': '/srv/m.prom', 'count_budget': 5000, 'state_budget': 1 << 20}
+              'ban_time_max': 7 * 86400, 'metrics_file': '/srv/m.prom', 'count_budget': 5000, 'state_budget': 1 << 20,
+              'enforcement': 'nginx', 'enforcement_ports': [8080, 443], 'nginx_geo_file': '/srv/geo.conf',
+              'nginx_test_command': "nginx -t -c '/srv/n x.conf'", 'nginx_reload_command': 'systemctl reload nginx'}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'
-    path.write_text(settings.format_config(values, header='# managed'))
-    assert settings.read_config(str(path)) == values
+    path.write_text(format_config(values, header='# managed'))
+    assert read_config(str(path)) == values
     # Unset settings are comments: the file reads back as no settings at all.
-    path.write_text(settings.format_config({}))
-    assert settings.read_config(str(path)) == {}
+    path.write_text(format_config({}))
+    assert read_config(str(path)) == {}
 
 
 def test_settings_check_each_kind():
@@ -196,7 +241,7 @@ def test_role_renders_the_config_file_the_command_reads(tmp_path, files, log):
     assert got.returncode == 0, got.stdout.decode()[-2000:]
     text = dest.read_text()
     assert text.startswith('#') and 'threshold = 1200' in text and '# top: default, 20' in text
-    assert settings.read_config(str(dest)) == {'threshold': 1200, 'server_ips': ['10.0.0.5'], 'rules': 'spec',
+    assert read_config(str(dest)) == {'threshold': 1200, 'server_ips': ['10.0.0.5'], 'rules': 'spec',
                                                'job_prefixes': ['GET /job/', 'GET /jobs/']}
     out = run(files, log, dest)
     assert out.returncode == 0 and mask_duration(out.stdout).splitlines()[1] == b'Blocking IP address: 203.0.113.7 (1450 requests)'

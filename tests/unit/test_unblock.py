@@ -185,7 +185,7 @@ def test_links_another_user_could_have_planted_are_refused_and_nothing_changes(t
     assert files.blocklist.is_symlink() and not files.activity_log.exists()
 
 
-def test_as_another_user_links_are_followed_as_its_appends_follow_them():
+def test_as_another_user_links_are_followed_as_its_appends_follow_them(readable_core):
     """Not root: the appends follow any link, and so does unblock: the link's target is replaced."""
     require_root('this test needs root (owners)')
     base = tempfile.mkdtemp(prefix='bd-unblock-')
@@ -198,7 +198,7 @@ def test_as_another_user_links_are_followed_as_its_appends_follow_them():
         link = os.path.join(base, 'ipblocklist.txt')
         os.symlink(real, link)
         got = subprocess.run(['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY, '--clear-groups', '/usr/bin/python3',
-                              str(CORE), '--blocklist', link, '--activity-log', os.path.join(base, 'activity.log'),
+                              str(readable_core), '--blocklist', link, '--activity-log', os.path.join(base, 'activity.log'),
                               '--unblock', '203.0.113.7'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
         assert got.returncode == 0, got.stderr
         assert os.path.islink(link)
@@ -208,7 +208,7 @@ def test_as_another_user_links_are_followed_as_its_appends_follow_them():
         shutil.rmtree(base)
 
 
-def test_a_user_who_cannot_keep_the_owner_changes_nothing():
+def test_a_user_who_cannot_keep_the_owner_changes_nothing(readable_core):
     """As another user, in a directory that user may write, the root-owned blocklist could only
     be replaced by one the user owns: refused, the file and the directory as they were."""
     require_root('this test needs root (owners)')
@@ -219,7 +219,7 @@ def test_a_user_who_cannot_keep_the_owner_changes_nothing():
         with open(blocklist, 'wb') as handle:
             handle.write(b'203.0.113.7\n192.0.2.1\n')
         os.chmod(blocklist, 0o644)
-        args = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '/usr/bin/python3', str(CORE),
+        args = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '/usr/bin/python3', str(readable_core),
                 '--blocklist', blocklist, '--activity-log', os.path.join(base, 'activity.log'), '--unblock', '203.0.113.7']
         got = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
         assert got.returncode == 3, got.stderr

@@ -95,8 +95,13 @@ def test_what_came_after_1_0_0_says_when(tmp_path):
             continue    # everything in a plugin added later came with it
         for part, tree, children, old in (('option', doc['doc'].get('options'), 'suboptions', released[0]),
                                           ('return value', doc.get('return'), 'contains', released[1])):
+            added_of = {}
             for dotted, names, entry in entries(tree, children):
                 added = str(entry.get('version_added', ''))
+                parent = added_of.get(dotted.rpartition('.')[0], '')
+                if not added and parent and version_key(parent) > version_key(FIRST):
+                    added = parent      # what came with a later entry needs no date of its own
+                added_of[dotted] = added
                 if names & old:
                     if added and version_key(added) > version_key(FIRST):
                         missing.append('%s %s, %s %s: in %s, yet version_added %s' % (kind, name, part, dotted, FIRST, added))

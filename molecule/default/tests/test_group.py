@@ -1,5 +1,5 @@
 """Tests on the whole group, after test_default.py: the ad-hoc module run, a wrongly
-typed variable, the unblock playbook, and state absent."""
+typed variable, the unblock playbook, and state absent (with and without the state kept)."""
 import json
 import os
 
@@ -67,7 +67,17 @@ def test_state_absent_keeps_operators_data():
     assert run.returncode == 0, run.stdout
     for gone in ('/etc/cron.d/bot-detector', '/usr/local/sbin/bot-detector.sh', '/usr/local/lib/bot-detector',
                  '/etc/logrotate.d/bot-detector', '/etc/bot-detector',
-                 '/var/lib/node_exporter/textfile_collector/bot_detector.prom'):
+                 '/var/lib/node_exporter/textfile_collector/bot_detector.prom', '/var/lib/bot-detector'):
         assert not host.file(gone).exists, gone
     for path, content in data.items():
         assert get(host, path) == content
+
+
+def test_state_absent_can_keep_the_state_directory():
+    host = HOSTS['web1']
+    put(host, '/var/lib/bot-detector/kept', b'counts\n')
+    run = ansible_run(['ansible-playbook', os.path.join(ROOT, 'molecule', 'default', 'converge.yml'), '--limit', 'web1',
+                       '-e', '{"bot_detector_state": "absent", "bot_detector_absent_keep_state": true}'])
+    assert run.returncode == 0, run.stdout
+    assert not host.file('/etc/cron.d/bot-detector').exists and not host.file('/usr/local/lib/bot-detector').exists
+    assert get(host, '/var/lib/bot-detector/kept') == b'counts\n'

@@ -11,10 +11,11 @@ import sys
 
 from . import VERSION
 from .clock import parse_now
-from .errors import EXIT_BAD_OPTION, EXIT_OK, EXIT_SPEC_ERROR, BotDetectorError
+from .errors import EXIT_BAD_OPTION, EXIT_ENFORCEMENT_FAILED, EXIT_OK, EXIT_SPEC_ERROR, BotDetectorError
 from .messages import ERROR_PREFIX, FOLLOW_NEEDS, USAGE_LINES, WARNING_PREFIX
 from .run import detect
-from .settings import DEFAULT_CONFIG, SETTINGS, resolve
+from .config import DEFAULT_CONFIG, resolve
+from .settings import SETTINGS
 from .text import to_bytes
 
 __metaclass__ = type
@@ -22,7 +23,9 @@ __metaclass__ = type
 EXIT_STATUSES = ('Exit status: 0 done (a rotated file left out is a warning on standard error); 1 no log given, '
                  'or the log is missing, unreadable or not a regular file; 2 bad option, value or config file '
                  '(nothing read or written); 3 the run failed (host address or date query, lock, read or append; '
-                 'a failed append takes back its blocklist and activity lines where it can, and says when it cannot).')
+                 'a failed append takes back its blocklist and activity lines where it can, and says when it cannot); '
+                 '4 the run did its work but enforcement (nftables or nginx) failed: the blocklist keeps its changes, '
+                 'a warning names the cause.')
 
 
 # An off-flag's help says what the flag does (its setting's help says what the setting does).
@@ -101,6 +104,10 @@ def build_parser():
                         help='instead of a detection run: each blocklist entry with when and why it was added and '
                              'when it expires; with LOG, also the top addresses of the current windows against the '
                              'threshold. Reads, never writes.')
+    parser.add_argument('--enforce-now', action='store_true',
+                        help='instead of a detection run (no LOG): load the blocklist into the enforcement point of '
+                             'setting enforcement (nftables or nginx) now, even when it looks in sync; reads no log. '
+                             'Exit status 0 when in sync after it, 4 when the load failed.')
     parser.add_argument('--follow', action='store_true',
                         help='keep running: read the logs as they grow (rotations included) and decide at most a '
                              'second after new lines, as a run at that instant would; its position and counts are '
@@ -153,12 +160,14 @@ def _main(argv):
 
     if args.unblock and (args.log or args.status):
         parser.error('--unblock takes no LOG and no --status')
-    if not args.log and not args.unblock and not args.status:
+    if args.enforce_now and (args.log or args.status or args.unblock or args.check):
+        parser.error('--enforce-now takes no LOG, --status, --unblock or --check')
+    if not args.log and not args.unblock and not args.status and not args.enforce_now:
         for line in USAGE_LINES:   # docs/contract.md, rule 1: three lines on standard output, exit 1
             emit(line)
         return EXIT_SPEC_ERROR
 
-    if args.follow and (not args.log or args.check or args.json or args.unblock or args.status):
+    if args.follow and (not args.log or args.check or args.json or args.unblock or args.status or args.enforce_now):
         parser.error(FOLLOW_NEEDS)
     try:
         settings = resolve(explicit_settings(args), config_path=args.config or DEFAULT_CONFIG,
@@ -170,7 +179,12 @@ def _main(argv):
             from .follow import follow
             follow(settings, args.log, now=now, emit=emit, on_warning=warn)
             return EXIT_OK
-        if args.unblock:
+        if args.enforce_now:
+            if settings.enforcement == 'none':
+                parser.error('--enforce-now: setting enforcement is none (set it to nftables or nginx)')
+            from .enforce import enforce_now
+            result = enforce_now(settings, emit=None if args.json else emit, on_warning=warn)
+        elif args.unblock:
             from .unblock import unblock
             result = unblock(settings, args.unblock, check_mode=args.check, emit=None if args.json else emit,
                              on_warning=warn)
@@ -193,4 +207,7 @@ def _main(argv):
     if args.json:
         import json
         emit(json.dumps(result.as_dict(), sort_keys=True))
+    enforcement = getattr(result, 'enforcement', None)       # --status has none
+    if enforcement is not None and not enforcement['in_sync']:
+        return EXIT_ENFORCEMENT_FAILED
     return EXIT_OK

@@ -12,6 +12,7 @@ EXIT_OK = 0
 EXIT_SPEC_ERROR = 1     # no argument, log missing or not readable (docs/contract.md)
 EXIT_BAD_OPTION = 2     # a bad option, option value or config file; nothing was read or written
 EXIT_RUN_FAILED = 3     # the run failed part-way: host address or date query, lock, read or append
+EXIT_ENFORCEMENT_FAILED = 4     # the run did its work, but the enforcement point is not equal to the blocklist
 
 
 class BotDetectorError(Exception):

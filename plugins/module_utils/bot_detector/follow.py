@@ -116,7 +116,7 @@ class Follower:
         key = key_of(logs)
         self.state_path = os.path.join(settings.state_dir, key + '.json')
         self.status_path = os.path.join(lock_directory(), key + '.json')
-        self.decided_at = None
+        self.decided_at = self.enforcement = None
         self._pid_fd = None
 
     # ---- counting
@@ -305,20 +305,26 @@ class Follower:
         if metrics and self.settings.metrics_file is not None:
             from .metrics import write_follow
             try:
-                write_follow(self.settings, self.label, behind_seconds, behind_bytes, self.additions, self.removals)
+                write_follow(self.settings, self.label, behind_seconds, behind_bytes, self.additions, self.removals,
+                             self.enforcement)
                 self.additions, self.removals = {}, 0
             except BotDetectorError as exc:
                 self.warn(messages.METRICS_UNWRITABLE % exc.message)
 
     # ---- deciding
 
-    def decide(self, now, expire):
-        """A run's decision step at ``now`` on the counts held; state saved after the appends."""
+    def decide(self, now, expire, first=False):
+        """A run's decision step at ``now`` on the counts held; then, with enforcement, its
+        sync, as after a run (at the start, and after each change to the blocklist)."""
         from .run import decide_and_append
         result = Result(emit=None, on_warning=self.warn)
         counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
         decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire)
         self.decided_at = time.time()
+        if self.settings.enforcement != 'none' and (first or result.changed):
+            from .enforce import after_run      # the runs' one call into enforcement (metrics.recorded)
+            after_run(self.settings, result)
+            self.enforcement = result.enforcement
         for entry in result.by_verdict[BLOCK]:
             self.emit(messages.blocking(entry['address'], entry['count'], False, None))
         for reason, count in result.additions.items():
@@ -332,7 +338,7 @@ class Follower:
         now = self.clock()
         try:
             self._start(now)
-            self.decide(now, expire=self.settings.ban_time is not None)
+            self.decide(now, expire=self.settings.ban_time is not None, first=True)
             last_decision = last_save = last_expiry = time.time()
             lists_seen, saved = self._lists_stat(), None
             pending = False

@@ -67,6 +67,11 @@ UNREADABLE_FORMAT = ('%s: no line of the part read carries an access-log timesta
 HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whose addition is recorded only there '
                       'are kept')
 METRICS_UNWRITABLE = 'metrics not written: %s'
+# Enforcement (enforce/): a warning for blocklist lines it cannot load, one for a failed sync
+# (the blocklist keeps its changes), and --enforce-now's line.
+ENFORCEMENT_SKIPPED = 'enforcement: %d blocklist %s not an address or network and not enforced: %s'
+ENFORCEMENT_FAILED = ('enforcement (%s) failed, the blocklist is updated but not in effect there: %s')
+ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
 # --follow
 FOLLOW_LOST = '%s: lines may be missed: %s'
 FOLLOW_TWICE = 'a follower of %s already runs'

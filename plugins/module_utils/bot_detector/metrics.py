@@ -37,10 +37,13 @@ FAMILIES = (
     ('additions_total', 'counter', "Addresses appended to the blocklist, by reason: own (this host's runs), fleet, sync."),
     ('removals_total', 'counter', 'Entries removed from the blocklist, by reason: expired, unblock.'),
     ('blocklist_entries', 'gauge', 'Entries in the blocklist after the last run.'),
+    ('enforcement_in_sync', 'gauge', '1 when the enforcement point equals the blocklist after the last sync, 0 when not.'),
+    ('enforcement_entries', 'gauge', 'Entries (networks, merged) loaded into the enforcement point by the last good sync.'),
     ('follow_behind_seconds', 'gauge', 'Follow mode: seconds since the follower last had every line of these logs '
                                        'read and decided on; 0 when it has.'),
     ('follow_behind_bytes', 'gauge', 'Follow mode: bytes written to these logs and not read yet.'),
 )
+ENFORCEMENT = ('enforcement_in_sync', 'enforcement_entries')
 COUNTERS = ('additions_total', 'removals_total')
 STALE_AFTER = 86400
 
@@ -147,12 +150,13 @@ def write(settings, result, logs, success, started, extra=()):
         ended = time.time()
         samples = merge(old, run_samples(result, logs, success, started, ended, settings) + list(extra), logs, ended)
         samples.append(('blocklist_entries', (), len(entries(read_list(settings.blocklist)))))
+        samples += enforcement_samples(settings, result.enforcement, old)
         replace_file(path, render(samples).encode('utf-8'))
     finally:
         writer.unlock()
 
 
-def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals):
+def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None):
     """A follower's metrics (follow.py): how far behind it is, its additions and removals
     since its last write, and last_run_timestamp_seconds and last_run_success as a run's, so
     that the alerts on runs that stopped hold for a follower too."""
@@ -160,16 +164,32 @@ def write_follow(settings, log, behind_seconds, behind_bytes, additions, removal
     result = Result()
     result.additions = dict(additions)
     result.expired = [None] * removals
+    result.enforcement = enforcement      # the last sync's status (None: the file's gauges kept)
     started = time.time()
     extra = [('follow_behind_seconds', (('log', log),), round(behind_seconds, 3)),
              ('follow_behind_bytes', (('log', log),), behind_bytes)]
     write(settings, result, [log], True, started, extra=extra)
 
 
+def enforcement_samples(settings, status, old):
+    """The enforcement gauges: this run's sync (``status``), else the file's last ones; none
+    once enforcement is off. A failed sync keeps the entries of the last good one."""
+    if settings.enforcement == 'none':
+        return []
+    kept = [sample for sample in old if sample[0] in ENFORCEMENT and dict(sample[1]).get('backend') == settings.enforcement]
+    if status is None:
+        return kept
+    labels = (('backend', status['backend']),)
+    if status['in_sync']:
+        return [('enforcement_in_sync', labels, 1), ('enforcement_entries', labels, status['entries'])]
+    return [('enforcement_in_sync', labels, 0)] + [sample for sample in kept if sample[0] == 'enforcement_entries']
+
+
 class recorded:  # pylint: disable=invalid-name      # used as a function: ``with recorded(...):``
-    """Write the metrics after the run in the block (``logs``: a detection run's), success or
-    failure, unless in check mode. A metrics file that cannot be written is a warning: the
-    run itself did its work."""
+    """After the run in the block, unless in check mode: with enforcement, sync it (after a
+    failed run only when the run changed the blocklist); then write the metrics
+    (``logs``: a detection run's), success or failure. A metrics file that cannot be
+    written is a warning: the run itself did its work."""
 
     def __init__(self, settings, result, logs=None):
         self.settings, self.result, self.logs = settings, result, logs
@@ -179,7 +199,12 @@ class recorded:  # pylint: disable=invalid-name      # used as a function: ``wit
         return self
 
     def __exit__(self, kind, exc, traceback):
-        if self.settings.metrics_file is None or self.result.check_mode:
+        if self.result.check_mode:
+            return False
+        if self.settings.enforcement != 'none' and self.result.enforcement is None and (kind is None or self.result.changed):
+            from .enforce import after_run     # the one call into enforcement
+            after_run(self.settings, self.result)
+        if self.settings.metrics_file is None:
             return False
         if kind is not None:
             if issubclass(kind, BotDetectorError):

@@ -46,6 +46,7 @@ class Result:
         self.expired = []            # ban expiry: the entries removed (to remove in check mode)
         self.unblocked = None        # unblock: [{address, lines}] removed; addresses not listed
         self.not_listed = None
+        self.enforcement = None      # with enforcement: the last sync's status (enforce.Status.as_dict)
 
     @property
     def changed(self):
@@ -103,7 +104,8 @@ class Result:
         return printable(''.join(line + '\n' for line in diff)) if len(diff) > 2 else ''
 
     def as_dict(self):
-        return printable({
+        extra = {} if self.enforcement is None else {'enforcement': self.enforcement}
+        return printable(dict(extra, **{
             'changed': self.changed,
             'check_mode': self.check_mode,
             'blocked': self.by_verdict[BLOCK],
@@ -124,7 +126,7 @@ class Result:
             'expired': self.expired,
             'unblocked': self.unblocked,
             'not_listed': self.not_listed,
-        })
+        }))
 
 
 def _unified_range(start, length):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one table of settings, and where their values come from.
+"""The one table of settings and the checks of their values (config.py: where values come from).
 
 Each setting is one ``Setting`` row in ``SETTINGS``: its name (also the host config
 file's key, the module's option and the role's ``bot_detector_<name>`` variable), kind,
@@ -9,23 +9,17 @@ default, bounds and help. The command's options (cli.py), the module's argument_
 and documentation fragment, the role's argument_specs, the README's tables and the
 config file's parser and writer all come from this table.
 
-Precedence: an option given explicitly, then the host config file
-(``/etc/bot-detector/bot-detector.conf``, INI, section ``[bot_detector]``), then the
-built-in default (the spec's).
 """
 
 from __future__ import absolute_import, division, print_function
 
-import os
 import re
 
 from .clock import format_duration, parse_duration
 from .errors import bad_option
+from .text import quote_item as _quote, unquote_item as _unquote
 
 __metaclass__ = type
-
-DEFAULT_CONFIG = '/etc/bot-detector/bot-detector.conf'
-CONFIG_SECTION = 'bot_detector'
 
 SPEC_JOB_PREFIXES = [
     'GET /job/', 'GET /jobs/', 'GET /stelle/', 'GET /stellen/', 'GET /stellenangebot/',
@@ -69,7 +63,7 @@ class Setting:
 
     def __init__(self, name, kind, default, help, flag=None, off_flag=None, metavar=None, choices=None,
                  minimum=None, maximum=None, aliases=(), module_default=None, role_default=None,
-                 default_text=None, group='detection', version_added=None):
+                 default_text=None, group='detection', elements='str', version_added=None):
         if kind not in KINDS:
             raise ValueError('unknown kind %r of setting %s' % (kind, name))
         self.name = name
@@ -87,7 +81,8 @@ class Setting:
         self.role_default = default if role_default is SAME else role_default
         self.default_text = default_text
         self.group = group
-        self.version_added = version_added
+        self.elements = elements        # a list's items: 'str', or 'int' (bounded by minimum and maximum)
+        self.version_added = version_added      # the collection release that added it, when after 1.0.0
 
     @property
     def ansible_type(self):
@@ -126,7 +121,9 @@ class Setting:
             if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
                 raise bad_option('%s: must be a list, got %r' % (where, value))
             value = list(value)
-            if not all(isinstance(item, str) and item for item in value):
+            if self.elements == 'int':
+                value = [self._item_number(item, where) for item in value]
+            elif not all(isinstance(item, str) and item for item in value):
                 raise bad_option('%s: every item must be non-empty text, got %r' % (where, value))
         elif kind == 'dict':
             if not isinstance(value, dict):
@@ -139,6 +136,15 @@ class Setting:
                                  '90m, 12h, 7d), got %r' % (where, value))
             self._check_bounds(value, where, 'a duration in seconds')
         return value
+
+    def _item_number(self, item, where):
+        """One item of a list of whole numbers (text from the command line or the config file)."""
+        if isinstance(item, str) and item.strip().isdigit():
+            item = int(item.strip(), 10)
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise bad_option('%s: every item must be a whole number, got %r' % (where, item))
+        self._check_bounds(item, where, 'a whole number')
+        return item
 
     def _check_bounds(self, value, where, what):
         low, high = self.minimum, self.maximum
@@ -191,7 +197,7 @@ class Setting:
         if self.kind == 'bool':
             return 'true' if value else 'false'
         if self.kind == 'list':
-            return ''.join('\n    %s' % _quote(item) for item in value)
+            return ''.join('\n    %s' % _quote(str(item)) for item in value)
         if self.kind == 'dict':
             import json
             return json.dumps(value, sort_keys=True)
@@ -207,31 +213,8 @@ class Setting:
         if self.default is None:
             return 'off'
         if self.kind == 'list':
-            return ', '.join(repr(item) for item in self.default)
+            return ', '.join(repr(item) if isinstance(item, str) else str(item) for item in self.default)
         return self.format(self.default)
-
-
-def _quote(item):
-    """A list item on its own line: JSON-quoted when blanks around it, a leading quote or a
-    comment character would otherwise change it (``GET /job/`` ends in a space)."""
-    import json     # json: only config files and docs need it, not every run
-    if item != item.strip() or item[:1] in ('"', '#', ';') or json.dumps(item)[1:-1] != item:
-        return json.dumps(item)
-    return item
-
-
-def _unquote(line, where):
-    line = line.strip()
-    if not line.startswith('"'):
-        return line
-    import json
-    try:
-        value = json.loads(line)
-    except ValueError:
-        value = None
-    if not isinstance(value, str):
-        raise bad_option('%s: a quoted item must be one JSON string, got %r' % (where, line))
-    return value
 
 
 SETTINGS = (
@@ -336,6 +319,24 @@ SETTINGS = (
             "Prometheus metrics (text format, for node_exporter's textfile collector): written to this file "
             'after every run, atomically; off when unset.',
             metavar='PATH', version_added='2.0.0'),
+    Setting('enforcement', 'str', 'none',
+            'Where the blocklist takes effect, made equal to it after every change and by --enforce-now: none (another '
+            'program reads the file), nftables (table inet bot_detector) or nginx (the geo file nginx_geo_file).',
+            choices=('none', 'nftables', 'nginx'), role_default=SAME, group='enforcement', version_added='2.0.0'),
+    Setting('enforcement_ports', 'list', [80, 443],
+            'nftables enforcement: the ports (TCP and UDP) on which new connections from a blocked address are dropped.',
+            flag='--enforcement-port', metavar='PORT', minimum=1, maximum=65535, elements='int', group='enforcement',
+            version_added='2.0.0'),
+    Setting('nginx_geo_file', 'path', '/etc/nginx/bot-detector/blocked.conf',
+            'nginx enforcement: the file of lines "<address or network> 1;" that a geo block includes.',
+            metavar='PATH', role_default=SAME, group='enforcement', version_added='2.0.0'),
+    Setting('nginx_test_command', 'str', 'nginx -t -q',
+            'nginx enforcement: the command (split as a shell would, run without one) that tests the configuration '
+            'after the geo file changed; on failure the previous file is put back.', metavar='COMMAND',
+            group='enforcement', version_added='2.0.0'),
+    Setting('nginx_reload_command', 'str', 'nginx -s reload',
+            'nginx enforcement: the command that reloads nginx after a passed test.', metavar='COMMAND',
+            group='enforcement', version_added='2.0.0'),
 )
 
 BY_NAME = dict((s.name, s) for s in SETTINGS)
@@ -390,72 +391,3 @@ class Settings:
 
     def as_dict(self):
         return dict((s.name, getattr(self, s.name)) for s in SETTINGS)
-
-
-def read_config(path, required=False):
-    """The settings in the host config file, {name: value}. A missing file is no settings
-    unless ``required``; anything else wrong in it is a bad option naming the file."""
-    try:
-        with open(path, 'rb') as handle:
-            raw = handle.read()
-    except (IOError, OSError) as exc:
-        if not required and not os.path.lexists(path):
-            return {}
-        raise bad_option('cannot read the config file %s: %s' % (path, exc.strerror or exc))
-    return parse_config(raw, path)
-
-
-def parse_config(raw, path):
-    import configparser     # only runs that have a config file pay for it
-    try:
-        text = raw.decode('utf-8')
-    except UnicodeDecodeError:
-        raise bad_option('%s: not UTF-8 text' % path)
-    parser = configparser.ConfigParser(interpolation=None, delimiters=('=',), comment_prefixes=('#', ';'),
-                                       inline_comment_prefixes=None, strict=True, empty_lines_in_values=False,
-                                       default_section='\x00none')
-    try:
-        parser.read_string(text, source=path)
-    except configparser.Error as exc:
-        raise bad_option('%s: %s' % (path, str(exc).splitlines()[0]))
-    values = {}
-    for section in parser.sections():
-        if section != CONFIG_SECTION:
-            raise bad_option('%s: unknown section [%s] (expected [%s])' % (path, section, CONFIG_SECTION))
-        for key, text_value in parser.items(section):
-            setting = BY_NAME.get(key)
-            where = '%s: %s = %s' % (path, key, text_value.strip().replace('\n', ' '))
-            if setting is None:
-                raise bad_option('%s: unknown setting %r' % (path, key))
-            if not text_value.strip():
-                continue        # an empty value: the built-in default
-            values[key] = setting.parse(text_value, where)
-    return values
-
-
-def format_config(values, header=''):
-    """The config file for ``values`` ({name: value}, as the role has them): each set
-    setting as a key, the others as a comment showing the default. Values are checked
-    against the table, so a bad role variable fails the deployment, not the cron run."""
-    lines = [header.rstrip('\n')] if header else []
-    lines.append('[%s]' % CONFIG_SECTION)
-    for setting in SETTINGS:
-        value = values.get(setting.name)
-        if isinstance(value, str) and setting.kind not in ('path', 'str'):
-            value = setting.parse(value, setting.name)      # extra vars arrive as text
-        value = setting.check(value, 'bot_detector_%s' % setting.name)
-        if value is None or value == []:
-            lines.append('# %s: default, %s' % (setting.name, setting.effective_default_text))
-        else:
-            text = setting.format(value)
-            lines.append('%s =%s%s' % (setting.name, '' if text.startswith('\n') else ' ', text))
-    return '\n'.join(lines) + '\n'
-
-
-def resolve(explicit, config_path=None, config_required=False, surface='command'):
-    """Settings from explicit values ({name: value}, None = not given) over the config file."""
-    values = read_config(config_path, config_required) if config_path else {}
-    for name, value in explicit.items():
-        if value is not None:
-            values[ALIASES.get(name, name)] = value
-    return Settings(surface=surface, **values)

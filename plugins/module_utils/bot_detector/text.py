@@ -32,3 +32,28 @@ def printable(value):
     if isinstance(value, str):
         return value.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')
     return value
+
+
+def quote_item(item):
+    """A list item on its own line: JSON-quoted when blanks around it, a leading quote or a
+    comment character would otherwise change it (``GET /job/`` ends in a space)."""
+    import json     # json: only config files and docs need it, not every run
+    if item != item.strip() or item[:1] in ('"', '#', ';') or json.dumps(item)[1:-1] != item:
+        return json.dumps(item)
+    return item
+
+
+def unquote_item(line, where):
+    """A list item of the config file, its JSON quotes (quote_item's) removed."""
+    line = line.strip()
+    if not line.startswith('"'):
+        return line
+    import json
+    try:
+        value = json.loads(line)
+    except ValueError:
+        value = None
+    if not isinstance(value, str):
+        from .errors import bad_option
+        raise bad_option('%s: a quoted item must be one JSON string, got %r' % (where, line))
+    return value

@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""nftables enforcement: the table ``inet bot_detector``, loaded in one ``nft -f -`` transaction.
+
+The file declares the table, its two interval sets and its chain (``add`` keeps what
+exists), flushes the sets and the chain, and fills them: nft applies the whole file or
+nothing, so there is no instant with an empty set, and one transaction costs what one
+element costs times the elements (never a call per element). Nothing outside the table is
+named, so the operator's own ruleset stays as it was.
+
+The chain drops, rather than rejects, new connections from a blocked address: a scraper
+learns nothing quickly (each attempt waits for its own time-out), and the host sends no
+packet to an address it has never answered (a reject answers spoofed sources too).
+
+The drop rules' comment, and a record beside the run's lock, carry the digest of the
+blocklist loaded and the entries count (enforce.digest_of); a sync whose blocklist has that
+digest loads nothing (``force`` loads anyway: --enforce-now, at boot). See ``loaded`` for
+when nft confirms it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+import re
+import subprocess
+
+from ..errors import BotDetectorError
+from ..text import printable, to_text
+
+__metaclass__ = type
+
+NFT = 'nft'
+TABLE = 'inet bot_detector'
+CHAIN_PRIORITY = 'filter - 10'
+# Elements per ``add element`` statement: the same transaction, in pieces nft parses quickly.
+CHUNK = 10000
+TIMEOUT = 600
+# Up to this many entries, an unchanged blocklist is confirmed by listing the table (see loaded).
+CHECK_MAX = 100000
+_DIGEST = re.compile(r'comment "bot-detector ([0-9a-f]{32}) ([0-9]+)"')
+
+
+def ruleset(entries, ports, digest=None):
+    """The ``nft -f`` text that makes the table hold ``entries`` (enforce.Entries) and drop
+    new connections from them to ``ports``. With ``digest``, the drop rules' comment holds
+    it and the entries count."""
+    port_set = ', '.join(str(port) for port in sorted(set(ports)))
+    comment = ' comment "bot-detector %s %d"' % (digest, len(entries)) if digest else ''
+    lines = [
+        'add table %s' % TABLE,
+        'add set %s blocked_v4 { type ipv4_addr; flags interval; auto-merge; }' % TABLE,
+        'add set %s blocked_v6 { type ipv6_addr; flags interval; auto-merge; }' % TABLE,
+        'add chain %s input { type filter hook input priority %s; policy accept; }' % (TABLE, CHAIN_PRIORITY),
+        'flush set %s blocked_v4' % TABLE,
+        'flush set %s blocked_v6' % TABLE,
+        'flush chain %s input' % TABLE,
+        # TCP and UDP (HTTP/3 runs over UDP 443); ct state new: a packet that opens a flow.
+        'add rule %s input ct state new meta l4proto { tcp, udp } th dport { %s } ip saddr @blocked_v4 drop%s'
+        % (TABLE, port_set, comment),
+        'add rule %s input ct state new meta l4proto { tcp, udp } th dport { %s } ip6 saddr @blocked_v6 drop%s'
+        % (TABLE, port_set, comment),
+    ]
+    for name, networks in (('blocked_v4', entries.v4), ('blocked_v6', entries.v6)):
+        for start in range(0, len(networks), CHUNK):
+            elements = ', '.join(networks[start:start + CHUNK])
+            lines.append('add element %s %s { %s }' % (TABLE, name, elements))
+    return '\n'.join(lines) + '\n'
+
+
+def _nft(args, text=None):
+    """Run nft; (exit status, standard output). Raises BotDetectorError when it cannot run."""
+    try:
+        proc = subprocess.run([NFT] + args, input=None if text is None else text.encode('ascii'),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BotDetectorError('%s: %s' % (NFT, exc))
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _record(settings):
+    """The file beside the run's lock that records the last good load: '<digest> <entries>'."""
+    from ..writer import lock_file
+    return lock_file(settings.blocklist)[:-len('.lock')] + '.nft'
+
+
+def loaded(settings):
+    """(digest, entries) of the last good load, or None. The record of the last load says it;
+    up to CHECK_MAX entries nft confirms it from the drop rules' comment (a table removed or
+    flushed by hand is then seen at the next run). Above that, listing costs more than a
+    load (nft reads every element from the kernel even to list one chain), so the record is
+    trusted: the boot unit and a restart of nftables.service load anyway (--enforce-now)."""
+    try:
+        with open(_record(settings)) as handle:
+            digest, count = handle.read().split()
+        recorded = (digest, int(count))
+    except (IOError, OSError, ValueError):
+        return None
+    if recorded[1] > CHECK_MAX:
+        return recorded
+    code, out, dummy = _nft(['-t', 'list', 'chain'] + TABLE.split() + ['input'])
+    if code != 0:
+        return None
+    found = set(_DIGEST.findall(to_text(out)))
+    if len(found) != 1:
+        return None
+    digest, count = found.pop()
+    return (digest, int(count)) if (digest, int(count)) == recorded else None
+
+
+def load(settings, entries, digest, force=False):
+    """Load ``entries`` into the table in one transaction, and record it; True (it was loaded)."""
+    from ..replace import replace_file
+    record = _record(settings)
+    try:
+        os.unlink(record)       # a load that fails leaves no record: the next run tries again
+    except OSError:
+        pass
+    code, dummy, err = _nft(['-f', '-'], ruleset(entries, settings.enforcement_ports, digest))
+    if code == 0:
+        replace_file(record, ('%s %d\n' % (digest, len(entries))).encode('ascii'))
+    else:
+        lines = [line.strip() for line in printable(to_text(err)).splitlines() if line.strip()]
+        detail = lines[0] if lines else 'exit status %d' % code
+        raise BotDetectorError('nft -f: %s (exit status %d); the table %s is as it was' % (detail, code, TABLE))
+    return True

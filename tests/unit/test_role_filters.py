@@ -1,0 +1,54 @@
+"""The role's filters on the detector's table (issue 21): role_settings gives the module the
+settings a host's variables set, typed as the config file would read them; role_problems
+names the variable at fault and the nearest known name."""
+import pytest
+import yaml
+
+from conftest import ROOT
+from ansible.errors import AnsibleFilterError
+from ansible_collections.jobboard.bot_detector.plugins.filter.host_config import role_problems, role_settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS
+
+SPECS = yaml.safe_load((ROOT / 'roles' / 'bot_detector' / 'meta' / 'argument_specs.yml').read_text())
+
+
+def test_every_setting_given_as_text_is_typed_as_the_config_file_reads_it():
+    variables = {}
+    expected = {}
+    for setting in SETTINGS:
+        value = setting.default if setting.default not in (None, []) else {
+            'list': ['10.0.0.5'], 'int': 24, 'duration': 7200, 'path': '/tmp/x', 'float': 1.5}[setting.kind]
+        if setting.name == 'ipv4_prefix':
+            value = 24
+        variables['bot_detector_' + setting.name] = setting.format(value).strip() if setting.kind not in ('list', 'dict') else value
+        expected[setting.name] = value
+    variables['bot_detector_rules'] = expected['rules'] = 'precise'
+    variables['bot_detector_unrelated'] = 'ignored'
+    assert role_settings(variables) == expected
+
+
+def test_unset_settings_are_left_out():
+    assert role_settings({'bot_detector_threshold': None, 'bot_detector_logs': ['/x']}) == {}
+
+
+@pytest.mark.parametrize('variables,message', [
+    ({'bot_detector_threshold': -5}, 'bot_detector_threshold: must be a whole number of at least 1, got -5'),
+    ({'bot_detector_threshold': '-5'}, 'bot_detector_threshold: must be a whole number of at least 1, got -5'),
+    ({'bot_detector_ban_time': 'forever'}, 'bot_detector_ban_time: '),
+    ({'bot_detector_ban_time_max': '1d'}, 'bot_detector_ban_time_max: needs ban_time'),
+    ({'bot_detector_ipv4_prefix': 24}, 'bot_detector_ipv4_prefix: IPv4 grouping needs the precise rules'),
+])
+def test_a_rejected_value_names_the_variable(variables, message):
+    with pytest.raises(AnsibleFilterError) as info:
+        role_settings(variables)
+    assert str(info.value).startswith(message) and '\n' not in str(info.value)
+    assert role_problems(variables, SPECS)[0].startswith(message)
+
+
+def test_unknown_names_get_the_nearest_known_one_and_known_ones_pass():
+    known = dict(('bot_detector_' + s.name, None) for s in SETTINGS)
+    assert role_problems(known, SPECS) == []
+    assert role_problems({'bot_detector_treshold': 5, 'bot_detector_zzz': 1, 'bot_detector_mine': 1}, SPECS,
+                         internal=['bot_detector_mine']) == [
+        'bot_detector_treshold: not a variable of the role; did you mean bot_detector_threshold?',
+        'bot_detector_zzz: not a variable of the role; meta/argument_specs.yml lists them']
