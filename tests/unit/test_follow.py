@@ -374,3 +374,22 @@ def test_bans_expire_while_following(tmp_path):
     with Following(tmp_path, files, log, extra=['--ban-time', '1h']):
         wait_for(lambda: blocked(files) == [b'203.0.113.21'], 5, 'expiry')
         assert b'203.0.113.20 removed from the block list (expired' in files.read('activity_log')
+
+
+def test_the_enforcement_point_follows_the_blocklist(tmp_path):
+    """With enforcement (nginx's geo file; its test and reload commands are `true` here), the
+    follower syncs after the decision that appended, as a run does after its appends."""
+    files, log = setup(tmp_path)
+    log.parent.mkdir()
+    log.write_bytes(b'')
+    geo = tmp_path / 'nginx' / 'blocked.conf'
+    geo.parent.mkdir()
+    extra = ['--enforcement', 'nginx', '--nginx-geo-file', geo, '--nginx-test-command', 'true',
+             '--nginx-reload-command', 'true']
+    with Following(tmp_path, files, log, extra=extra) as follower:
+        follower.mark()
+        with open(str(log), 'ab') as handle:
+            handle.write(lines('203.0.113.30', 60))
+        wait_for(lambda: geo.exists() and b'\n203.0.113.30 1;\n' in geo.read_bytes(), 5, 'the geo file')
+        assert blocked(files) == [b'203.0.113.30']
+        assert follower.stop() == 0
