@@ -46,7 +46,7 @@ def line(address, epoch):
 
 def noise(count, epoch):
     return b''.join(line('10.%d.%d.%d' % (random.randint(0, 255), random.randint(0, 255), random.randint(1, 254)), epoch)
-                    for _ in range(count))
+                    for dummy in range(count))
 
 
 def cpu_seconds(pid):
@@ -108,7 +108,7 @@ def main():
             who = tick - int(2 / TICK)      # from 2 s on, a scraper every TRAFFIC * 0.8 / SCRAPERS seconds
             spacing = int(TRAFFIC * 0.8 / SCRAPERS / TICK)
             if who >= 0 and who % spacing == 0 and who // spacing < SCRAPERS:
-                data += b''.join(line(scrapers[who // spacing], now) for _ in range(THRESHOLD - 1))
+                data += b''.join(line(scrapers[who // spacing], now) for dummy in range(THRESHOLD - 1))
             if who >= 0 and who % spacing == spacing // 2 and who // spacing < SCRAPERS:
                 address = scrapers[who // spacing]
                 out.write(data + line(address, now))
@@ -126,7 +126,7 @@ def main():
         missed = [a for a in written if a not in watcher.seen]
         burst_address = '198.51.100.1'
         now = time.time()
-        burst = noise(BURST - THRESHOLD, now) + b''.join(line(burst_address, now) for _ in range(THRESHOLD))
+        burst = noise(BURST - THRESHOLD, now) + b''.join(line(burst_address, now) for dummy in range(THRESHOLD))
         out.write(burst)
         out.flush()
         burst_written = time.time()
