@@ -3,14 +3,15 @@
 # podman + runc (molecule hosts), debootstrap (their image), shellcheck (ansible-test
 # sanity), localedef (locales) for the de_DE.UTF-8 locale the activity-date test runs
 # `date` under, promtool (prometheus) for the Prometheus rules' tests, nft, nginx, curl
-# and ip for the enforcement tests (namespaces, a scratch nginx). Anything still missing
+# and ip for the enforcement tests (namespaces, a scratch nginx), logrotate for follow mode's
+# rotation tests. Anything still missing
 # afterwards is an error, never a skipped test.
 # Debian's prometheus and nginx packages would start (and enable) their servers: only the
 # programs are wanted, so the install runs under a policy-rc.d that forbids starting services
 # (unless one is in place already), and the Prometheus unit is then disabled and stopped.
 set -euo pipefail
 declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales
-                        [promtool]=prometheus [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2)
+                        [promtool]=prometheus [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2 [logrotate]=logrotate)
 test_locale=de_DE.UTF-8
 
 has_locale() { locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; }

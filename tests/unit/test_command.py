@@ -216,3 +216,15 @@ def test_closed_standard_output_ends_quietly_like_the_script(tmp_path, files):
         outcomes.append((proc.returncode, proc.stderr))
     assert outcomes[0] == outcomes[1] == (-13, b'')
     assert not files.blocklist.exists() and not files.activity_log.exists()
+
+
+def test_help_of_an_off_flag_says_what_the_flag_does():
+    """--full-scan turns the seek off: its help says it reads every log whole, with no
+    default that reads as if full scans were the default (issue 26 item 4)."""
+    import re
+    out = run_core(['--help']).stdout.decode()
+    text = ' '.join(out.split())
+    found = re.search(r'--full-scan (.*?) --', text).group(1)
+    assert found.startswith('read every log whole') and 'default: true' not in found
+    for flag in re.findall(r'\n  (--no-[a-z-]+)', out):
+        assert re.search(re.escape(flag) + r'\s+turn --[a-z-]+ off', out), flag

@@ -70,3 +70,25 @@ def test_with_a_state_only_the_part_read_is_judged(tmp_path, files):
     assert warnings(combined, b'198.51.100.3 - - [21/No') == []      # unfinished
     assert warnings(combined, b'v/2026:03:10:00 +0000] "GET /job/1 HTTP/1.1" 200 5 "-" "x"\n') == []
     assert [line.startswith(WARNING % bytes(combined)) for line in warnings(combined, ISO[:1000] + b'\n')] == [True]
+
+
+# Real timestamps in other spellings (issue 26): the reference counts them by their hour
+# text, and so does the command; a warning that nothing was counted would be false.
+OTHER_STAMPS = {
+    'zone-name': b'[21/Nov/2026:03:%02d:%02d GMT]',
+    'no-zone': b'[21/Nov/2026:03:%02d:%02d]',
+    'haproxy-ms': b'[21/Nov/2026:03:%02d:%02d.123]',
+    'no-brackets': b'21/Nov/2026:03:%02d:%02d +0000',
+}
+
+
+@pytest.mark.parametrize('stamp', sorted(OTHER_STAMPS), ids=sorted(OTHER_STAMPS))
+def test_real_timestamps_of_other_spellings_do_not_warn(tmp_path, files, stamp):
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(b'203.0.113.7 - - ' + OTHER_STAMPS[stamp] % (i % 60, i % 60) +
+                             b' "GET /job/%d HTTP/1.1" 200 5 "-" "curl/8"\n' % i for i in range(1200)))
+    got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--now', NOW, '--threshold', '1000', log])
+    reference = run_reference(log, files.blocklist, files.exclusions, files.activity_log, ['10.0.0.5'], NOW)
+    assert got.returncode == reference.returncode == 0
+    assert b'Blocking IP address: 203.0.113.7 (1200 requests)' in got.stdout
+    assert got.stderr == b'', got.stderr

@@ -22,6 +22,7 @@ FAMILIES = {
     'bot_detector_last_run_read_lines': 'gauge', 'bot_detector_last_run_top_count': 'gauge',
     'bot_detector_threshold': 'gauge', 'bot_detector_additions': 'counter', 'bot_detector_removals': 'counter',
     'bot_detector_blocklist_entries': 'gauge',
+    'bot_detector_follow_behind_seconds': 'gauge', 'bot_detector_follow_behind_bytes': 'gauge',
 }
 
 

@@ -12,7 +12,7 @@ import sys
 from . import VERSION
 from .clock import parse_now
 from .errors import EXIT_BAD_OPTION, EXIT_ENFORCEMENT_FAILED, EXIT_OK, EXIT_SPEC_ERROR, BotDetectorError
-from .messages import ERROR_PREFIX, USAGE_LINES, WARNING_PREFIX
+from .messages import ERROR_PREFIX, FOLLOW_NEEDS, USAGE_LINES, WARNING_PREFIX
 from .run import detect
 from .config import DEFAULT_CONFIG, resolve
 from .settings import SETTINGS
@@ -27,6 +27,10 @@ EXIT_STATUSES = ('Exit status: 0 done (a rotated file left out is a warning on s
                  '4 the run did its work but enforcement (nftables or nginx) failed: the blocklist keeps its changes, '
                  'a warning names the cause.')
 
+
+# An off-flag's help says what the flag does (its setting's help says what the setting does).
+OFF_HELP = {'--full-scan': 'read every log whole, as the reference does, instead of only from where the windows can start '
+                           '(seek, on by default: in a plain log in time order, found from the line timestamps)'}
 
 _COLUMNS = []
 
@@ -78,7 +82,7 @@ def build_parser():
         if setting.kind == 'bool':
             on_help = setting.help + default if setting.off_flag != '--full-scan' else argparse.SUPPRESS
             parser.add_argument(setting.flag, dest=setting.name, action='store_const', const=True, help=on_help)
-            off_help = 'turn %s off' % setting.flag if setting.off_flag != '--full-scan' else setting.help + default
+            off_help = OFF_HELP.get(setting.off_flag, 'turn %s off' % setting.flag)
             parser.add_argument(setting.off_flag, dest=setting.name, action='store_const', const=False, help=off_help)
         elif setting.kind == 'list':
             parser.add_argument(setting.flag, dest=setting.name, action='append', metavar=setting.metavar,
@@ -104,6 +108,11 @@ def build_parser():
                         help='instead of a detection run (no LOG): load the blocklist into the enforcement point of '
                              'setting enforcement (nftables or nginx) now, even when it looks in sync; reads no log. '
                              'Exit status 0 when in sync after it, 4 when the load failed.')
+    parser.add_argument('--follow', action='store_true',
+                        help='keep running: read the logs as they grow (rotations included) and decide at most a '
+                             'second after new lines, as a run at that instant would; its position and counts are '
+                             'kept in the state directory (--state-dir, required). SIGTERM ends it (exit 0). With '
+                             '--now, its clock starts there and runs (replays, tests)')
     parser.add_argument('--version', action='version', version='%(prog)s ' + VERSION)
     return parser
 
@@ -158,10 +167,18 @@ def _main(argv):
             emit(line)
         return EXIT_SPEC_ERROR
 
+    if args.follow and (not args.log or args.check or args.json or args.unblock or args.status or args.enforce_now):
+        parser.error(FOLLOW_NEEDS)
     try:
         settings = resolve(explicit_settings(args), config_path=args.config or DEFAULT_CONFIG,
                            config_required=args.config is not None)
         now = parse_now(args.now) if args.now is not None else None
+        if args.follow:
+            if not settings.state_dir:
+                parser.error(FOLLOW_NEEDS)
+            from .follow import follow
+            follow(settings, args.log, now=now, emit=emit, on_warning=warn)
+            return EXIT_OK
         if args.enforce_now:
             if settings.enforcement == 'none':
                 parser.error('--enforce-now: setting enforcement is none (set it to nftables or nginx)')

@@ -25,6 +25,10 @@ MAX_UTC_OFFSET = 14 * 3600      # +14:00, the widest offset in use
 
 # An access-log timestamp, [21/Nov/2026:04:13:43 +0000]: the common and combined log formats'.
 TIMESTAMP = re.compile(br'\[(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([-+])(\d{2})(\d{2})\]')
+# What the windows count by (rule 5.3.1): a date and hour, 21/Nov/2026:04, however the rest
+# of the time is spelt ([21/Nov/2026:04:13:43 GMT], HAProxy's [21/Nov/2026:04:13:43.123]).
+# A log none of whose lines holds one counts nothing: the warning of an unreadable format.
+HOUR_TEXT = re.compile(br'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}')
 _MONTH_NUMBER = dict((m.encode('ascii'), i + 1) for i, m in enumerate(MONTHS))
 
 
@@ -213,11 +217,11 @@ class Scan:
         self.bytes_read = 0
         self.end = 0              # where the lines counted end (tally.scan_file)
         self.lines = None         # lines read, when counted (the metrics)
-        self.stamped = False      # whether a line counted carries an access-log timestamp
+        self.stamped = False      # whether a line counted carries a date and hour (HOUR_TEXT)
 
     @property
     def unreadable(self):
-        """Finished lines were read, and none carries an access-log timestamp: a log in
+        """Finished lines were read, and none carries a date and hour (HOUR_TEXT): a log in
         another format, which counts nothing. (A last line not finished yet is not judged.)"""
         return self.end > self.start and not self.stamped
 

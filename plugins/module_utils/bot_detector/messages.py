@@ -72,6 +72,12 @@ METRICS_UNWRITABLE = 'metrics not written: %s'
 ENFORCEMENT_SKIPPED = 'enforcement: %d blocklist %s not an address or network and not enforced: %s'
 ENFORCEMENT_FAILED = ('enforcement (%s) failed, the blocklist is updated but not in effect there: %s')
 ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
+# --follow
+FOLLOW_LOST = '%s: lines may be missed: %s'
+FOLLOW_TWICE = 'a follower of %s already runs'
+FOLLOW_NEEDS = ('--follow needs a LOG and a state directory (--state-dir, or state_dir in the config file), and '
+                'takes no --check, --json, --unblock or --status')
+STATUS_FOLLOWER = 'Follower of %(logs)s (pid %(pid)d): %(state)s, %(behind_seconds)s s and %(behind_bytes)d bytes behind at %(when)s'
 
 # --status, in text: the blocklist's entries, then with a LOG each window's top records.
 STATUS_HEADING = 'Blocklist %s: %d %s'

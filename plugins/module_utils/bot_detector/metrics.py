@@ -39,6 +39,9 @@ FAMILIES = (
     ('blocklist_entries', 'gauge', 'Entries in the blocklist after the last run.'),
     ('enforcement_in_sync', 'gauge', '1 when the enforcement point equals the blocklist after the last sync, 0 when not.'),
     ('enforcement_entries', 'gauge', 'Entries (networks, merged) loaded into the enforcement point by the last good sync.'),
+    ('follow_behind_seconds', 'gauge', 'Follow mode: seconds since the follower last had every line of these logs '
+                                       'read and decided on; 0 when it has.'),
+    ('follow_behind_bytes', 'gauge', 'Follow mode: bytes written to these logs and not read yet.'),
 )
 ENFORCEMENT = ('enforcement_in_sync', 'enforcement_entries')
 COUNTERS = ('additions_total', 'removals_total')
@@ -133,7 +136,7 @@ def merge(old, new, logs, now):
     return merged
 
 
-def write(settings, result, logs, success, started):
+def write(settings, result, logs, success, started, extra=()):
     """Read, merge and replace the metrics file under the run's lock."""
     from .replace import replace_file       # tempfile: only runs that write metrics pay for it
     path = settings.metrics_file
@@ -145,12 +148,27 @@ def write(settings, result, logs, success, started):
         except UnicodeDecodeError:
             old = []            # not a file of ours: start it anew
         ended = time.time()
-        samples = merge(old, run_samples(result, logs, success, started, ended, settings), logs, ended)
+        samples = merge(old, run_samples(result, logs, success, started, ended, settings) + list(extra), logs, ended)
         samples.append(('blocklist_entries', (), len(entries(read_list(settings.blocklist)))))
         samples += enforcement_samples(settings, result.enforcement, old)
         replace_file(path, render(samples).encode('utf-8'))
     finally:
         writer.unlock()
+
+
+def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None):
+    """A follower's metrics (follow.py): how far behind it is, its additions and removals
+    since its last write, and last_run_timestamp_seconds and last_run_success as a run's, so
+    that the alerts on runs that stopped hold for a follower too."""
+    from .result import Result
+    result = Result()
+    result.additions = dict(additions)
+    result.expired = [None] * removals
+    result.enforcement = enforcement      # the last sync's status (None: the file's gauges kept)
+    started = time.time()
+    extra = [('follow_behind_seconds', (('log', log),), round(behind_seconds, 3)),
+             ('follow_behind_bytes', (('log', log),), behind_bytes)]
+    write(settings, result, [log], True, started, extra=extra)
 
 
 def enforcement_samples(settings, status, old):

@@ -34,6 +34,11 @@ from .writer import BlocklistWriter
 __metaclass__ = type
 
 
+def server_ips_of(settings):
+    """The server's own addresses (rule 5.3.8), as bytes."""
+    return [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
+
+
 def count_logs(settings, logs, now, resolver, result, session=None):
     """Rules 2 to 5.3: check the logs, then count them (with ``state_dir``, on from what
     earlier runs counted); with ``session`` (spill.Session), in bounded memory. Returns
@@ -41,7 +46,7 @@ def count_logs(settings, logs, now, resolver, result, session=None):
     for path in logs:       # rule 2, before anything else happens
         check_readable(path)
     now = time.time() if now is None else now
-    server_ips = [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
+    server_ips = server_ips_of(settings)
     rules = rules_for(settings, resolver)
     states = []
     if settings.state_dir:
@@ -54,7 +59,7 @@ def count_logs(settings, logs, now, resolver, result, session=None):
     for line in counts.warnings:
         result.warn(line)
     for scan in counts.scans:
-        if scan.unreadable:     # lines, none with an access-log timestamp: nothing counted
+        if scan.unreadable:     # lines, none with a date and hour dd/Mon/yyyy:HH: nothing counted
             result.warn(UNREADABLE_FORMAT % scan.path)
     return rules, counts, server_ips, states
 
@@ -108,10 +113,30 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
     result.scans = [scan.as_dict() for scan in counts.scans]
     if report_floor is not None:
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
+
+    def save_states():
+        if states and not check_mode:
+            from .statedir import save
+            problem = save(settings.state_dir, states, settings.state_budget)
+            for line in problem.split('\n') if problem else ():
+                result.warn(line)
+    decide_and_append(result, settings, rules, counts, server_ips, after=save_states)
+    result.rules = rules.name
+    result.verifications = rules.verifications
+    result.duration = int(time.time()) - start
+    result.say(EXECUTION_TIME % result.duration)
+
+
+def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=True, after=None):
+    """The one decision step (rules 5.3.7 to 6), a run's and a follower's (follow.py): under
+    the lock, the lists read (expired bans removed first, with ``expire_bans``), each
+    window's ranked records judged, each block appended; then ``after()``, still under the
+    lock, after the appends: a state saved there by a process killed before it keeps the
+    old one, which costs a cold start or a re-read, never a count."""
     # Ranked before the lock: the ranking reads no list, and the precise rules' crawler
     # verification (DNS, up to dns_budget seconds) must not hold the lock.
     ranked = [(window, rules.examined(counter, server_ips, settings.top)) for window, counter in counts]
-    writer, lists = _locked_lists(settings, rules, result, check_mode, expire_bans=True)
+    writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     try:
         for window, records in ranked:
             result.say(window.heading)
@@ -121,19 +146,10 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
                 if verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
                     _act(result, writer, lists, verdict, key, entry)
-        if states and not check_mode:
-            # Under the lock, after the appends: a run killed before this keeps the old state,
-            # which costs the next run a cold start, never a count.
-            from .statedir import save
-            problem = save(settings.state_dir, states, settings.state_budget)
-            for line in problem.split('\n') if problem else ():
-                result.warn(line)
+        if after is not None:
+            after()
     finally:
         writer.unlock()
-    result.rules = rules.name
-    result.verifications = rules.verifications
-    result.duration = int(time.time()) - start
-    result.say(EXECUTION_TIME % result.duration)
 
 
 def report(settings, logs, floor=None, candidates=None, now=None, resolver=None):

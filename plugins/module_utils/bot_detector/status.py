@@ -6,14 +6,19 @@ logs, who is close to the threshold in the current windows. Reads, never writes.
 
 from __future__ import absolute_import, division, print_function
 
+import json
+import os
 import time
 
 from . import messages
 from .clock import date_default_format
+from .errors import BotDetectorError
 from .expiry import bans
+from .followstate import running
 from .lists import read_list
 from .rules import decide
 from .text import printable, to_text
+from .writer import lock_directory
 
 __metaclass__ = type
 
@@ -27,6 +32,7 @@ class Status:
         self.windows = None
         self.warnings = []
         self.check_mode = False
+        self.followers = []
 
     def warn(self, line):
         self.warnings.append(line)
@@ -35,6 +41,8 @@ class Status:
         output = {'changed': False, 'blocklist': self.blocklist, 'entries': self.entries, 'warnings': self.warnings}
         if self.windows is not None:
             output['windows'] = self.windows
+        if self.followers:
+            output['followers'] = self.followers
         return printable(output)
 
     def lines(self):
@@ -51,6 +59,9 @@ class Status:
                 verdict = messages.STATUS_VERDICTS[record['verdict']]
                 out.append(messages.STATUS_RECORD % (record['count'], record['percent'], record['address'],
                                                      '  ' + verdict if verdict else ''))
+        for doc in self.followers:
+            out.append(messages.STATUS_FOLLOWER % dict(doc, logs=','.join(doc['logs']), when=date_default_format(doc['updated']),
+                                                       state='running' if doc['running'] else 'not running'))
         return out
 
 
@@ -84,6 +95,7 @@ def status(settings, logs=(), now=None, resolver=None):
             'state': entry_state(settings, ban, wall),
         })
         report.entries.append(entry)
+    report.followers = [doc for doc in followers() if doc.get('blocklist') == os.path.realpath(settings.blocklist)]
     if logs:
         from .spill import Session
         with Session(settings.count_budget) as session:
@@ -105,3 +117,26 @@ def _windows(report, settings, logs, now, resolver, content, session):
                             'verdict': verdict})
         report.windows.append({'name': window.name, 'hour_stamp': to_text(window.stamp),
                                'threshold': settings.threshold, 'records': records})
+
+
+def followers():
+    """The followers (follow.py) of this user: the status file each
+    keeps in the lock directory, and whether it runs (its pid file is locked):
+    [{pid, logs, running, behind_seconds, behind_bytes, updated, decided}]."""
+    found = []
+    try:
+        directory = lock_directory()
+        names = sorted(os.listdir(directory))
+    except (OSError, BotDetectorError):
+        return found
+    for name in names:
+        if not (name.startswith('follow-') and name.endswith('.json')):
+            continue
+        try:
+            with open(os.path.join(directory, name), 'rb') as handle:
+                doc = json.loads(handle.read().decode('utf-8'))
+        except (OSError, IOError, ValueError):
+            continue
+        doc['running'] = running(os.path.join(directory, name[:-len('.json')] + '.pid'))
+        found.append(doc)
+    return found

@@ -20,7 +20,7 @@ from operator import contains
 from . import messages, reading
 from .spill import SpillCounter
 from .errors import BotDetectorError
-from .logfile import TIMESTAMP, Scan, open_log, plan_seek, rotated_sibling
+from .logfile import HOUR_TEXT, Scan, open_log, plan_seek, rotated_sibling
 
 __metaclass__ = type
 
@@ -72,7 +72,7 @@ class Tally:
     tells whether any is there at all.
 
     For the metrics and the warning on logs it cannot read, a tally also notes whether a
-    line it saw carries an access-log timestamp (``stamped``: searched for only until the
+    line it saw carries a date and hour, dd/Mon/yyyy:HH (``stamped``: searched for only until the
     first one, at once in a readable log) and, with ``count_lines``, how many lines it saw
     (``lines``; None without)."""
 
@@ -152,9 +152,9 @@ class Tally:
         return list(needles[0]) + list(self.counters), list(needles[1])
 
     def note_piece(self, piece):
-        """A piece of a long line: whether it carries an access-log timestamp."""
+        """A piece of a long line: whether it carries a date and hour."""
         if not self.stamped:
-            self.stamped = TIMESTAMP.search(piece) is not None
+            self.stamped = HOUR_TEXT.search(piece) is not None
 
     def count_long_line(self, stand_in, found):
         """Count a long line by its ``stand_in`` (same first field, same needles) under each
@@ -178,7 +178,7 @@ class Tally:
         if limit is None:
             limit = len(buf)
         if not self.stamped:
-            self.stamped = TIMESTAMP.search(buf, 0, limit) is not None
+            self.stamped = HOUR_TEXT.search(buf, 0, limit) is not None
         if self.lines is not None:
             # Its newlines before ``limit``, plus its last line: by a replace (memchr and
             # memcpy, several times faster than bytes.count of one byte).

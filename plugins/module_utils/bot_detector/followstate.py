@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a follower (follow.py) keeps on disk and its clock.
+
+- The state file, in the state directory: a JSON line (the logs, the counting settings,
+  each log's positions), then per hour stamp a line '@STAMP' and a line 'COUNT KEY' per
+  address (keys are a log line's first field: no blank, no newline). Written to a
+  temporary file, fsync'ed and renamed: positions and counts change together or not at all.
+- The pid file in the lock directory, locked while the follower runs (one per set of logs;
+  --status tells a running follower by it), and its status file beside it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import fcntl
+import json
+import os
+import time
+import zlib
+from itertools import islice
+
+from .errors import BotDetectorError
+from .text import to_bytes
+
+__metaclass__ = type
+
+FORMAT = 1
+
+
+class Clock:
+    """Now: the real time, or with ``start`` (--now) a clock started there that runs."""
+
+    def __init__(self, start=None):
+        self.offset = 0.0 if start is None else start - time.time()
+
+    def __call__(self):
+        return time.time() + self.offset
+
+
+def key_of(logs):
+    """The name part shared by a set of logs' state, status and pid files."""
+    return 'follow-%08x' % (zlib.crc32(to_bytes(','.join(os.path.abspath(path) for path in logs))) & 0xffffffff)
+
+
+def jsonable(value):
+    return json.loads(json.dumps(value))
+
+
+def atomic_write(path, pieces):
+    """Replace ``path`` by the bytes ``pieces`` (one bytes, or an iterable of them), mode 0600."""
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o700)
+    temporary = os.path.join(directory, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for data in [pieces] if isinstance(pieces, bytes) else pieces:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temporary, path)
+
+
+def dump(path, doc, counters):
+    """Write the state: ``doc`` (JSON) and ``counters`` ({stamp: Counter}), a slice of
+    the counts at a time (no copy of them all in memory)."""
+    def pieces():
+        yield json.dumps(dict(doc, format=FORMAT)).encode('utf-8') + b'\n'
+        for stamp, counter in counters.items():
+            if counter:
+                yield b'@' + stamp + b'\n'
+                items = iter(counter.items())
+                while True:
+                    part = b''.join(b'%d %s\n' % (count, key) for key, count in islice(items, 20000))
+                    if not part:
+                        break
+                    yield part
+    atomic_write(path, pieces())
+
+
+def load(path):
+    """(doc, {stamp: [(key, count)]}) of a state file; (None, None) when there is none or
+    it cannot be read."""
+    try:
+        with open(path, 'rb') as handle:
+            header, rest = (handle.read().split(b'\n', 1) + [b''])[:2]
+        doc = json.loads(header.decode('utf-8'))
+        if doc.get('format') != FORMAT:
+            return None, None
+        counts, entries = {}, None
+        for entry in rest.split(b'\n'):
+            if entry.startswith(b'@'):
+                entries = counts.setdefault(entry[1:], [])
+            elif entry:
+                count, key = entry.split(b' ', 1)
+                entries.append((key, int(count)))
+        return doc, counts
+    except (OSError, IOError, ValueError, AttributeError):
+        return None, None
+
+
+def claim(path, busy):
+    """Lock the pid file ``path`` and write this pid in it; BotDetectorError(``busy``) when
+    another follower holds it. Returns its descriptor (closed at the end: unlocked)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise BotDetectorError(busy)
+    os.ftruncate(fd, 0)
+    os.write(fd, b'%d\n' % os.getpid())
+    return fd
+
+
+def running(path):
+    """Whether a follower holds the pid file ``path``."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
