@@ -21,7 +21,7 @@ import zlib
 from itertools import islice
 
 from .errors import BotDetectorError
-from .text import to_bytes
+from .text import to_bytes, write_all
 
 __metaclass__ = type
 
@@ -56,9 +56,7 @@ def atomic_write(path, pieces):
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         for data in [pieces] if isinstance(pieces, bytes) else pieces:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -13,6 +13,7 @@ import stat
 import tempfile
 
 from .errors import BotDetectorError
+from .text import write_all
 
 __metaclass__ = type
 
@@ -73,9 +74,7 @@ def replace_file(path, content, info=None, before_rename=None):
     try:
         fd, temporary = tempfile.mkstemp(prefix='.%s.' % base, suffix=TEMP_SUFFIX, dir=directory)
         try:
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, content)
             if info is not None and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
                 os.fchown(fd, info.st_uid, info.st_gid)
             os.fchmod(fd, 0o644 if info is None else stat.S_IMODE(info.st_mode))

@@ -23,6 +23,8 @@ import os
 from collections import Counter
 from itertools import chain, repeat
 
+from .text import write_all
+
 __metaclass__ = type
 
 FANOUT = 256                  # partitions per spill
@@ -144,9 +146,7 @@ class SpillCounter(Counter):
                 data = b'\n'.join(chain.from_iterable(map(repeat, chosen, counts))) + b'\n'
             fd = os.open(self._own[part], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                write_all(fd, data)
             finally:
                 os.close(fd)
         self.clear()

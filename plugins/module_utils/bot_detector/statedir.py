@@ -16,6 +16,7 @@ from .state import EarlierFormat, StateError, loads
 __metaclass__ = type
 
 from .messages import STATE_OVER_BUDGET
+from .text import write_all
 
 
 def state_path(state_dir, log):
@@ -120,9 +121,7 @@ def save(state_dir, states, max_bytes=None):
         fd = None
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             os.fsync(fd)
             os.close(fd)
             fd = None

@@ -7,7 +7,16 @@ bytes must be shown as text."""
 
 from __future__ import absolute_import, division, print_function
 
+import os
+
 __metaclass__ = type
+
+
+def write_all(fd, data):
+    """Every byte of ``data`` to ``fd`` (os.write may take a part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def to_bytes(value):

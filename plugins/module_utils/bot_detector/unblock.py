@@ -25,7 +25,7 @@ from .messages import NOT_LISTED, UNBLOCK_REASON, activity_removed, unblocking
 from .metrics import recorded
 from .replace import open_for_rewrite, replace_file
 from .result import Result
-from .text import to_bytes, to_text
+from .text import to_bytes, to_text, write_all
 from .writer import BlocklistWriter, rewrite_target
 
 __metaclass__ = type
@@ -210,9 +210,7 @@ class Journal:
         data = b'%d %d\n' % (old.st_ino if old is not None else 0, new.st_ino) + b''.join(a + b'\n' for a in addresses)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -243,9 +241,7 @@ def _carry_appended(old_fd, size, path):
     tail = os.pread(old_fd, end - size, size)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        view = memoryview(tail)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, tail)
         os.fsync(fd)
     finally:
         os.close(fd)
