@@ -1,6 +1,7 @@
 """Enforcement through playbooks/fleet.yml: two `ansible_connection: local` web hosts, each
 host's module runs in a network namespace of its own (its interpreter is `ip netns exec NS
-python3`), with `enforcement: nftables` in its config file. A scraper with 600 requests on
+python3`), with `bot_detector_enforcement: nftables` in the inventory (every phase of a fleet
+run takes its settings from the hosts' variables, not their config files). A scraper with 600 requests on
 each host, under the threshold on both, is blocked by the fleet's apply; each host's own
 table then holds it."""
 import json
@@ -9,7 +10,6 @@ import stat
 
 from enforcement import Lab, require_tools, sh
 from fleethosts import HOST_PYTHON, make_fleet, run_playbook
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import format_config
 
 SCRAPER = '203.0.113.45'
 NAMES = ['web01', 'web02']
@@ -24,7 +24,8 @@ def test_the_fleet_apply_loads_each_hosts_table(tmp_path):
     require_tools('ip', 'nft')
     labs = []
     try:
-        inventory, hosts = make_fleet(str(tmp_path), dict((name, {SCRAPER: 600}) for name in NAMES), NAMES)
+        inventory, hosts = make_fleet(str(tmp_path), dict((name, {SCRAPER: 600}) for name in NAMES), NAMES,
+                                      group_vars={'bot_detector_enforcement': 'nftables'})
         with open(os.path.join(inventory, 'hosts.yml')) as f:
             text = f.read()
         for name, host in hosts.items():
@@ -36,10 +37,6 @@ def test_the_fleet_apply_loads_each_hosts_table(tmp_path):
             os.chmod(interpreter, stat.S_IRWXU)
             text = text.replace('ansible_python_interpreter: %s\n' % HOST_PYTHON,
                                 'ansible_python_interpreter: %s\n' % interpreter, 1)
-            with open(host.config, 'w') as f:
-                f.write(format_config({'blocklist': host.blocklist, 'exclusions_file': host.exclusions,
-                                       'activity_log': host.activity_log, 'server_ips': ['10.0.0.5'],
-                                       'enforcement': 'nftables'}))
         with open(os.path.join(inventory, 'hosts.yml'), 'w') as f:
             f.write(text)
         assert text.count('-python\n') == 2
