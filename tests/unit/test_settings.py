@@ -98,8 +98,8 @@ def test_the_config_file_takes_exactly_the_names_and_aliases_the_module_takes(tm
         if value is None or value == []:
             value = {'list': ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x'}[setting.kind]
         config = tmp_path / ('%s.conf' % key)
-        config.write_text('[bot_detector]\n%s =%s\n' % (key, (lambda t: t if t.startswith('\n') else ' ' + t)(
-            setting.format(value))))
+        text = setting.format(value)
+        config.write_text('[bot_detector]\n%s =%s\n' % (key, text if text.startswith('\n') else ' ' + text))
         assert read_config(str(config)) == {name: value}, key
     for bad in ('threshhold', 'server_ipss', 'exclusion'):
         config = tmp_path / 'bad.conf'
@@ -242,7 +242,7 @@ def test_role_renders_the_config_file_the_command_reads(tmp_path, files, log):
     text = dest.read_text()
     assert text.startswith('#') and 'threshold = 1200' in text and '# top: default, 20' in text
     assert read_config(str(dest)) == {'threshold': 1200, 'server_ips': ['10.0.0.5'], 'rules': 'spec',
-                                               'job_prefixes': ['GET /job/', 'GET /jobs/']}
+                                      'job_prefixes': ['GET /job/', 'GET /jobs/']}
     out = run(files, log, dest)
     assert out.returncode == 0 and mask_duration(out.stdout).splitlines()[1] == b'Blocking IP address: 203.0.113.7 (1450 requests)'
     assert b'203.0.113.8' not in out.stdout
