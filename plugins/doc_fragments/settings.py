@@ -128,8 +128,9 @@ options:
     description:
       - >-
         Distinct addresses a run holds in memory, all windows together (about 130 bytes each); past
-        it, the spec rules spill the counts to files in a private temporary directory and rank them
-        a part at a time, with the same decisions. A log whose counts go past it keeps no state.
+        it, the counts (spec or precise rules) spill to files in a private temporary directory and
+        are ranked a part at a time, with the same decisions. A log whose counts go past it keeps no
+        state.
       - >-
         Default: the host config file's C(count_budget) when set there, else 100000.
     type: int

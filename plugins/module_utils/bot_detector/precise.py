@@ -18,13 +18,20 @@ from operator import contains, eq, ge, itemgetter, ne, not_, or_
 
 from .ranges import BITS, V4, Networks, client, grouped, network, spelling, v4_groups
 from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, count_first_fields, first_field, prefix_pattern
+from .spill import parts, spilled
 from .tally import whole
 from .text import to_bytes, to_text
 
 __metaclass__ = type
 
 WORKERS = 16        # crawler verifications at a time
+KEY_CACHE = 1 << 16     # fields whose key a run keeps parsed
 _WORDS = re.compile(br'[A-Za-z0-9_ -]+(?:\|[A-Za-z0-9_ -]+)*\Z')
+
+
+def crawlers_of(crawlers):
+    """The crawlers' names, in the order the filter numbers them."""
+    return sorted(crawlers)
 
 
 def user_agent(line):
@@ -34,9 +41,41 @@ def user_agent(line):
     return b'' if start == -1 else line[start + 1:end]
 
 
+class SpillCodec:
+    """How precise counts go to spill files (spill.Codec): a key by the hash of its group's
+    key (``group(field)``), so that a part holds every field of its groups and their claims;
+    a claim (field, crawler) as the line 'field<TAB>n', n the crawler's place in ``names``
+    (a first field holds no blank)."""
+
+    def __init__(self, group, names):
+        self.group, self.names = group, list(names)
+        self._index = dict((name, b'%d' % i) for i, name in enumerate(self.names))
+
+    def hash(self, key):
+        return hash(self.group(key[0] if isinstance(key, tuple) else key))
+
+    def encode(self, keys):
+        index = self._index
+        return [key[0] + b'\t' + index[key[1]] if isinstance(key, tuple) else key for key in keys]
+
+    def decode(self, piece):
+        keys = piece.split(b'\n')
+        if b'\t' not in piece:
+            return keys
+        names = self.names
+        return [key if b'\t' not in key else (key.split(b'\t')[0], names[int(key.split(b'\t')[1])]) for key in keys]
+
+
 class PreciseFilter:
     """Job pages (the spec's prefixes, no /files/); a request whose user agent matches a
-    crawler is counted under (address, crawler) until the address is verified."""
+    crawler is counted under (address, crawler) until the address is verified. With a
+    ``spill_codec`` (PreciseRules sets it), counts past count_budget may go to files."""
+
+    spill_codec = None
+
+    @property
+    def spillable(self):
+        return self.spill_codec is not None
 
     def __init__(self, job_prefixes, crawlers):
         self._prefixes = prefix_pattern(job_prefixes)
@@ -136,8 +175,9 @@ class PreciseRules:
         self.verified = {}            # (field, crawler) -> True, False, None (left unverified): the run's
         self.threshold = settings.threshold
         self.budget, self.lookups_left, self._deadline = settings.dns_budget, settings.dns_lookups, None
-        self._keys = {}               # field -> key
+        self._keys = {}               # field -> key (a cache of at most KEY_CACHE fields)
         self.verifications = []
+        self.line_filter.spill_codec = SpillCodec(self.key, crawlers_of(settings.crawlers))
 
     def key(self, field):
         """What is counted and blocked: the address in its one spelling (a mapped IPv6
@@ -145,6 +185,8 @@ class PreciseRules:
         or the field itself when it is not an address. Parsed once per field and run."""
         key = self._keys.get(field)
         if key is None:
+            if len(self._keys) >= KEY_CACHE:      # bounded, whatever the churn
+                self._keys.clear()
             parsed = client(field)
             if parsed is None:
                 key = field
@@ -229,29 +271,32 @@ class PreciseRules:
     def examined(self, counter, server_ips, top):
         """Rank with unverified crawler claims counted; verify the claimers that reach the
         examined records, drop what verifies, and rank again until the records are exact.
-        The server test runs on the records ranked only: the server's keys are known."""
+        The server test runs on the records ranked only: the server's keys are known.
+        Counts spilled to files (spill.py) are ranked a part at a time, each part holding
+        whole groups (SpillCodec): the first ``top`` of all are among the parts' first."""
         counter = whole(counter)
-        claimed = list(compress(counter, map(isinstance, counter, repeat(tuple))))
-        plain, claims = counter, {}
-        if claimed:
-            plain = Counter(counter)
-            for key in claimed:
-                claims.setdefault(key[0], Counter())[key[1]] += plain.pop(key)
-        grouped = self._group(plain)
         servers = set(self.key(ip) for ip in server_ips if client(ip) is not None)
+        if spilled(counter):
+            def ranked():
+                found, claimed, claimers = [], {}, {}
+                for part in parts(counter):
+                    grouped, claims = self._split(part)
+                    records, members = self._rank(grouped, claims, servers, top)
+                    found.extend(records)
+                    for count, key in records:
+                        if key in members:
+                            claimers[key] = members[key]
+                            claimed.update((field, claims[field]) for field in members[key])
+                found.sort(reverse=True)
+                return found[:top], claimed, claimers
+        else:
+            grouped, claims = self._split(counter)
+
+            def ranked():
+                records, members = self._rank(grouped, claims, servers, top)
+                return records, claims, members
         while True:
-            ranked, members = grouped, {}
-            if claims:
-                ranked = Counter(grouped)
-                for field, per_crawler in claims.items():
-                    key = self.key(field)
-                    # Counted: a claim that failed, or is not verified yet; not: one that
-                    # verified, or was left unverified when the run's budget ran out (None).
-                    ranked[key] += sum(n for crawler, n in per_crawler.items()
-                                       if self.verified.get((field, crawler), False) is False)
-                    members.setdefault(key, []).append(field)
-            records = [(count, key) for key, count in _largest(ranked, top + len(servers))
-                       if count and key not in servers][:top]
+            records, claims, members = ranked()
             # Only a record at or over the threshold can be blocked: only its claims matter.
             pending = set((field, crawler) for count, key in records if count >= self.threshold
                           for field in members.get(key, ()) for crawler in claims[field]
@@ -259,6 +304,32 @@ class PreciseRules:
             if not pending:
                 return records
             self._verify_all(sorted(pending, key=lambda item: (-claims[item[0]][item[1]], item)))
+
+    def _split(self, counter):
+        """(the plain counts grouped into keys, {field: {crawler: count}} of the claims)."""
+        claimed = list(compress(counter, map(isinstance, counter, repeat(tuple))))
+        plain, claims = counter, {}
+        if claimed:
+            plain = Counter(counter)
+            for key in claimed:
+                claims.setdefault(key[0], Counter())[key[1]] += plain.pop(key)
+        return self._group(plain), claims
+
+    def _rank(self, grouped, claims, servers, top):
+        """([(count, key)] the first ``top`` records, {key: [field]} the claimers of each key)."""
+        ranked, members = grouped, {}
+        if claims:
+            ranked = Counter(grouped)
+            for field, per_crawler in claims.items():
+                key = self.key(field)
+                # Counted: a claim that failed, or is not verified yet; not: one that
+                # verified, or was left unverified when the run's budget ran out (None).
+                ranked[key] += sum(n for crawler, n in per_crawler.items()
+                                   if self.verified.get((field, crawler), False) is False)
+                members.setdefault(key, []).append(field)
+        records = [(count, key) for key, count in _largest(ranked, top + len(servers))
+                   if count and key not in servers][:top]
+        return records, members
 
     def _verify_all(self, pending):
         """Verify ``pending`` claims, the largest first, WORKERS at a time, within the run's

@@ -15,6 +15,7 @@ metrics file, detect, apply and unblock write metrics after the run (metrics.py)
 from __future__ import absolute_import, division, print_function
 
 import re
+import sys
 import time
 
 from .addresses import entry_key, server_addresses
@@ -26,7 +27,7 @@ from .messages import ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTIO
 from .metrics import recorded
 from .result import Result
 from .rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide, rules_for
-from .spill import Session
+from .spill import Session, spilled
 from .tally import count_windows, whole
 from .text import printable, to_bytes, to_text
 from .writer import BlocklistWriter
@@ -218,7 +219,8 @@ def _key_counts(rules, counter, server_ips):
     """{key: count} of one window: every key the rules rank, as the module returns it (the
     precise rules, whose keys group fields: all of them are needed)."""
     counter = whole(counter)
-    return dict((printable(to_text(key)), count) for count, key in rules.examined(counter, server_ips, len(counter) or 1))
+    every = len(counter) or 1 if not spilled(counter) else sys.maxsize      # a spilled counter's keys are not all in memory
+    return dict((printable(to_text(key)), count) for count, key in rules.examined(counter, server_ips, every))
 
 
 def _asked_counts(rules, counter, server_ips, asked):

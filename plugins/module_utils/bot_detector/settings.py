@@ -269,8 +269,8 @@ SETTINGS = (
             default_text='off (the role: /var/lib/bot-detector)', version_added='2.0.0'),
     Setting('count_budget', 'int', 100000,
             'Distinct addresses a run holds in memory, all windows together (about 130 bytes each); past it, '
-            'the spec rules spill the counts to files in a private temporary directory and rank them a part at '
-            'a time, with the same decisions. A log whose counts go past it keeps no state.',
+            'the counts (spec or precise rules) spill to files in a private temporary directory and are ranked a '
+            'part at a time, with the same decisions. A log whose counts go past it keeps no state.',
             metavar='N', minimum=1, version_added='2.0.0'),
     Setting('state_budget', 'int', 4 * 1024 * 1024,
             'Largest state file, in bytes, a run writes or reads (about 34 bytes per address and hour); past it '

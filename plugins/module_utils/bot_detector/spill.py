@@ -19,6 +19,7 @@ who cannot read the process's memory cannot choose addresses that fall in one pa
 from __future__ import absolute_import, division, print_function
 
 import binascii
+from bisect import bisect_left
 import os
 from collections import Counter
 from itertools import chain, repeat
@@ -30,6 +31,27 @@ __metaclass__ = type
 FANOUT = 256                  # partitions per spill
 READ_BYTES = 1024 * 1024      # a partition file is read back in pieces of this size
 HASH_LOW, HASH_HIGH = -(1 << 63), 1 << 63
+
+
+class Codec:
+    """How a counter's keys go to partitions and files: the spec rules' keys (bytes), by
+    their own hash, a line each. Precise rules have theirs (precise.SpillCodec): every key
+    of one group in one partition, so that a part ranks its groups whole."""
+
+    hash = staticmethod(hash)
+
+    @staticmethod
+    def encode(keys):
+        """``keys`` as lines (bytes without a newline), in order."""
+        return keys
+
+    @staticmethod
+    def decode(piece):
+        """The keys of ``piece``, lines joined by newlines."""
+        return piece.split(b'\n')
+
+
+BYTES = Codec()
 
 
 class Session:
@@ -45,6 +67,7 @@ class Session:
         self.usable = True
         self._serial = 0
         self._owner = os.getpid()
+        self.codec = BYTES            # the counting rules' (tally.Tally sets it)
 
     def __enter__(self):
         return self
@@ -102,6 +125,10 @@ class SpillCounter(Counter):
         return twin
 
     @property
+    def codec(self):
+        return BYTES if self.session is None else self.session.codec
+
+    @property
     def spilled(self):
         return self.files is not None
 
@@ -130,8 +157,10 @@ class SpillCounter(Counter):
             self.files = [[] for dummy in range(FANOUT)]
         if self._own is None:
             self._own = [None] * FANOUT
-        keys = sorted(self, key=hash)                  # bytes keep their hash: computed once
-        cuts = [0] + [_first_at(keys, bound) for bound in self.bounds()] + [len(keys)]
+        codec = self.codec
+        keys = sorted(self, key=codec.hash)
+        hashes = list(map(codec.hash, keys))        # bytes keep their hash: not computed again
+        cuts = [0] + [bisect_left(hashes, bound) for bound in self.bounds()] + [len(keys)]
         for part in range(FANOUT):
             chosen = keys[cuts[part]:cuts[part + 1]]
             if not chosen:
@@ -140,6 +169,7 @@ class SpillCounter(Counter):
                 self._own[part] = self.session.new_file('%d' % part)
                 self.files[part].append(self._own[part])
             counts = list(map(self.__getitem__, chosen))
+            chosen = codec.encode(chosen)
             if max(counts) == 1:        # a churn's keys: once each, joined in one C call
                 data = b'\n'.join(chosen) + b'\n'
             else:
@@ -158,14 +188,16 @@ class SpillCounter(Counter):
             yield self
             return
         bounds = [self.low] + self.bounds() + [self.high]
-        keys = sorted(self, key=hash)
+        codec = self.codec
+        keys = sorted(self, key=codec.hash)
+        hashes = list(map(codec.hash, keys))
         for part in range(FANOUT):
-            first, last = _first_at(keys, bounds[part]), _first_at(keys, bounds[part + 1])
+            first, last = bisect_left(hashes, bounds[part]), bisect_left(hashes, bounds[part + 1])
             counter = Counter()
             dict.update(counter, zip(keys[first:last], map(self.__getitem__, keys[first:last])))
             deeper = None
             for path in self.files[part]:
-                for keys_read in _read_keys(path):
+                for keys_read in _read_keys(path, codec):
                     target = counter if deeper is None else deeper
                     target.update(keys_read)
                     if deeper is None and len(counter) > self.session.budget and bounds[part + 1] - bounds[part] > FANOUT:
@@ -181,18 +213,6 @@ class SpillCounter(Counter):
                 yield counter
 
 
-def _first_at(keys, bound):
-    """The index of the first of ``keys`` (in hash order) whose hash is ``bound`` or more."""
-    low, high = 0, len(keys)
-    while low < high:
-        middle = (low + high) // 2
-        if hash(keys[middle]) < bound:
-            low = middle + 1
-        else:
-            high = middle
-    return low
-
-
 def _rebuild(entries, files, low, high):
     counter = SpillCounter(None, low, high)
     dict.update(counter, entries)
@@ -200,7 +220,7 @@ def _rebuild(entries, files, low, high):
     return counter
 
 
-def _read_keys(path):
+def _read_keys(path, codec):
     """The keys of a partition file, in lists of about READ_BYTES of them."""
     with open(path, 'rb') as handle:
         carry = b''
@@ -212,7 +232,7 @@ def _read_keys(path):
             cut = piece.rfind(b'\n')
             carry = piece[cut + 1:]
             if cut != -1:
-                yield piece[:cut].split(b'\n')
+                yield codec.decode(piece[:cut])
 
 
 def total(counters):

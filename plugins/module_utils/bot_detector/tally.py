@@ -18,7 +18,7 @@ from itertools import compress, repeat
 from operator import contains
 
 from . import messages, reading
-from .spill import SpillCounter
+from .spill import BYTES, SpillCounter
 from .errors import BotDetectorError
 from .logfile import HOUR_TEXT, Scan, open_log, plan_seek, rotated_sibling
 
@@ -87,6 +87,8 @@ class Tally:
         self.stamped = False
         # With a spill session (spill.py), past its budget of distinct keys the counts go to files.
         self.session = session if session is not None and session.usable and getattr(line_filter, 'spillable', False) else None
+        if self.session is not None:
+            self.session.codec = getattr(line_filter, 'spill_codec', None) or BYTES
         new = Counter if self.session is None else self.session.counter
         self.counters = dict((stamp, new()) for stamp in self.stamps + self.tracked)
         self._finders = _stamp_finders(self.tracked)
