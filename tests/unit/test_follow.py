@@ -63,8 +63,9 @@ def lock_dir():
 class Following:
     """The command with --follow, started and (always) killed."""
 
-    def __init__(self, base, files, log, now=START, extra=()):
+    def __init__(self, base, files, log, now=START, extra=(), env=None):
         self.base, self.files, self.log, self.now, self.extra = base, files, log, now, list(extra)
+        self.env = env or {}
         self.state_dir = base / 'state'
         self.proc = None
         self.written = 0
@@ -73,7 +74,7 @@ class Following:
         return self.files.options() + ['--server-ip', SERVER, '--threshold', str(THRESHOLD), '--top', str(TOP)] + self.extra
 
     def start(self):
-        env = dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8')
+        env = dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8', **self.env)
         args = [sys.executable, str(CORE), '--follow', '--state-dir', str(self.state_dir), '--now', '@%d' % self.now]
         self.started = time.time()
         self.proc = subprocess.Popen(args + [str(a) for a in self.options()] + [str(self.log)], env=env,
@@ -326,6 +327,51 @@ def test_replayed_in_batches_blocks_what_the_reference_does_after_each(tmp_path_
                                  local(START + time.time() - follower.started), extra_env=LIMITS)
             assert proc.returncode == 0
             assert blocked(files) == blocked(ref)
+
+
+@hsettings(max_examples=3, deadline=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+@given(batches=BATCHES, churn=st.lists(st.integers(50, 400), min_size=4, max_size=4), budget=st.sampled_from([7, 60]))
+def test_high_churn_in_bounded_memory_blocks_what_the_reference_does(tmp_path_factory, batches, churn, budget):
+    """Issue 19 in follow mode: each batch brings hundreds of one-request addresses, far
+    past count_budget; the counts spill to files in TMPDIR, the state is not kept (one
+    warning) and a kill -9 and restart read the windows as a run does: after each batch
+    the blocklist holds the reference's addresses. SIGTERM removes the spill directory."""
+    tmp_path = tmp_path_factory.mktemp('churn')
+    files, log = setup(tmp_path)
+    log.parent.mkdir()
+    log.write_bytes(b'')
+    spills = tmp_path / 'tmp'
+    spills.mkdir()
+    ref = Files(tmp_path / 'reference')
+    for name in ('blocklist', 'exclusions', 'activity_log'):
+        getattr(ref, name).write_bytes(b'')
+    extra = ['--count-budget', str(budget), '--state-budget', '3000']
+    follower = Following(tmp_path, files, log, extra=extra, env={'TMPDIR': str(spills)}).start()
+    try:
+        for n, (batch, distinct) in enumerate(zip(batches + batches, churn)):
+            data = b''.join(lines('198.51.100.%d' % who, count, START + when) for who, count, when in batch)
+            data += b''.join(lines('2001:db8:%d::%x' % (n, i), 1, START - 30 * (i % 3)) for i in range(distinct))
+            follower.mark()
+            with open(str(log), 'ab') as handle:
+                handle.write(data)
+            follower.caught_up()
+            assert [name for name in os.listdir(str(spills)) if name.startswith('bot-detector-spill-')]
+            proc = run_reference(log, ref.blocklist, ref.exclusions, ref.activity_log, [SERVER],
+                                 local(START + time.time() - follower.started), extra_env=LIMITS)
+            assert proc.returncode == 0
+            assert blocked(files) == blocked(ref)
+            if n == 1:          # killed: its spill directory stays behind; the next start reads cold
+                follower.stop(signal.SIGKILL)
+                follower.proc.stdout.close()
+                follower.proc.stderr.close()
+                follower = Following(tmp_path, files, log, now=START + int(time.time() - follower.started), extra=extra,
+                                     env={'TMPDIR': str(spills)}).start()
+        assert follower.stop() == 0
+        stderr = follower.proc.stderr.read()
+        assert stderr.count(b'not kept') == 1 and b'count_budget' in stderr, stderr
+        assert not [name for name in os.listdir(str(spills)) if str(follower.proc.pid) in name]
+    finally:
+        follower.__exit__()
 
 
 def test_status_says_whether_a_follower_runs(tmp_path):

@@ -34,11 +34,12 @@ import time
 from . import messages, state
 from .clock import hour_stamp, hour_windows
 from .errors import BotDetectorError
-from .followstate import Clock, atomic_write, claim, dump, jsonable, key_of, load
+from .followstate import Clock, OverBudget, atomic_write, claim, dump, jsonable, key_of, load
 from .logfile import rotated_sibling
 from .reading import count_range, lines_end
 from .result import Result
 from .rules import BLOCK, rules_for
+from .spill import Session, SpillCounter
 from .tally import Tally, WindowCounts, read_log
 from .writer import lock_directory
 
@@ -118,13 +119,19 @@ class Follower:
         self.status_path = os.path.join(lock_directory(), key + '.json')
         self.decided_at = self.enforcement = None
         self._pid_fd = None
+        # Bounded memory (issue 19): past count_budget distinct addresses, the windows'
+        # counts go to spill files; the state is then not kept (STATE_OVER_BUDGET, once).
+        self.session = Session(settings.count_budget)
+        self.state_dropped = False
+        self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
 
     # ---- counting
 
     def _new_tally(self, now):
         windows = hour_windows(now)
         self.horizon = now + state.HORIZON
-        return Tally([w.stamp for w in windows], self.rules.line_filter, state.stamps_in_play(now, self.horizon))
+        return Tally([w.stamp for w in windows], self.rules.line_filter, state.stamps_in_play(now, self.horizon),
+                     session=self.session)
 
     def _move_windows(self, now):
         """At the top of the hour, a tally for the new windows, with the counts held (and
@@ -135,9 +142,11 @@ class Follower:
         self.hour = hour
         fresh = self._new_tally(now)
         if self.tally is not None:
-            for stamp in fresh.counters:
-                if stamp in self.tally.counters:
-                    fresh.counters[stamp] = self.tally.counters[stamp]
+            for stamp, counter in self.tally.counters.items():
+                if stamp in fresh.counters:
+                    fresh.counters[stamp] = counter
+                elif isinstance(counter, SpillCounter):
+                    counter.discard()       # an hour past: its spill files go
         self.tally = fresh
         return True
 
@@ -252,7 +261,7 @@ class Follower:
 
     def _start(self, now):
         self._move_windows(now)
-        doc, counts = load(self.state_path)
+        doc, counts = load(self.state_path, self.settings.state_budget)
         if self._resume(doc, counts):
             return
         settings = self.settings
@@ -290,7 +299,17 @@ class Follower:
         doc = {'logs': self.logs, 'settings': jsonable(state.counting_settings(self.settings)),
                'positions': [source.positions() for source in self.sources], 'hour': self.hour[1]}
         if doc != unless:
-            dump(self.state_path, dict(doc, now=now), self.tally.counters)
+            try:
+                dump(self.state_path, dict(doc, now=now), self.tally.counters, self.settings.state_budget)
+                self.state_dropped = False
+            except OverBudget as exc:       # a restart then reads the windows as a run does
+                try:
+                    os.unlink(self.state_path)
+                except OSError:
+                    pass
+                if not self.state_dropped:
+                    self.warn(messages.STATE_OVER_BUDGET % {'path': self.state_path, 'why': exc.args[0]})
+                self.state_dropped = True
         return doc
 
     def publish(self, now, behind_bytes, metrics=True):
@@ -317,10 +336,12 @@ class Follower:
         """A run's decision step at ``now`` on the counts held; then, with enforcement, its
         sync, as after a run (at the start, and after each change to the blocklist)."""
         from .run import decide_and_append
+        started = time.time()
         result = Result(emit=None, on_warning=self.warn)
         counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
         decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire)
         self.decided_at = time.time()
+        self.decide_seconds = self.decided_at - started
         if self.settings.enforcement != 'none' and (first or result.changed):
             from .enforce import after_run      # the runs' one call into enforcement (metrics.recorded)
             after_run(self.settings, result)
@@ -349,7 +370,8 @@ class Follower:
                 pending = pending or bool(read)
                 lists_now = self._lists_stat()
                 expire = self.settings.ban_time is not None and wall - last_expiry >= EXPIRE_EVERY
-                due = pending and wall - last_decision >= DECIDE_EVERY
+                # Spilled counts take a reading of their files per decision: at most a third of the time.
+                due = pending and wall - last_decision >= max(DECIDE_EVERY, 2 * self.decide_seconds)
                 decided = due or moved or expire or lists_now != lists_seen
                 if decided:
                     self.decide(now, expire)
@@ -374,6 +396,7 @@ class Follower:
         finally:
             for source in self.sources:
                 source.close()
+            self.session.close()
             os.close(self._pid_fd)
 
     def _on_signal(self, signum, frame):

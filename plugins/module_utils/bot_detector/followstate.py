@@ -21,6 +21,7 @@ import zlib
 from itertools import islice
 
 from .errors import BotDetectorError
+from .spill import spilled
 from .text import to_bytes, write_all
 
 __metaclass__ = type
@@ -55,36 +56,58 @@ def atomic_write(path, pieces):
     temporary = os.path.join(directory, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        for data in [pieces] if isinstance(pieces, bytes) else pieces:
-            write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            for data in [pieces] if isinstance(pieces, bytes) else pieces:
+                write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        os.unlink(temporary)        # nothing half-written is left
+        raise
     os.rename(temporary, path)
 
 
-def dump(path, doc, counters):
+class OverBudget(Exception):
+    """The state would be larger than its budget (setting state_budget), or its counts
+    are partly in spill files (past count_budget)."""
+
+
+def dump(path, doc, counters, max_bytes=None):
     """Write the state: ``doc`` (JSON) and ``counters`` ({stamp: Counter}), a slice of
-    the counts at a time (no copy of them all in memory)."""
+    the counts at a time (no copy of them all in memory). OverBudget, and nothing written,
+    when a counter spilled to files or the state would be larger than ``max_bytes``."""
+    if any(spilled(counter) for counter in counters.values()):
+        raise OverBudget('more than count_budget distinct addresses')
+
     def pieces():
-        yield json.dumps(dict(doc, format=FORMAT)).encode('utf-8') + b'\n'
+        written = 0
+        head = json.dumps(dict(doc, format=FORMAT)).encode('utf-8') + b'\n'
         for stamp, counter in counters.items():
             if counter:
-                yield b'@' + stamp + b'\n'
+                head += b'@' + stamp + b'\n'
                 items = iter(counter.items())
                 while True:
-                    part = b''.join(b'%d %s\n' % (count, key) for key, count in islice(items, 20000))
+                    part = head + b''.join(b'%d %s\n' % (count, key) for key, count in islice(items, 20000))
+                    head = b''
+                    written += len(part)
+                    if max_bytes is not None and written > max_bytes:
+                        raise OverBudget('larger than state_budget (%d bytes)' % max_bytes)
                     if not part:
                         break
                     yield part
+        if head:
+            yield head
     atomic_write(path, pieces())
 
 
-def load(path):
-    """(doc, {stamp: [(key, count)]}) of a state file; (None, None) when there is none or
-    it cannot be read."""
+def load(path, max_bytes=None):
+    """(doc, {stamp: [(key, count)]}) of a state file; (None, None) when there is none, it
+    cannot be read, or it is larger than ``max_bytes``."""
     try:
         with open(path, 'rb') as handle:
+            if max_bytes is not None and os.fstat(handle.fileno()).st_size > max_bytes:
+                return None, None
             header, rest = (handle.read().split(b'\n', 1) + [b''])[:2]
         doc = json.loads(header.decode('utf-8'))
         if doc.get('format') != FORMAT:

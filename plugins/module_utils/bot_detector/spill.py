@@ -181,6 +181,18 @@ class SpillCounter(Counter):
                 os.close(fd)
         self.clear()
 
+    def discard(self):
+        """Forget the counts and remove their files (those it wrote, and those it took
+        over from others: not for a counter whose files a copy() shares). A follower's
+        windows move on: their files must not pile up."""
+        self.clear()
+        for path in [path for paths in (self.files or ()) for path in paths]:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self.files = self._own = None
+
     def parts(self):
         """Exact Counters over disjoint sets of keys, together all of them, each of at most
         the budget's distinct keys (plus one read piece's)."""
@@ -208,7 +220,10 @@ class SpillCounter(Counter):
                     elif deeper is not None and len(deeper) > self.session.budget:
                         deeper.spill()
             if deeper is not None:
-                yield from deeper.parts()
+                try:
+                    yield from deeper.parts()
+                finally:
+                    deeper.discard()        # its files were this reading's only
             elif counter:
                 yield counter
 
