@@ -6,11 +6,14 @@ path with small budgets (a few hundred addresses, or 1) so that it is exercised 
 the 1, 5 and 10 million address hours are `make bench`'s (tests/bench/run_bench.py).
 The reference pipeline (tests/reference) is the oracle; the plain in-memory path is run
 beside the bounded one on the same inputs."""
+import fcntl
 import os
 import random
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from operator import itemgetter
 
@@ -312,3 +315,62 @@ def test_runs_with_a_state_and_a_small_budget_equal_cold_runs_and_the_reference(
     day.clock += 480
     day.run(day.clock)
     assert day.compared['cold'] == 4 and day.compared['reference'] >= 1
+
+
+# ---- a run killed while it spills leaves its directory: the next run removes it
+
+
+def spill_dirs(base):
+    return sorted(name for name in os.listdir(str(base)) if name.startswith(spill.PREFIX))
+
+
+def test_a_run_killed_with_sigkill_leaves_a_directory_the_next_run_removes(tmp_path):
+    """A real run, killed with kill -9 while its counts spill, leaves its spill directory;
+    the next run (one that spills nothing) removes it. Directories that are not a dead
+    run's stay: a live process's, one whose owner file is locked (a run of another pid
+    namespace), another kind of name, a link, a file."""
+    spills = tmp_path / 'tmp'
+    spills.mkdir()
+    log = churn_log(tmp_path / 'access.log', 300000, 50, seed=4)
+    env = dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8', TMPDIR=str(spills))
+    files = Files(tmp_path / 'killed')
+    proc = subprocess.Popen([sys.executable, str(CORE)] + [str(a) for a in files.options()] + [
+        '--server-ip', SERVER, '--now', NOW, '--count-budget', '1000', str(log)], env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None:
+            found = spill_dirs(spills)
+            if found and any(name != spill.OWNER_FILE for name in os.listdir(str(spills / found[0]))):
+                break
+            time.sleep(0.002)
+        assert proc.poll() is None, 'the run ended before it spilled'
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    stale = spill_dirs(spills)
+    assert len(stale) == 1 and str(proc.pid) in stale[0] and len(os.listdir(str(spills / stale[0]))) > 1
+    # Beside it, what must stay.
+    live = spills / ('%s%d-%s' % (spill.PREFIX, os.getpid(), 'a' * 12))         # this process runs
+    held = spills / ('%s%d-%s' % (spill.PREFIX, proc.pid, 'b' * 12))             # dead pid, lock held
+    for directory in (live, held):
+        directory.mkdir()
+        (directory / spill.OWNER_FILE).write_bytes(b'')
+    holder = os.open(str(held / spill.OWNER_FILE), os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    other = spills / ('%sx%d-%s' % (spill.PREFIX, proc.pid, 'c' * 12))
+    other.mkdir()
+    (spills / ('%s%d-%s' % (spill.PREFIX, proc.pid, 'd' * 12))).write_bytes(b'a file')
+    (spills / ('%s%d-%s' % (spill.PREFIX, proc.pid, 'e' * 12))).symlink_to(str(other))
+    small = tmp_path / 'small.log'
+    small.write_bytes(b'')
+    try:
+        done = run_command(Files(tmp_path / 'next'), small, 50, 20, tmpdir=spills)
+        assert done.returncode == 0, done.stderr
+    finally:
+        os.close(holder)
+    assert stale[0] not in spill_dirs(spills)
+    assert spill_dirs(spills) == sorted([p.name for p in (live, held, other)] + [
+        '%s%d-%s' % (spill.PREFIX, proc.pid, c * 12) for c in 'de'])
+    assert (live / spill.OWNER_FILE).exists() and (held / spill.OWNER_FILE).exists()

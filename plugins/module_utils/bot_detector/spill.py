@@ -19,8 +19,11 @@ who cannot read the process's memory cannot choose addresses that fall in one pa
 from __future__ import absolute_import, division, print_function
 
 import binascii
-from bisect import bisect_left
+import fcntl
 import os
+import re
+import stat
+from bisect import bisect_left
 from collections import Counter
 from itertools import chain, repeat
 
@@ -28,6 +31,9 @@ from .text import write_all
 
 __metaclass__ = type
 
+PREFIX = 'bot-detector-spill-'     # a spill directory: PREFIX, the owner's pid, '-', 12 hex digits
+STALE = re.compile(r'%s([0-9]+)-[0-9a-f]{12}\Z' % PREFIX)
+OWNER_FILE = '.owner'         # locked by the owner while it runs
 FANOUT = 256                  # partitions per spill
 READ_BYTES = 1024 * 1024      # a partition file is read back in pieces of this size
 HASH_LOW, HASH_HIGH = -(1 << 63), 1 << 63
@@ -67,7 +73,9 @@ class Session:
         self.usable = True
         self._serial = 0
         self._owner = os.getpid()
+        self._lock = None             # OWNER_FILE, locked while the directory is in use
         self.codec = BYTES            # the counting rules' (tally.Tally sets it)
+        sweep(_base())
 
     def __enter__(self):
         return self
@@ -78,10 +86,11 @@ class Session:
     def ready(self):
         """Make the directory now (before workers fork: every process's files go in it)."""
         if self.directory is None and self.usable:
-            base = os.environ.get('TMPDIR') or '/tmp'
-            path = os.path.join(base, 'bot-detector-spill-%d-%s' % (os.getpid(), binascii.hexlify(os.urandom(6)).decode()))
+            path = os.path.join(_base(), '%s%d-%s' % (PREFIX, os.getpid(), binascii.hexlify(os.urandom(6)).decode()))
             try:
                 os.mkdir(path, 0o700)         # fails if anything is there already
+                self._lock = os.open(os.path.join(path, OWNER_FILE), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+                fcntl.flock(self._lock, fcntl.LOCK_EX)      # held until this process ends, kill -9 included
             except OSError:
                 self.usable = False
                 return False
@@ -93,7 +102,8 @@ class Session:
             for name in os.listdir(self.directory):
                 os.unlink(os.path.join(self.directory, name))
             os.rmdir(self.directory)
-            self.directory = None
+            os.close(self._lock)
+            self.directory = self._lock = None
 
     def counter(self, low=HASH_LOW, high=HASH_HIGH):
         return SpillCounter(self, low, high)
@@ -103,6 +113,49 @@ class Session:
             raise OSError('no private temporary directory for the counts')
         self._serial += 1
         return os.path.join(self.directory, '%d-%d-%s' % (os.getpid(), self._serial, tag))
+
+
+def _base():
+    return os.environ.get('TMPDIR') or '/tmp'
+
+
+def sweep(base):
+    """Remove the spill directories that runs killed (SIGKILL, the OOM killer) left in
+    ``base``: only a directory of this kind (PREFIX, a pid, 12 hex digits; not a link),
+    of this user, whose pid is not a running process and whose OWNER_FILE no process holds
+    locked (a pid of another pid namespace sharing ``base``). Failures are ignored."""
+    try:
+        names = [name for name in os.listdir(base) if STALE.match(name)]
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.kill(int(STALE.match(name).group(1)), 0)
+            continue                    # its process runs (or is another user's: not ours)
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            fd = os.open(os.path.join(base, name), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            info = os.fstat(fd)
+            if info.st_uid != os.geteuid() or not stat.S_ISDIR(info.st_mode):
+                continue
+            lock = os.open(OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)      # fails while its owner lives
+                for entry in os.listdir(fd):
+                    os.unlink(entry, dir_fd=fd)
+                os.rmdir(os.path.join(base, name))
+            finally:
+                os.close(lock)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 class SpillCounter(Counter):
