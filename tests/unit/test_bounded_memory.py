@@ -149,16 +149,20 @@ KEYS = st.one_of(st.sampled_from([b'10.0.0.5', b'10.0.0.50', b'110.0.0.5', b'1.2
 
 @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(st.lists(KEYS, max_size=40), max_size=12), budget=st.integers(1, 30), top=st.integers(1, 12),
-       servers=st.sampled_from([[], [b'10.0.0.5'], [b'0.0'], [b'10.0.0.5', b'::1']]), floor=st.integers(1, 6))
-def test_spilled_counts_rank_as_the_whole_counter(batches, budget, top, servers, floor):
+       servers=st.sampled_from([[], [b'10.0.0.5'], [b'0.0'], [b'10.0.0.5', b'::1']]), floor=st.integers(1, 6),
+       summaries=st.booleans())
+def test_spilled_counts_rank_as_the_whole_counter(batches, budget, top, servers, floor, summaries):
     whole = Counter()
     with spill.Session(budget) as session:
+        session.summaries = summaries       # a follower's: ranked from a summary of the files when exact
         counter = session.counter()
         for batch in batches:
             counter.update(batch)
             whole.update(batch)
             if len(counter) > budget:
                 counter.spill()
+            if spill.spilled(counter):      # ranked between batches, as a follower does
+                assert rules.top_records(counter, servers, top) == rules.top_records(whole, servers, top)
         ordered = sorted(whole.items(), key=itemgetter(1, 0), reverse=True)
         assert rules.top_records(counter, servers, top) == rules.top_records(whole, servers, top)
         is_server = rules.server_test(servers) or (lambda count, key: False)
@@ -173,6 +177,30 @@ def test_spilled_counts_rank_as_the_whole_counter(batches, budget, top, servers,
             assert not set(part) & set(merged)          # disjoint parts
             merged.update(part)
         assert merged == whole
+
+
+def test_a_follower_ranks_spilled_counts_from_a_summary_read_once_per_spill(monkeypatch):
+    """Churn (one request each) past the budget, a few heavy keys: ranked again and again
+    with new entries in memory, the files are read once per spill, the records exact."""
+    reads = []
+    original = spill._read_keys           # pylint: disable=protected-access
+    monkeypatch.setattr(spill, '_read_keys', lambda path, codec: reads.append(path) or original(path, codec))
+    whole = Counter()
+    with spill.Session(300) as session:
+        session.summaries = True
+        counter = session.counter()
+        for round_ in range(40):
+            batch = [b'10.1.%d.%d' % (round_, i) for i in range(100)] + [b'198.51.100.%d' % (i % 5) for i in range(30)]
+            counter.update(batch)
+            whole.update(batch)
+            spills = len(counter) > 300
+            if spills:
+                counter.spill()
+            before = len(reads)
+            assert rules.top_records(counter, [], 5) == rules.top_records(whole, [], 5)
+            assert rules.top_records(counter, [], 5) == rules.top_records(whole, [], 5)
+            if round_ > 3 and not spills:
+                assert len(reads) == before, 'the files were read again without a spill'
 
 
 def test_a_partition_larger_than_the_budget_is_split_again(monkeypatch):

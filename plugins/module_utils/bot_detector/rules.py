@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 import heapq
 import re
+from collections import Counter
 from itertools import compress, repeat
 from operator import contains, ge, itemgetter, not_
 
@@ -171,11 +172,36 @@ def top_records(counter, server_ips, top):
     is_server = server_test(server_ips)
     if not spilled(counter):
         return _top_of(counter, is_server, top)
+    found = _top_of_summary(counter, is_server, top)
+    if found is not None:
+        return found
     found = []
     for part in parts(counter):
         found.extend(_top_of(part, is_server, top))
     found.sort(reverse=True)
     return found[:top]
+
+
+def _top_of_summary(counter, is_server, top):
+    """top_records of a spilled counter from its files' summary (spill.summary) and its
+    entries in memory, when that is exact: the keys counted more than ``light`` times in
+    the files have exact totals; any other key has at most ``light`` plus its entry in
+    memory, and when that is below the ``top``-th record of the exact ones, those are the
+    answer. None when it is not exact (the parts are read then), or without a session that
+    keeps summaries (a follower's: a run ranks each window once, reading the parts once)."""
+    if counter.session is None or not counter.session.summaries:
+        return None
+    heavy, light = counter.summary()
+    exact = Counter(heavy)
+    known = list(compress(counter.keys(), map(heavy.__contains__, counter.keys())))
+    exact.update(dict(zip(known, map(counter.__getitem__, known))))
+    found = _top_of(exact, is_server, top)
+    if len(found) < top:
+        return None
+    others = list(compress(counter.values(), map(not_, map(heavy.__contains__, counter.keys()))))
+    if light + max(others, default=0) >= found[-1][0]:
+        return None
+    return found
 
 
 def _top_of(counter, is_server, top):

@@ -20,12 +20,14 @@ from __future__ import absolute_import, division, print_function
 
 import binascii
 import fcntl
+import heapq
 import os
 import re
 import stat
 from bisect import bisect_left
 from collections import Counter
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
+from operator import gt
 
 from .text import write_all
 
@@ -75,6 +77,7 @@ class Session:
         self._owner = os.getpid()
         self._lock = None             # OWNER_FILE, locked while the directory is in use
         self.codec = BYTES            # the counting rules' (tally.Tally sets it)
+        self.summaries = False        # rank spilled counts from a summary of their files (a follower)
         sweep(_base())
 
     def __enter__(self):
@@ -167,6 +170,7 @@ class SpillCounter(Counter):
         self.session, self.low, self.high = session, low, high
         self.files = None
         self._own = None              # the partition files this counter appends to (made at its first spill)
+        self._summary = None          # (heavy, light) of the files' counts (summary()), until they change
 
     def __reduce__(self):       # a forked worker sends its counts back pickled: its files too
         return (_rebuild, (dict(self), self.files, self.low, self.high))
@@ -189,6 +193,7 @@ class SpillCounter(Counter):
         """Add ``other`` (a Counter, or a SpillCounter of the same range: its files are
         taken over) into this one."""
         if isinstance(other, SpillCounter) and other.files is not None:
+            self._summary = None
             if self.files is None:
                 self.files = [[] for dummy in range(FANOUT)]
             for mine, theirs in zip(self.files, other.files):
@@ -206,6 +211,7 @@ class SpillCounter(Counter):
         """Write the entries held in memory to the partition files, and forget them."""
         if not self:
             return
+        self._summary = None
         if self.files is None:
             self.files = [[] for dummy in range(FANOUT)]
         if self._own is None:
@@ -239,12 +245,33 @@ class SpillCounter(Counter):
         over from others: not for a counter whose files a copy() shares). A follower's
         windows move on: their files must not pile up."""
         self.clear()
+        self._summary = None
         for path in [path for paths in (self.files or ()) for path in paths]:
             try:
                 os.unlink(path)
             except OSError:
                 pass
         self.files = self._own = None
+
+    def summary(self):
+        """(heavy, light) of the counts in the files alone: ``heavy`` {key: count} of every
+        key counted more than ``light`` times there (at most a quarter of the budget of
+        them), every other key at most ``light`` times. Read once after each spill: a
+        follower that decides twice a second ranks from it (rules.top_records) without
+        reading the files each time."""
+        if self._summary is None:
+            files_only = SpillCounter(self.session, self.low, self.high)
+            files_only.files = self.files
+            cap = max(1, self.session.budget // 4)
+            heavy, light = {}, 1
+            for part in files_only.parts():
+                keys = list(compress(part.keys(), map(gt, part.values(), repeat(light))))
+                heavy.update(zip(keys, map(part.__getitem__, keys)))
+                if len(heavy) > cap:
+                    light = heapq.nlargest(cap // 2 or 1, heavy.values())[-1]
+                    heavy = dict((key, count) for key, count in heavy.items() if count > light)
+            self._summary = heavy, light
+        return self._summary
 
     def parts(self):
         """Exact Counters over disjoint sets of keys, together all of them, each of at most
