@@ -182,24 +182,32 @@ def top_records(counter, server_ips, top):
     return found[:top]
 
 
-def _top_of_summary(counter, is_server, top):
+def _top_of_summary(counter, is_server, top, lookups=256):
     """top_records of a spilled counter from its files' summary (spill.summary) and its
     entries in memory, when that is exact: the keys counted more than ``light`` times in
-    the files have exact totals; any other key has at most ``light`` plus its entry in
-    memory, and when that is below the ``top``-th record of the exact ones, those are the
-    answer. None when it is not exact (the parts are read then), or without a session that
-    keeps summaries (a follower's: a run ranks each window once, reading the parts once)."""
+    the files have exact totals; a key in memory that could rank among them (its entry plus
+    ``light`` reaches the ``top``-th exact record) is looked up in its partition's files
+    (at most ``lookups`` of them); any other key has less than that record, and the exact
+    ones are the answer. None when it is not exact (the parts are read then), or without a
+    session that keeps summaries (a follower's: a run ranks each window once)."""
     if counter.session is None or not counter.session.summaries:
         return None
     heavy, light = counter.summary()
     exact = Counter(heavy)
-    known = list(compress(counter.keys(), map(heavy.__contains__, counter.keys())))
-    exact.update(dict(zip(known, map(counter.__getitem__, known))))
+    if heavy:       # C-level passes (dict.get: a Counter subclass's own lookup is slower)
+        known = [key for key in heavy if key in counter]
+        exact.update(dict(zip(known, map(counter.get, known))))
     found = _top_of(exact, is_server, top)
-    if len(found) < top:
+    floor = found[-1][0] if len(found) >= top else 1
+    rising = list(compress(counter.keys(), map(ge, counter.values(), repeat(floor - light))))
+    rising = [key for key in rising if key not in heavy] if len(rising) <= lookups + len(heavy) else None
+    if rising is None or len(rising) > lookups:
         return None
-    others = list(compress(counter.values(), map(not_, map(heavy.__contains__, counter.keys()))))
-    if light + max(others, default=0) >= found[-1][0]:
+    if rising:
+        exact.update(counter.file_counts(rising))
+        exact.update(dict(zip(rising, map(counter.get, rising))))
+        found = _top_of(exact, is_server, top)
+    if len(found) < top or light >= found[-1][0]:
         return None
     return found
 

@@ -273,6 +273,21 @@ class SpillCounter(Counter):
             self._summary = heavy, light
         return self._summary
 
+    def file_counts(self, keys):
+        """{key: count in the files} of a few ``keys``, reading only their partitions."""
+        found = dict((key, 0) for key in keys)
+        if self.files is None:
+            return found
+        codec, step, by_part = self.codec, (self.high - self.low) // FANOUT, {}
+        for key in keys:
+            by_part.setdefault(min(FANOUT - 1, (codec.hash(key) - self.low) // step), []).append(key)
+        for part, wanted in by_part.items():
+            for path in self.files[part]:
+                for keys_read in _read_keys(path, codec):
+                    for key in wanted:
+                        found[key] += keys_read.count(key)
+        return found
+
     def parts(self):
         """Exact Counters over disjoint sets of keys, together all of them, each of at most
         the budget's distinct keys (plus one read piece's)."""
