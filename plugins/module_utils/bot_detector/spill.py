@@ -27,7 +27,7 @@ import stat
 from bisect import bisect_left
 from collections import Counter
 from itertools import chain, compress, repeat
-from operator import gt
+from operator import floordiv, gt, sub
 
 from .text import write_all
 
@@ -217,22 +217,28 @@ class SpillCounter(Counter):
         if self._own is None:
             self._own = [None] * FANOUT
         codec = self.codec
-        keys = sorted(self, key=codec.hash)
-        hashes = list(map(codec.hash, keys))        # bytes keep their hash: not computed again
-        cuts = [0] + [bisect_left(hashes, bound) for bound in self.bounds()] + [len(keys)]
-        for part in range(FANOUT):
-            chosen = keys[cuts[part]:cuts[part + 1]]
+        # Each key's partition, (hash - low) // step, in C-level passes; then the keys dealt
+        # to their partitions in one plain loop (a sort by hash took ten times as long).
+        keys = list(self)
+        step = (self.high - self.low) // FANOUT
+        places = map(min, map(floordiv, map(sub, map(codec.hash, keys), repeat(self.low)), repeat(step)), repeat(FANOUT - 1))
+        chosen_by_part = [[] for dummy in range(FANOUT)]
+        appends = [chosen.append for chosen in chosen_by_part]
+        for key, place in zip(keys, places):
+            appends[place](key)
+        del keys, appends
+        once = max(self.values()) == 1         # a churn's keys: once each, joined in one C call
+        for part, chosen in enumerate(chosen_by_part):
             if not chosen:
                 continue
             if self._own[part] is None:
                 self._own[part] = self.session.new_file('%d' % part)
                 self.files[part].append(self._own[part])
-            counts = list(map(self.__getitem__, chosen))
-            chosen = codec.encode(chosen)
-            if max(counts) == 1:        # a churn's keys: once each, joined in one C call
-                data = b'\n'.join(chosen) + b'\n'
+            if once:
+                data = b'\n'.join(codec.encode(chosen)) + b'\n'
             else:
-                data = b'\n'.join(chain.from_iterable(map(repeat, chosen, counts))) + b'\n'
+                counts = list(map(self.get, chosen))
+                data = b'\n'.join(chain.from_iterable(map(repeat, codec.encode(chosen), counts))) + b'\n'
             fd = os.open(self._own[part], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 write_all(fd, data)
