@@ -5,7 +5,6 @@ plain in-memory path. Both paths are driven against each other on random counts,
 command on a churn hour with a budget far below its addresses against the same command
 with the budget above them."""
 import json
-import random
 import subprocess
 import sys
 from collections import Counter
@@ -113,6 +112,7 @@ def test_a_churn_hour_in_precise_mode_decides_as_in_memory(tmp_path):
             done = command(files, log, budget, extra)
             assert done.returncode == 0, done.stderr
             document = json.loads(done.stdout)
-            outputs.append((document['windows'], document['blocked'], [m for m in document['messages'] if not m.startswith('Execution time')], files.read('blocklist')))
+            messages = [m for m in document['messages'] if not m.startswith('Execution time')]
+            outputs.append((document['windows'], document['blocked'], messages, files.read('blocklist')))
         assert outputs[0] == outputs[1]
         assert outputs[0][3]            # the scrapers over the threshold are blocked
