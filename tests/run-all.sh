@@ -56,7 +56,7 @@ background "molecule images" molecule/build-image.sh
 background "ansible-core ${container_majors[*]}" tests/tools/container-tests.sh "$container_tree" "${container_cores[@]}"
 
 step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible, Prometheus rules (promtool) and dashboard, the README's first steps in a fresh clone"
-pytest -n 2 -p no:cacheprovider tests/unit tests/equivalence tests/integration
+pytest -n 2 -p no:cacheprovider --durations=15 tests/unit tests/equivalence tests/integration
 
 step "changelog and docs: antsibull-changelog lint, CHANGELOG.md generated, antsibull-docs lint-collection-docs (plugins and the guides of docs/docsite)"
 make --no-print-directory test-tree >/dev/null
