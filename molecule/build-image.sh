@@ -4,10 +4,14 @@
 # mirror this machine's apt uses (there is no container registry here), and imports it into
 # podman as IMAGE (default: localhost/bot-detector-debian<release>:latest, the molecule
 # hosts'). Podman's image store is the cache: an existing image is kept.
-# Without arguments: both molecule hosts' images, Debian 12 and 13.
+# Without arguments: every image the scenarios run (molecule/*/molecule.yml): Debian 12 and
+# 13, and Debian 12 with systemd as init (molecule/systemd) or with nftables
+# (molecule/enforcement).
 set -euo pipefail
 if [ $# -eq 0 ]; then
-    "$0" bookworm && exec "$0" trixie
+    "$0" bookworm && "$0" trixie &&
+        "$0" bookworm localhost/bot-detector-debian12-systemd:latest systemd,systemd-sysv &&
+        exec "$0" bookworm localhost/bot-detector-debian12-nftables:latest nftables
 fi
 suite=$1
 case $suite in

@@ -46,7 +46,7 @@ await() {
 stop_jobs() { local pid; for pid in "${job_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done; }
 trap stop_jobs EXIT
 
-step "background jobs: molecule's host images (Debian 12, 13); ansible-core ${container_majors[*]} in a Debian 13 container"
+step "background jobs: molecule's host images (Debian 12, 13, 12 with systemd, 12 with nftables); ansible-core ${container_majors[*]} in a Debian 13 container"
 # Images are built once, then kept in podman's store. The container tests run on a snapshot
 # of the files git tracks, since the steps below rewrite the test tree.
 make --no-print-directory test-tree >/dev/null
@@ -56,7 +56,7 @@ background "molecule images" molecule/build-image.sh
 background "ansible-core ${container_majors[*]}" tests/tools/container-tests.sh "$container_tree" "${container_cores[@]}"
 
 step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible, Prometheus rules (promtool) and dashboard, the README's first steps in a fresh clone"
-pytest -n 2 -p no:cacheprovider tests/unit tests/equivalence tests/integration
+pytest -n 2 -p no:cacheprovider --durations=15 tests/unit tests/equivalence tests/integration
 
 step "changelog and docs: antsibull-changelog lint, CHANGELOG.md generated, antsibull-docs lint-collection-docs (plugins and the guides of docs/docsite)"
 make --no-print-directory test-tree >/dev/null
@@ -93,7 +93,7 @@ rm -f "$log"
 step "ansible-lint (production profile)"
 ansible-lint --nocolor
 
-step "molecule: the hosts' images, Debian 12 and 13 (background job)"
+step "molecule: the hosts' images (background job)"
 await "molecule images"
 
 step "molecule: the role on a Debian 12 and a Debian 13 podman host (create, converge, idempotence, check, verify, destroy)"
@@ -102,12 +102,10 @@ molecule test --scenario-name default
 step "molecule: fleet mode on three podman hosts (playbooks/fleet.yml)"
 molecule test --scenario-name fleet
 
-step "molecule: the systemd scheduler on a host whose init is systemd (timer, sandboxed service, switch to cron, absent)"
-molecule/build-image.sh bookworm localhost/bot-detector-debian12-systemd:latest systemd,systemd-sysv
+step "molecule: the systemd and follow schedulers on hosts whose init is systemd (timer, sandboxed services, a scraper blocked within seconds, a killed follower restarted, switch to cron, absent)"
 molecule test --scenario-name systemd
 
 step "molecule: nftables enforcement on a podman host with NET_ADMIN (converge, idempotence, the sets against the blocklist)"
-molecule/build-image.sh bookworm localhost/bot-detector-debian12-nftables:latest nftables
 molecule test --scenario-name enforcement
 
 step "ansible-test sanity (every test) and integration targets on ansible-core ${container_majors[*]}, Debian 13 container (background job)"

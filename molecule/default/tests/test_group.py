@@ -1,11 +1,13 @@
 """Tests on the whole group, after test_default.py: the ad-hoc module run, a wrongly
-typed variable, the unblock playbook, and state absent (with and without the state kept)."""
+typed variable, a core changed on a host put right, the unblock playbook, and state absent
+(with and without the state kept)."""
 import json
 import os
+import re
 
 import testinfra
 
-from helpers import ROOT, ansible_run, container_now, get, loggen, put
+from helpers import CORE, ROOT, ansible_run, container_now, get, loggen, put
 
 testinfra_hosts = ['podman://web1']
 HOSTS = dict((name, testinfra.get_host('podman://' + name)) for name in ('web1', 'web2'))
@@ -40,6 +42,27 @@ def test_wrongly_typed_variable_fails_before_any_change(host):
     out = run.stdout.decode()
     assert "bot_detector_threshold" in out and 'unable to convert to int' in out, out
     assert get(host, '/etc/cron.d/bot-detector') == before
+
+
+def test_a_deploy_puts_right_a_changed_core_and_removes_what_the_collection_no_longer_has(host):
+    """The deploy copies only the core files that differ (one checksum look per host): a file
+    edited on the host, one whose mode changed and one the collection does not have are all
+    put right, and nothing else is copied."""
+    lib = '/usr/local/lib/bot-detector/bot_detector/'
+    host.check_output('echo "# edited on the host" >> %srules.py && chmod 0600 %stext.py && echo "x = 1" > %sstale.py'
+                      % (lib, lib, lib))
+    run = ansible_run(['ansible-playbook', os.path.join(ROOT, 'molecule', 'default', 'converge.yml'), '--limit', 'web1'],
+                      callback='ansible.builtin.default')
+    out = run.stdout.decode()
+    assert run.returncode == 0, out[-3000:]
+    for name in ('rules.py', 'text.py'):
+        with open(os.path.join(CORE, name), 'rb') as source:
+            assert get(host, lib + name) == source.read(), name
+        assert host.file(lib + name).mode == 0o644
+    assert not host.file(lib + 'stale.py').exists
+    # Exactly those: two files copied, one removed, nothing else changed.
+    assert set(re.findall(r'^changed: \[web1\] => \(item=(\S+)\)', out, re.M)) == {'rules.py', 'text.py', lib + 'stale.py'}, out
+    assert re.search(r'^web1\s+: ok=\d+\s+changed=2\s', out, re.M), out[-2000:]      # two tasks: the copies, the removal
 
 
 def test_unblock_playbook_on_the_web_hosts():

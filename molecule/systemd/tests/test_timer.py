@@ -54,7 +54,7 @@ def test_a_start_of_the_service_runs_the_detector_on_each_log_into_the_journal()
 
 
 def test_switching_to_cron_removes_the_units_and_stops_the_timer():
-    run = ansible_run(['ansible-playbook', CONVERGE, '-e', 'bot_detector_scheduler=cron'])
+    run = ansible_run(['ansible-playbook', CONVERGE, '--limit', 'tweb1', '-e', 'bot_detector_scheduler=cron'])
     assert run.returncode == 0, run.stdout.decode()[-3000:]
     assert HOST.file('/etc/cron.d/bot-detector').exists
     for unit in ('/etc/systemd/system/bot-detector.timer', '/etc/systemd/system/bot-detector.service'):
@@ -63,11 +63,11 @@ def test_switching_to_cron_removes_the_units_and_stops_the_timer():
 
 
 def test_back_to_systemd_then_absent_leaves_no_unit_and_no_state():
-    run = ansible_run(['ansible-playbook', CONVERGE])
+    run = ansible_run(['ansible-playbook', CONVERGE, '--limit', 'tweb1'])
     assert run.returncode == 0, run.stdout.decode()[-3000:]
     assert not HOST.file('/etc/cron.d/bot-detector').exists
     assert HOST.run('systemctl is-active bot-detector.timer').stdout.strip() == 'active'
-    run = ansible_run(['ansible-playbook', CONVERGE, '-e', 'bot_detector_state=absent'])
+    run = ansible_run(['ansible-playbook', CONVERGE, '--limit', 'tweb1', '-e', 'bot_detector_state=absent'])
     assert run.returncode == 0, run.stdout.decode()[-3000:]
     for gone in ('/etc/systemd/system/bot-detector.timer', '/etc/systemd/system/bot-detector.service',
                  '/etc/cron.d/bot-detector', '/var/lib/bot-detector', '/usr/local/lib/bot-detector'):
