@@ -27,7 +27,7 @@ import stat
 from bisect import bisect_left
 from collections import Counter
 from itertools import chain, compress, repeat
-from operator import floordiv, gt, sub
+from operator import add, floordiv, gt, sub
 
 from .text import write_all
 
@@ -37,6 +37,8 @@ PREFIX = 'bot-detector-spill-'     # a spill directory: PREFIX, the owner's pid,
 STALE = re.compile(r'%s([0-9]+)-[0-9a-f]{12}\Z' % PREFIX)
 OWNER_FILE = '.owner'         # locked by the owner while it runs
 FANOUT = 256                  # partitions per spill
+LOOKUPS = 256                 # keys a carried summary looks up in their partitions (_carry_summary)
+LIGHT_DRIFT = 4               # spills of once-counted keys a summary is carried over before a reading
 READ_BYTES = 1024 * 1024      # a partition file is read back in pieces of this size
 HASH_LOW, HASH_HIGH = -(1 << 63), 1 << 63
 
@@ -211,7 +213,7 @@ class SpillCounter(Counter):
         """Write the entries held in memory to the partition files, and forget them."""
         if not self:
             return
-        self._summary = None
+        carried = self._carry_summary()
         if self.files is None:
             self.files = [[] for dummy in range(FANOUT)]
         if self._own is None:
@@ -245,6 +247,33 @@ class SpillCounter(Counter):
             finally:
                 os.close(fd)
         self.clear()
+        if carried is not None:         # the few keys to count exactly, now that they are written
+            heavy, light, base, exact = carried
+            heavy.update(self.file_counts(exact))
+            self._summary = heavy, light, base
+
+    def _carry_summary(self):
+        """Before a spill: the summary (summary()) carried over it without reading the files
+        again, as (heavy, light, keys to look up once written), or None (read again when
+        asked). A heavy key's count grows by its entry; a key counted once here may now
+        have light + 1; one counted more is looked up (at most LOOKUPS of them). After a
+        few spills (light at most LIGHT_DRIFT over its last reading) the files are read."""
+        summary, self._summary = self._summary, None
+        if summary is None:
+            return None
+        heavy, light, base = summary
+        known = [key for key in heavy if key in self]
+        heavy = dict(heavy)
+        heavy.update(zip(known, map(add, map(heavy.get, known), map(self.get, known))))
+        many = list(compress(self.keys(), map(gt, self.values(), repeat(1))))
+        exact = [key for key in many if key not in summary[0]] if len(many) <= LOOKUPS + len(known) else None
+        if exact is None or len(exact) > LOOKUPS or len(heavy) + len(exact) > max(1, self.session.budget // 4):
+            return None
+        if len(exact) + len(known) < len(self):     # some key counted once here, not heavy
+            light += 1
+        if light > base + LIGHT_DRIFT:
+            return None
+        return heavy, light, base, exact
 
     def discard(self):
         """Forget the counts and remove their files (those it wrote, and those it took
@@ -276,8 +305,8 @@ class SpillCounter(Counter):
                 if len(heavy) > cap:
                     light = heapq.nlargest(cap // 2 or 1, heavy.values())[-1]
                     heavy = dict((key, count) for key, count in heavy.items() if count > light)
-            self._summary = heavy, light
-        return self._summary
+            self._summary = heavy, light, light      # the last, the light of the last reading
+        return self._summary[:2]
 
     def file_counts(self, keys):
         """{key: count in the files} of a few ``keys``, reading only their partitions."""
