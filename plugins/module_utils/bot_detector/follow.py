@@ -371,8 +371,8 @@ class Follower:
                 pending = pending or bool(read)
                 lists_now = self._lists_stat()
                 expire = self.settings.ban_time is not None and wall - last_expiry >= EXPIRE_EVERY
-                # Spilled counts take a reading of their files per decision: at most a third of the time.
-                due = pending and wall - last_decision >= max(DECIDE_EVERY, 2 * self.decide_seconds)
+                # Spilled counts may take a reading of their files per decision: at most half the time.
+                due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)
                 decided = due or moved or expire or lists_now != lists_seen
                 if decided:
                     self.decide(now, expire)
