@@ -163,10 +163,15 @@ def test_spilled_counts_rank_as_the_whole_counter(batches, budget, top, servers,
                 counter.spill()
             if spill.spilled(counter):      # ranked between batches, as a follower does
                 assert rules.top_records(counter, servers, top) == rules.top_records(whole, servers, top)
+                # A follower's ranking: only the records at or over the threshold.
+                assert rules.top_records(counter, servers, top, floor) == rules.top_records(whole, servers, top, floor)
         ordered = sorted(whole.items(), key=itemgetter(1, 0), reverse=True)
         assert rules.top_records(counter, servers, top) == rules.top_records(whole, servers, top)
         is_server = rules.server_test(servers) or (lambda count, key: False)
-        assert rules.top_records(whole, servers, top) == [(c, k) for k, c in ordered if not is_server(c, k)][:top]
+        expected = [(c, k) for k, c in ordered if not is_server(c, k)][:top]
+        assert rules.top_records(whole, servers, top) == expected
+        for ranked in (counter, whole):
+            assert rules.top_records(ranked, servers, top, floor) == [(c, k) for c, k in expected if c >= floor]
         assert rules.counts_at_least(counter, servers, floor) == dict(
             (k, c) for k, c in whole.items() if c >= floor and not is_server(c, k))
         asked = list(whole)[:5] + [b'never counted']

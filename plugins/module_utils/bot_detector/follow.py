@@ -340,7 +340,7 @@ class Follower:
         started = time.time()
         result = Result(emit=None, on_warning=self.warn)
         counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
-        decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire)
+        decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False)
         self.decided_at = time.time()
         self.decide_seconds = self.decided_at - started
         if self.settings.enforcement != 'none' and (first or result.changed):

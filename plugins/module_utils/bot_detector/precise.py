@@ -268,9 +268,10 @@ class PreciseRules:
         grouped.update(moved)
         return grouped
 
-    def examined(self, counter, server_ips, top):
+    def examined(self, counter, server_ips, top, at_least=None):  # pylint: disable=unused-argument
         """Rank with unverified crawler claims counted; verify the claimers that reach the
         examined records, drop what verifies, and rank again until the records are exact.
+        ``at_least`` is not used: a group's count is known only once its keys are summed.
         The server test runs on the records ranked only: the server's keys are known.
         Counts spilled to files (spill.py) are ranked a part at a time, each part holding
         whole groups (SpillCodec): the first ``top`` of all are among the parts' first."""

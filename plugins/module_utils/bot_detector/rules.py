@@ -164,25 +164,35 @@ def server_test(server_ips):
     return is_server
 
 
-def top_records(counter, server_ips, top):
+def top_records(counter, server_ips, top, at_least=None):
     """Order as ``sort | uniq -c | sort -nr`` under LC_ALL=C (equal counts: address in
     descending byte order), drop the server's own records (server_test), keep the first
-    ``top``. Counts spilled to files (spill.py) are ranked a part at a time: the parts
-    hold disjoint keys, so the first ``top`` of all are among the parts' first ``top``."""
+    ``top``; with ``at_least``, only those of them with that count or more (the records
+    under it rank after all of those, so the ones kept are the same). Counts spilled to
+    files (spill.py) are ranked a part at a time: the parts hold disjoint keys, so the
+    first ``top`` of all are among the parts' first ``top``."""
     is_server = server_test(server_ips)
     if not spilled(counter):
-        return _top_of(counter, is_server, top)
-    found = _top_of_summary(counter, is_server, top)
+        return _top_of(_at_least(counter, at_least), is_server, top)
+    found = _top_of_summary(counter, is_server, top, at_least=at_least)
     if found is not None:
         return found
     found = []
     for part in parts(counter):
-        found.extend(_top_of(part, is_server, top))
+        found.extend(_top_of(_at_least(part, at_least), is_server, top))
     found.sort(reverse=True)
     return found[:top]
 
 
-def _top_of_summary(counter, is_server, top, lookups=256):
+def _at_least(counter, floor):
+    """The entries of ``counter`` with ``floor`` or more (C-level passes), or all of it."""
+    if floor is None or floor <= 1:
+        return counter
+    keys = list(compress(counter.keys(), map(ge, counter.values(), repeat(floor))))
+    return Counter(dict(zip(keys, map(counter.get, keys))))
+
+
+def _top_of_summary(counter, is_server, top, lookups=256, at_least=None):
     """top_records of a spilled counter from its files' summary (spill.summary) and its
     entries in memory, when that is exact: the keys counted more than ``light`` times in
     the files have exact totals; a key in memory that could rank among them (its entry plus
@@ -198,7 +208,7 @@ def _top_of_summary(counter, is_server, top, lookups=256):
         known = [key for key in heavy if key in counter]
         exact.update(dict(zip(known, map(counter.get, known))))
     found = _top_of(exact, is_server, top)
-    floor = found[-1][0] if len(found) >= top else 1
+    floor = max(found[-1][0] if len(found) >= top else 1, at_least or 1)
     rising = list(compress(counter.keys(), map(ge, counter.values(), repeat(floor - light))))
     rising = [key for key in rising if key not in heavy] if len(rising) <= lookups + len(heavy) else None
     if rising is None or len(rising) > lookups:
@@ -207,6 +217,10 @@ def _top_of_summary(counter, is_server, top, lookups=256):
         exact.update(counter.file_counts(rising))
         exact.update(dict(zip(rising, map(counter.get, rising))))
         found = _top_of(exact, is_server, top)
+    if at_least is not None and light < at_least:
+        # Every key left out counts under floor: of those at or over at_least, the first
+        # ``top`` are all in ``exact`` with their exact counts.
+        return [record for record in found if record[0] >= at_least]
     if len(found) < top or light >= found[-1][0]:
         return None
     return found
@@ -313,12 +327,13 @@ class SpecRules:
         self.line_filter = LineFilter(settings.job_prefixes, settings.search_engine)
         self.verifications = []
 
-    def examined(self, counter, server_ips, top):
-        """The records of one window that get a verdict: [(count, key)]. A Prefix (the
-        first entries of a window's counts) answers when it yields ``top`` records."""
-        records = top_records(counter, server_ips, top)
+    def examined(self, counter, server_ips, top, at_least=None):
+        """The records of one window that get a verdict: [(count, key)]; with ``at_least``,
+        only those with that count or more (top_records). A Prefix (the first entries of a
+        window's counts) answers when it yields ``top`` records."""
+        records = top_records(counter, server_ips, top, at_least)
         if len(records) < top and getattr(counter, 'complete', True) is False:
-            records = top_records(counter.full(), server_ips, top)
+            records = top_records(counter.full(), server_ips, top, at_least)
         return records
 
     @staticmethod

@@ -128,15 +128,18 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
     result.say(EXECUTION_TIME % result.duration)
 
 
-def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=True, after=None):
+def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=True, after=None, records_under=True):
     """The one decision step (rules 5.3.7 to 6), a run's and a follower's (follow.py): under
     the lock, the lists read (expired bans removed first, with ``expire_bans``), each
     window's ranked records judged, each block appended; then ``after()``, still under the
     lock, after the appends: a state saved there by a process killed before it keeps the
-    old one, which costs a cold start or a re-read, never a count."""
+    old one, which costs a cold start or a re-read, never a count. Without
+    ``records_under`` (a follower, which shows no record), the records under the threshold
+    may be left out of the ranking: they get no verdict, and leaving them out changes none."""
     # Ranked before the lock: the ranking reads no list, and the precise rules' crawler
     # verification (DNS, up to dns_budget seconds) must not hold the lock.
-    ranked = [(window, rules.examined(counter, server_ips, settings.top)) for window, counter in counts]
+    at_least = None if records_under else settings.threshold
+    ranked = [(window, rules.examined(counter, server_ips, settings.top, at_least)) for window, counter in counts]
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     try:
         for window, records in ranked:
