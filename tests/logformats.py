@@ -124,15 +124,17 @@ def render(fmt, e, style=0):
     raise ValueError(fmt)
 
 
-def render_log(fmt, combined, style=0):
+def render_log(fmt, combined, style=0, vary=True):
     """(the log in ``fmt``, its twin log) of the combined log bytes ``combined``: lines
-    that are not combined lines, or that the format cannot carry, are left out of both."""
+    that are not combined lines, or that the format cannot carry, are left out of both.
+    With ``vary``, each line in another variant (key names, order, time form) than the
+    previous; without, every line in variant ``style``, as a server writes its log."""
     lines, twins = [], []
     for i, raw in enumerate(combined.split(b'\n')):
         entry = parse(raw)
         if entry is None:
             continue
-        line, twin = render(fmt, entry, style + i)
+        line, twin = render(fmt, entry, style + i if vary else style)
         if line is None:
             continue
         lines.append(line)

@@ -13,15 +13,17 @@ rotated or gzip files work unchanged. ``combined`` has no reader: its path is un
 Only lines that can count are decoded: a line whose raw bytes hold none of the job
 prefixes' paths (``Reader.needles``) has a twin without a job prefix. Of the others, a
 line that does not parse is counted as unparsed (``Reader.unparsed``, the first kept as
-an example). formats_json.py holds the JSON formats; w3c and auto live here.
+an example). formats_json.py holds the JSON formats, formats_lines.py Traefik, HAProxy
+and W3C; vhost_combined and auto live here.
 """
 
 from __future__ import absolute_import, division, print_function
 
+import os
 import re
 import time
 from itertools import compress, repeat
-from operator import contains
+from operator import contains, not_, or_, truth
 
 from .clock import MONTHS
 from .errors import bad_option
@@ -134,7 +136,27 @@ def needles_of(job_prefixes, json_escapes):
         if not path or (json_escapes and _PLAIN_NEEDLE.match(path) is None) or not path.isascii():
             return None
         found.append(path.encode('ascii'))
-    return found
+    return shortest(found)
+
+
+def shortest(needles):
+    """Fewer, shorter needles that every line holding one of ``needles`` holds one of (a
+    pass less each): two sharing their first 4 bytes or more become that common start
+    ('/job/', '/jobs/' -> '/job'), and one holding another is left out."""
+    needles = sorted(set(needles))
+    merged = True
+    while merged:
+        merged = False
+        for i, a in enumerate(needles):
+            for b in needles[i + 1:]:
+                common = len(os.path.commonprefix([a, b]))
+                if common >= 4 and (common < len(a) or common < len(b)):
+                    needles = sorted(set(needles) - {a, b} | {a[:common]})
+                    merged = True
+                    break
+            if merged:
+                break
+    return [n for n in needles if not any(m != n and m in n for m in needles)]
 
 
 class Reader:
@@ -144,6 +166,10 @@ class Reader:
     name = None
     json = False
     needs_head = False
+    # A line's own time is written as the combined format writes it: a line without the
+    # text of a date the tally counts ('21/Nov/2026:') cannot be counted (in_windows).
+    # b'': every line's; a key: only in a line holding it, where nothing is escaped.
+    date_marker = None
 
     def __init__(self, settings):
         self.settings = settings
@@ -152,6 +178,8 @@ class Reader:
         self.unparsed = 0
         self.example = None
         self.proxies = None
+        self.times = {}             # JSON formats: time values read, and their combined text
+        self.stamps = None          # the stamps the tally counts (Tally.chunk sets them)
         if settings.trusted_proxies and self.json:
             from .formats_json import TrustedProxies
             self.proxies = TrustedProxies(settings.trusted_proxies)
@@ -173,7 +201,30 @@ class Reader:
             self.example = line[:300]
 
     def candidates(self, lines):
-        """The lines whose twins may hold a job prefix (C-level passes)."""
+        """The lines whose twins may hold a job prefix, and a date the tally counts where
+        the raw line tells (C-level passes)."""
+        return self.in_windows(self._with_needles(lines))
+
+    def in_windows(self, lines):
+        marker, stamps = self.date_marker, self.stamps
+        if marker is None or not stamps or not lines:
+            return lines
+        dates = set(stamp[:12] for stamp in stamps)
+        if len(dates) == 1:
+            dated = list(map(contains, lines, repeat(dates.pop())))
+        else:
+            finder = re.compile(b'|'.join(re.escape(d) for d in sorted(dates)))
+            dated = list(map(truth, map(finder.search, lines)))
+        if all(dated):
+            return lines
+        kept = list(compress(lines, dated))
+        if marker:      # without the date: left out only when its time is surely that key's
+            undated = list(compress(lines, map(not_, dated)))
+            kept.extend(compress(undated, map(or_, map(contains, undated, repeat(b'\\')),
+                                              map(not_, map(contains, undated, repeat(marker))))))
+        return kept
+
+    def _with_needles(self, lines):
         if self.needles is None:
             return lines
         if len(self.needles) == 1:
@@ -239,123 +290,14 @@ class VhostCombined(Reader):
         return rest if space else None
 
 
-_TRAEFIK = re.compile(br'^(\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \S+ \S+ "[^"]*" "[^"]*")'
-                      br'(?: \d+ "[^"]*" "[^"]*" \d+ms)?\s*$')
-
-
-class Traefik(Reader):
-    """Traefik's common log format: combined, then the requests count, router, server URL
-    and duration, which the twin leaves out."""
-
-    name = 'traefik'
-
-    def parse(self, line):
-        match = _TRAEFIK.match(line)
-        return match.group(1) if match else None
-
-
-_HAPROXY = re.compile(
-    br'(?:^|\s)(\S+):\d+ \[(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}:\d{2}:\d{2})\.\d+\] +\S+ +\S+ +\S+ +(-?\d+) +\+?(-?\d+) '
-    br'+\S+ +\S+ +\S+ +\S+ +\S+ +(?:\{([^}]*)\} +)?(?:\{[^}]*\} +)?"([^"]*)"?\s*$')
-
-
-class Haproxy(Reader):
-    """HAProxy's ``option httplog`` line, with or without a syslog prefix. The user agent is
-    the request capture's field ``haproxy_user_agent_capture`` (1-based), else '-'."""
-
-    name = 'haproxy'
-
-    def __init__(self, settings):
-        super(Haproxy, self).__init__(settings)
-        self.capture = settings.haproxy_user_agent_capture
-
-    def parse(self, line):
-        match = _HAPROXY.search(line)
-        if match is None:
-            return None
-        address, day, month, year, clock, status, size, captured, request = match.groups()
-        agent = b'-'
-        if self.capture and captured is not None:
-            fields = captured.split(b'|')
-            if len(fields) >= self.capture and fields[self.capture - 1]:
-                agent = escaped(fields[self.capture - 1])
-        when = self.clock.local_fields(day.decode(), month.decode(), year.decode(), clock.decode()).encode('ascii')
-        return b'%s - - [%s] "%s" %s %s "-" "%s"' % (escaped(address), when, escaped(request) if request else b'-',
-                                                    status, size, agent)
-
-
-class W3C(Reader):
-    """The W3C extended log format as IIS writes it: the fields from the last #Fields: line,
-    time in UTC; a user agent or referer logged with '+' for spaces is kept as logged."""
-
-    name = 'w3c'
-    needs_head = True
-
-    def __init__(self, settings):
-        super(W3C, self).__init__(settings)
-        self.fields = None
-
-    def bind(self, head):
-        at = head.rfind(b'#Fields:', 0, head.find(b'\n', head.rfind(b'#Fields:')) if b'#Fields:' in head else 0)
-        if at != -1 and (at == 0 or head[at - 1:at] == b'\n'):
-            other = self.fresh()
-            other.fields = self._fields(head[at:head.find(b'\n', at) if b'\n' in head[at:] else len(head)])
-            return other
-        return self
-
-    @staticmethod
-    def _fields(line):
-        return dict((name, i) for i, name in enumerate(line[len(b'#Fields:'):].split()))
-
-    def translate(self, buf, limit):
-        chunk = buf[:limit] if limit is not None and limit < len(buf) else buf
-        if b'#' not in chunk:
-            return Reader.translate(self, chunk, None)
-        out, read = [], False       # directives: each part with the fields in force there
-        for part in re.split(br'(?m)^(?=#)', chunk):
-            if part.startswith(b'#'):
-                directive, dummy, part = part.partition(b'\n')
-                if directive.startswith(b'#Fields:'):
-                    self.fields = self._fields(directive.rstrip(b'\r'))
-            if part:
-                made, parsed = Reader.translate(self, part.rstrip(b'\n'), None)
-                read = read or parsed
-                if made:
-                    out.append(made)
-        return b'\n'.join(out), read
-
-    def parse(self, line):
-        fields = self.fields
-        if fields is None:
-            return None
-        values = line.rstrip(b'\r').split(b' ')
-        if len(values) != len(fields):
-            return None
-
-        def get(name):
-            at = fields.get(name)
-            return values[at] if at is not None else b'-'
-        try:
-            year, month, day = get(b'date').split(b'-')
-            hour, minute, second = get(b'time').split(b':')
-            when = self.clock.utc_fields(int(year), int(month), int(day), int(hour), int(minute), int(second[:2]))
-        except ValueError:
-            return None
-        query = get(b'cs-uri-query')
-        request = get(b'cs-method') + b' ' + get(b'cs-uri-stem') + (b'?' + query if query != b'-' else b'')
-        version = get(b'cs-version')
-        if version != b'-':
-            request += b' ' + version
-        return b'%s - %s [%s] "%s" %s %s "%s" "%s"' % (
-            escaped(get(b'c-ip')), escaped(get(b'cs-username')), when.encode('ascii'), escaped(request),
-            get(b'sc-status'), get(b'sc-bytes'), escaped(get(b'cs(Referer)')), escaped(get(b'cs(User-Agent)')))
-
-
 def reader_class(name):
     if name in ('nginx_json', 'caddy', 'traefik_json'):
         from . import formats_json
         return formats_json.CLASSES[name]
-    return {'vhost_combined': VhostCombined, 'traefik': Traefik, 'haproxy': Haproxy, 'w3c': W3C}[name]
+    if name == 'vhost_combined':
+        return VhostCombined
+    from . import formats_lines
+    return formats_lines.CLASSES[name]
 
 
 def format_of(settings, path):
@@ -410,6 +352,7 @@ def detect(head, path):
     """The one format all of the first lines of ``head`` parse as (up to 20). Raises the
     refusal (exit status 2) when none or several fit, or when there is no line yet."""
     from . import formats_json
+    from .formats_lines import _HAPROXY, _TRAEFIK
     lines = [line for line in head.split(b'\n')[:-1] if line.strip()][:20] if b'\n' in head else []
     if lines and all(line.startswith(b'#') for line in lines[:1]):
         fields = [line for line in lines if line.startswith(b'#Fields:')]

@@ -192,6 +192,7 @@ class Tally:
             # memcpy, several times faster than bytes.count of one byte).
             self.lines += len(buf) - len(buf.replace(b'\n', b'')) - buf.count(b'\n', limit) + 1
         if self.reader is not None:
+            self.reader.stamps = self.counters
             buf, read = self.reader.translate(buf, limit)      # the lines' combined twins
             self.stamped = self.stamped or read
             limit = len(buf)
