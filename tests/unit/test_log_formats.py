@@ -237,3 +237,46 @@ def test_one_format_per_log_and_the_module(tmp_path):
     assert got.returncode == 0 and b'CHANGED' in got.stdout, got.stdout.decode()[-2000:]
     assert files.read('blocklist') == b'203.0.113.7\n'
     assert b'"format": "nginx_json"' in got.stdout and b'"format": "vhost_combined"' in got.stdout
+
+
+def test_follow_mode_reads_a_log_in_another_format(tmp_path):
+    """--follow with log_format: the lines already there and those appended, each counted
+    as its twin (a combined log of the same requests blocks the same address)."""
+    import test_follow as follow
+    files, log = follow.setup(tmp_path)
+    log.parent.mkdir()
+
+    def json_lines(address, count):
+        combined = follow.lines(address, count)
+        return in_timezone('UTC', lambda: logformats.render_log('nginx_json', combined, vary=False)[0])
+    log.write_bytes(json_lines('203.0.113.1', 30) + json_lines('203.0.113.2', 60))
+    with follow.Following(tmp_path, files, log, extra=['--log-format', 'nginx_json']) as follower:
+        follower.caught_up()
+        assert follow.blocked(files) == [b'203.0.113.2']
+        follower.mark()
+        with open(str(log), 'ab') as handle:
+            handle.write(json_lines('203.0.113.1', 25))
+        follower.caught_up()
+        assert sorted(follow.blocked(files)) == [b'203.0.113.1', b'203.0.113.2']
+
+
+def test_incremental_runs_and_rotation_count_a_log_in_another_format_as_a_cold_run(tmp_path, files):
+    """--state-dir: a run reads on from where the last one left the log (and its rotated
+    gzip file), with the cold run's decisions."""
+    import gzip
+    log = tmp_path / 'access.log'
+    first = b''.join(_json_line('203.0.113.%d' % (i % 3), NOW_EPOCH - 600 + i % 300) for i in range(1500))
+    log.write_bytes(first)
+    base = ['--server-ip', '10.0.0.5', '--log-format', 'nginx_json', '--json', '--threshold', '700', '--rotated']
+    state = Files(tmp_path / 'state-run').options() + base + ['--state-dir', tmp_path / 'state']
+    base = files.options() + base
+    warm = json.loads(run_core(state + ['--now', '2025-11-21 04:10:00', log]).stdout)
+    assert warm['blocked'] == [] and warm['scans'][0]['mode'] == 'full'
+    with gzip.open(str(log) + '.1.gz', 'wb') as rotated:
+        rotated.write(first + b''.join(_json_line('203.0.113.1', NOW_EPOCH - 100) for dummy in range(300)))
+    log.write_bytes(b''.join(_json_line('203.0.113.2', NOW_EPOCH - 50) for dummy in range(300)))
+    later = json.loads(run_core(state + ['--now', NOW, log]).stdout)
+    cold = json.loads(run_core(base + ['--now', NOW, log]).stdout)
+    assert [s['mode'] for s in later['scans']] == ['incremental', 'incremental']
+    assert later['blocked'] == cold['blocked'] and later['windows'] == cold['windows']
+    assert sorted(b['address'] for b in cold['blocked']) == ['203.0.113.1', '203.0.113.2']
