@@ -167,7 +167,7 @@ class Reader:
     json = False
     needs_head = False
     # A line's own time is written as the combined format writes it: a line without the
-    # text of a date the tally counts ('21/Nov/2026:') cannot be counted (in_windows).
+    # text of a stamp or date the tally counts ('21/Nov/2026:04') cannot be counted (in_windows).
     # b'': every line's; a key: only in a line holding it, where nothing is escaped.
     date_marker = None
 
@@ -209,7 +209,9 @@ class Reader:
         marker, stamps = self.date_marker, self.stamps
         if marker is None or not stamps or not lines:
             return lines
-        dates = set(stamp[:12] for stamp in stamps)
+        # Few stamps (a cold run's two windows): the stamps themselves; more (an incremental
+        # run tracks a day of hours): their dates, fewer passes.
+        dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
         if len(dates) == 1:
             dated = list(map(contains, lines, repeat(dates.pop())))
         else:
