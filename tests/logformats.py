@@ -140,4 +140,4 @@ def render_log(fmt, combined, style=0, vary=True):
         lines.append(line)
         twins.append(twin)
     head = W3C_HEADER if fmt == 'w3c' else b''
-    return head + b''.join(l + b'\n' for l in lines), b''.join(t + b'\n' for t in twins)
+    return head + b''.join(item + b'\n' for item in lines), b''.join(t + b'\n' for t in twins)

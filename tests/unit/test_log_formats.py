@@ -179,7 +179,7 @@ def test_unparsed_lines_are_counted_warned_once_and_in_the_metrics(tmp_path, fil
     assert [b['address'] for b in out['blocked']] == ['203.0.113.7'] and out['scans'][0]['unparsed_lines'] == 9
     warnings = [w for w in out['warnings'] if 'did not parse' in w]
     assert len(warnings) == 1 and warnings[0].startswith('%s: 9 lines did not parse as nginx_json' % log)
-    first = next(l for l in lines if not l.startswith(b'{"time_iso8601"')).rstrip(b'\n').decode()
+    first = next(text for text in lines if not text.startswith(b'{"time_iso8601"')).rstrip(b'\n').decode()
     assert warnings[0].endswith('the first: ' + first)
     assert 'bot_detector_last_run_unparsed_lines{log="%s"} 9' % log in metrics.read_text()
     # A combined run writes no such series.

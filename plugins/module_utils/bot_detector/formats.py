@@ -363,9 +363,9 @@ def detect(head, path):
     if not lines:
         raise bad_option('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path)
     fits = []
-    for name, test in [('combined', _looks_combined), ('vhost_combined', lambda l: _looks_combined(l.partition(b' ')[2])),
-                       ('traefik', lambda l: _TRAEFIK.match(l) is not None and not _looks_combined(l)),
-                       ('haproxy', lambda l: _HAPROXY.search(l) is not None)] + formats_json.DETECTORS:
+    for name, test in [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
+                       ('traefik', lambda line: _TRAEFIK.match(line) is not None and not _looks_combined(line)),
+                       ('haproxy', lambda line: _HAPROXY.search(line) is not None)] + formats_json.DETECTORS:
         if all(test(line) for line in lines):
             fits.append(name)
     if len(fits) != 1:

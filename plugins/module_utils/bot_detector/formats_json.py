@@ -273,9 +273,9 @@ class NginxJson(JsonReader):
             request = '%s %s%s' % (method, uri, '' if protocol is None else ' ' + protocol)
         if self.proxies is not None and forwarded:
             address = self.proxies.client(str(address), forwarded)
-        if (type(address) is str and type(request) is str and type(status) is str and type(size) is str  # noqa: E721
-                and type(referer) is str and type(agent) is str  # noqa: E721
-                and status and size and _ESCAPE_TEXT.search(address + request + referer + agent + status + size) is None):
+        values = (address, request, status, size, referer, agent)
+        if (all(isinstance(value, str) for value in values) and status and size
+                and _ESCAPE_TEXT.search(''.join(values)) is None):
             return '%s - - [%s] "%s" %s %s "%s" "%s"' % (address, when, request or '-', status, size, referer or '-', agent or '-')
         return twin(text_field(address), when, text_field(request), text_field(status), text_field(size),
                     text_field(referer), text_field(agent))

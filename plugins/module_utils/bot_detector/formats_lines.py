@@ -56,8 +56,8 @@ class Haproxy(Reader):
             if len(fields) >= self.capture and fields[self.capture - 1]:
                 agent = escaped(fields[self.capture - 1])
         when = self.clock.local_fields(day.decode(), month.decode(), year.decode(), clock.decode()).encode('ascii')
-        return b'%s - - [%s] "%s" %s %s "-" "%s"' % (escaped(address), when, escaped(request) if request else b'-',
-                                                    status, size, agent)
+        request = escaped(request) if request else b'-'
+        return b'%s - - [%s] "%s" %s %s "-" "%s"' % (escaped(address), when, request, status, size, agent)
 
 
 class W3C(Reader):
