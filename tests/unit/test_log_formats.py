@@ -280,3 +280,39 @@ def test_incremental_runs_and_rotation_count_a_log_in_another_format_as_a_cold_r
     assert [s['mode'] for s in later['scans']] == ['incremental', 'incremental']
     assert later['blocked'] == cold['blocked'] and later['windows'] == cold['windows']
     assert sorted(b['address'] for b in cold['blocked']) == ['203.0.113.1', '203.0.113.2']
+
+
+def test_haproxy_without_a_user_agent_capture_says_so_once(tmp_path, files):
+    line = ('Nov 21 04:12:43 lb haproxy[42]: 198.51.100.4:4242 [21/Nov/2025:04:12:43.123] fe be/s1 0/0/1/2/3 200 512 - - '
+            '---- 1/1/0/0/0 0/0 {Googlebot/2.1|jobs.example} "GET /job/%d HTTP/1.1"\n')
+    log = tmp_path / 'haproxy.log'
+    log.write_bytes(b''.join((line % i).encode() for i in range(1000)))
+    base = files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', 'haproxy', '--check', '--json']
+    without = run_core(base + [log])
+    out = json.loads(without.stdout)
+    assert [w for w in out['warnings'] if 'haproxy_user_agent_capture' in w] == [
+        '%s: haproxy logs no user agent unless it is captured (haproxy_user_agent_capture): the bot and search-engine '
+        'exemptions cannot apply' % log]
+    assert [b['address'] for b in out['blocked']] == ['198.51.100.4']       # no user agent: the bot is counted
+    captured = json.loads(run_core(base + ['--haproxy-user-agent-capture', '1', log]).stdout)
+    assert captured['blocked'] == [] and captured['warnings'] == []          # Googlebot: exempt, as in its twin
+
+
+def test_w3c_fields_may_change_mid_file(tmp_path):
+    """A new #Fields: line (IIS after a configuration change) applies from where it is."""
+    head = logformats.W3C_HEADER
+    other = b'#Fields: date time c-ip cs-method cs-uri-stem cs-uri-query sc-status cs(User-Agent)\n'
+    first = b'2025-11-21 04:12:43 10.0.0.1 GET /job/1 - 443 - 198.51.100.7 curl/8 - 200 0 0 15\n'
+    second = b'2025-11-21 04:12:44 198.51.100.8 GET /job/2 - 200 curl/8\n'
+    settings = Settings(log_format='w3c')
+    log = tmp_path / 'u_ex.log'
+    log.write_bytes(head + first + other + second)
+
+    def twins():
+        name, reader = formats.reader_for(settings, str(log))
+        data = log.read_bytes()
+        return reader.translate(data, None)[0], reader.unparsed
+    made, unparsed = in_timezone('UTC', twins)
+    assert unparsed == 0
+    assert made == (b'198.51.100.7 - - [21/Nov/2025:04:12:43 +0000] "GET /job/1" 200 - "-" "curl/8"\n'
+                    b'198.51.100.8 - - [21/Nov/2025:04:12:44 +0000] "GET /job/2" 200 - "-" "curl/8"')
