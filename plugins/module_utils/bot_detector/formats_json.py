@@ -293,6 +293,27 @@ class Caddy(JsonReader):
     an object with its headers."""
 
     name = 'caddy'
+    _windows = (None, None)
+
+    def in_windows(self, lines):
+        """Lines whose epoch ``ts`` falls in an hour the tally counts, or that hold a stamp's
+        text (a referer may), or whose ``ts`` this cannot read: the others cannot count."""
+        stamps = self.stamps
+        if not stamps or not lines:
+            return lines
+        key = frozenset(stamps)
+        if self._windows[0] != key:
+            self._windows = (key, (instants_of(key), re.compile(b'|'.join(re.escape(s) for s in sorted(key)))))
+        intervals, finder = self._windows[1]
+        kept = []
+        for line, match in zip(lines, map(_TS.search, lines)):
+            if match is None:
+                kept.append(line)
+                continue
+            at = int(match.group(1))
+            if any(start <= at < end for start, end in intervals) or finder.search(line) is not None:
+                kept.append(line)
+        return kept
 
     def twin_of(self, doc):
         if not isinstance(doc.get('request'), dict):
@@ -330,6 +351,31 @@ class TraefikJson(JsonReader):
 
 
 CLASSES = {'nginx_json': NginxJson, 'caddy': Caddy, 'traefik_json': TraefikJson}
+
+
+_TS = re.compile(b'"ts":(\\d{1,11})(?:\\.\\d*)?[,}]')
+
+
+def instants_of(stamps):
+    """[(start, end)] epoch seconds whose local hour stamp is one of ``stamps``: each found
+    in 15-minute steps (every zone's offset is a multiple of 15 minutes) within 15 hours of
+    the stamp read as UTC, merged."""
+    from .clock import hour_stamp
+    from .logfile import stamp_clock
+    found = []
+    for stamp in stamps:
+        text = stamp.decode('ascii')
+        center = stamp_clock(stamp)
+        for at in range(center - 15 * 3600, center + 15 * 3600, 900):
+            if hour_stamp(at) == text:
+                found.append((at, at + 900))
+    merged = []
+    for start, end in sorted(found):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _is_caddy(line):
