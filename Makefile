@@ -90,6 +90,7 @@ bench: setup
 	$(BIN)/python tests/bench/fleet_bench.py
 	$(PYTHON) tests/bench/enforce_bench.py
 	/usr/bin/python3 tests/bench/follow_bench.py
+	$(PYTHON) tests/bench/formats_bench.py
 
 # Generated documentation: the role READMEs from their argument specs, CHANGELOG.md from
 # changelogs/changelog.yaml. `make test` fails when either is stale.

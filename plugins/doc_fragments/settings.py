@@ -77,6 +77,59 @@ options:
     type: list
     elements: str
     aliases: [server_ip]
+  log_format:
+    description:
+      - >-
+        The format of the access logs: combined (the default, the spec's), vhost_combined,
+        nginx_json, caddy, traefik, traefik_json, haproxy, w3c, or auto (told from each log's first
+        lines; a log it cannot tell is refused with exit status 2). Each line counts as its combined
+        twin would.
+      - >-
+        Default: the host config file's C(log_format) when set there, else combined.
+    type: str
+    choices: [combined, vhost_combined, nginx_json, caddy, traefik, traefik_json, haproxy, w3c, auto]
+    version_added: 2.0.0
+  log_formats:
+    description:
+      - >-
+        A format for one log, LOG=FORMAT (the path as given), over log_format; for hosts with logs
+        in several formats.
+      - >-
+        Default: the host config file's C(log_formats) when set there, else off.
+    type: list
+    elements: str
+    version_added: 2.0.0
+  log_json_fields:
+    description:
+      - >-
+        nginx_json: key names beyond the usual ones, {role: key} with role one of address, time,
+        request, method, uri, protocol, status, bytes, referer, user_agent, forwarded_for.
+      - >-
+        Default: the host config file's C(log_json_fields) when set there, else off.
+    type: dict
+    version_added: 2.0.0
+  trusted_proxies:
+    description:
+      - >-
+        Addresses or CIDR networks of proxies in front of the server. When the logged client is one
+        and the format logs X-Forwarded-For (nginx_json, caddy, traefik_json), the client is the
+        right-most address in it that is not a trusted proxy (as nginx real_ip_recursive), never the
+        left-most.
+      - >-
+        Default: the host config file's C(trusted_proxies) when set there, else off.
+    type: list
+    elements: str
+    version_added: 2.0.0
+  haproxy_user_agent_capture:
+    description:
+      - >-
+        haproxy: the place (1-based) of the user agent in the request-capture block {a|b|...};
+        without it the twin has no user agent and the bot and search-engine exemptions cannot apply
+        (one warning per run).
+      - >-
+        Default: the host config file's C(haproxy_user_agent_capture) when set there, else off.
+    type: int
+    version_added: 2.0.0
   rotated:
     description:
       - >-

@@ -270,10 +270,18 @@ scans:
     - How each file was read, C(seek) (from C(start)), C(full), C(full-gzip) or C(incremental) (with
       O(state_dir), from where the previous run left it, C(start)), and how many bytes.
     - C(lines), the lines read, is counted only with O(metrics_file) (null otherwise).
+    - For a log in another format than C(combined) (O(log_format)), also C(format) and C(unparsed_lines), its lines
+      that did not parse (each run warns once when there are any).
   returned: always
   type: list
   elements: dict
   sample: [{path: /var/log/nginx/access.log, mode: seek, start: 704643072, bytes_read: 52428800, lines: null}]
+formats:
+  description: With O(log_format=auto), the format detected for each log.
+  returned: when a log's format was detected (O(log_format=auto))
+  type: dict
+  sample: {/var/log/nginx/jobs.json: nginx_json}
+  version_added: 2.0.0
 counts:
   description:
     - With O(report_floor) or O(mode=report), per window name, every address with that many requests or more.

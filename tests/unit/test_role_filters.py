@@ -17,9 +17,12 @@ def test_every_setting_given_as_text_is_typed_as_the_config_file_reads_it():
     expected = {}
     for setting in SETTINGS:
         value = setting.default if setting.default not in (None, []) else {
-            'list': ['10.0.0.5'], 'int': 24, 'duration': 7200, 'path': '/tmp/x', 'float': 1.5}[setting.kind]
+            'list': ['10.0.0.5'], 'int': 24, 'duration': 7200, 'path': '/tmp/x', 'float': 1.5,
+            'dict': {'address': 'real_ip'}}[setting.kind]
         if setting.name == 'ipv4_prefix':
             value = 24
+        if setting.name == 'log_formats':
+            value = ['/var/log/nginx/jobs.json=nginx_json']
         variables['bot_detector_' + setting.name] = setting.format(value).strip() if setting.kind not in ('list', 'dict') else value
         expected[setting.name] = value
     variables['bot_detector_rules'] = expected['rules'] = 'precise'

@@ -96,7 +96,7 @@ def test_the_config_file_takes_exactly_the_names_and_aliases_the_module_takes(tm
         setting = settings.BY_NAME[name]
         value = settings.SETTINGS[0].default if setting.kind == 'path' else setting.default
         if value is None or value == []:
-            value = {'list': ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x'}[setting.kind]
+            value = {'list': ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x', 'dict': {'address': 'real_ip'}}[setting.kind]
         config = tmp_path / ('%s.conf' % key)
         text = setting.format(value)
         config.write_text('[bot_detector]\n%s =%s\n' % (key, text if text.startswith('\n') else ' ' + text))
@@ -144,7 +144,10 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'lock_timeout': 5, 'state_dir': '/srv/state', 'ipv4_prefix': 24, 'ban_time': 5400,
               'ban_time_max': 7 * 86400, 'metrics_file': '/srv/m.prom', 'count_budget': 5000, 'state_budget': 1 << 20,
               'enforcement': 'nginx', 'enforcement_ports': [8080, 443], 'nginx_geo_file': '/srv/geo.conf',
-              'nginx_test_command': "nginx -t -c '/srv/n x.conf'", 'nginx_reload_command': 'systemctl reload nginx'}
+              'nginx_test_command': "nginx -t -c '/srv/n x.conf'", 'nginx_reload_command': 'systemctl reload nginx',
+              'log_format': 'auto', 'log_formats': ['/srv/a b.log=nginx_json', '/srv/c=caddy'],
+              'log_json_fields': {'address': 'real_ip'}, 'trusted_proxies': ['10.0.0.0/8', '::1'],
+              'haproxy_user_agent_capture': 2}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'
     path.write_text(format_config(values, header='# managed'))

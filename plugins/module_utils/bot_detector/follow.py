@@ -109,6 +109,10 @@ class Follower:
         self.rules = rules_for(settings, resolver)
         self.server_ips = server_ips_of(settings)
         self.sources = [Source(path) for path in logs]
+        self.readers = {}       # logs in another format than combined (formats.py), decided once
+        if settings.log_format != 'combined' or settings.log_formats:
+            from .formats import reader_for
+            self.readers = dict((path, reader_for(settings, path)[1]) for path in logs if os.path.exists(path))
         self.label = ','.join(logs)
         self.tally = self.hour = None
         self.stop = False
@@ -193,6 +197,7 @@ class Follower:
 
     def _poll(self, source):
         """One round of one log. Returns the bytes counted."""
+        self.tally.reader = self.readers.get(source.path)       # this log's format, one tally for all
         read = 0
         for pos in list(source.old):
             got = self._read_on(pos)
@@ -278,8 +283,9 @@ class Follower:
         for source in self.sources:     # the one reading loop, as a cold run reads the log
             if not os.path.exists(source.path):
                 continue
-            tally = self.tally
-            files, warnings = read_log(source.path, tally.stamps, tally.fresh, first_time, settings.seek,
+            tally, reader = self.tally, self.readers.get(source.path)
+            new_tally = tally.fresh if reader is None else (lambda: tally.fresh(reader.fresh()))  # noqa: E731
+            files, warnings = read_log(source.path, tally.stamps, new_tally, first_time, settings.seek,
                                        settings.seek_margin, settings.rotated, with_tail=True,
                                        identify=lambda handle, scan: (os.dup(handle.fileno()), scan.end))
             for line in warnings:

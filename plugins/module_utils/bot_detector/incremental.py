@@ -40,11 +40,12 @@ class Unusable(Exception):
     """The state cannot be carried on for this log: count it cold."""
 
 
-def count_with_state(logs, windows, line_filter, settings, now, session=None):
+def count_with_state(logs, windows, line_filter, settings, now, session=None, readers=None):
     """tally.count_windows, with a state per log in ``settings.state_dir``; with ``session``
     (spill.Session), in bounded memory. Returns (WindowCounts, [LogState]): the states to
     save once the run's decisions are appended (statedir.save). A log whose counts went
-    past the session's budget keeps no state (one warning; its next run starts cold)."""
+    past the session's budget keeps no state (one warning; its next run starts cold). ``readers``:
+    {log: formats.Reader} of logs in another format than combined."""
     state_dir = settings.state_dir
     stamps = [window.stamp for window in windows]
     parts = dict((stamp, []) for stamp in stamps)
@@ -56,12 +57,14 @@ def count_with_state(logs, windows, line_filter, settings, now, session=None):
         if warning:
             warnings.append(warning)
         reading = Reading(path, log, stamps, line_filter, settings, now, seen, session)
+        reading.reader = (readers or {}).get(path)
         if old is not None and old.settings == wanted and old.now <= now and all(s in old.stamps for s in stamps):
             try:
                 reading.carry_on(old)
             except Unusable as exc:
                 warnings.extend(exc.args[0] if exc.args else [])
                 reading = Reading(path, log, stamps, line_filter, settings, now, seen, session)
+                reading.reader = (readers or {}).get(path)
         if not reading.done:
             reading.cold()
         for stamp, counters in reading.parts().items():
@@ -103,10 +106,11 @@ class Reading:
         self.tail = None              # Tally of the lines not finished yet
         self.new_state = None
         self._claimed = []
+        self.reader = None            # formats.Reader: a log in another format than combined
 
     def _tally(self, tracked):
         return Tally(self.stamps, self.line_filter, tracked, count_lines=self.settings.metrics_file is not None,
-                     session=self.session)
+                     session=self.session, reader=self.reader.fresh() if self.reader is not None else None)
 
     def spilled(self):
         """Whether counts of this log went to spill files: too many to keep in a state."""
@@ -229,6 +233,8 @@ class Reading:
         if end < info.st_size:
             count_range(fd, end, info.st_size, self.tail)
         scan.bytes_read, scan.end, scan.stamped = info.st_size - segment.offset, end, fresh.stamped
+        if fresh.reader is not None:
+            scan.format, scan.unparsed, scan.unparsed_example = fresh.reader.name, fresh.reader.unparsed, fresh.reader.example
         if fresh.lines is not None:
             scan.lines = fresh.lines + self.tail.lines - tail_before
         self.scans.append(scan)

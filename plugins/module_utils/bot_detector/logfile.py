@@ -218,6 +218,9 @@ class Scan:
         self.end = 0              # where the lines counted end (tally.scan_file)
         self.lines = None         # lines read, when counted (the metrics)
         self.stamped = False      # whether a line counted carries a date and hour (HOUR_TEXT)
+        self.format = None        # another format than combined (formats.py): its name
+        self.unparsed = 0         # ... and its lines that did not parse, the first of them
+        self.unparsed_example = None
 
     @property
     def unreadable(self):
@@ -226,5 +229,8 @@ class Scan:
         return self.end > self.start and not self.stamped
 
     def as_dict(self):
-        return {'path': self.path, 'mode': self.mode, 'start': self.start, 'bytes_read': self.bytes_read,
-                'lines': self.lines}
+        found = {'path': self.path, 'mode': self.mode, 'start': self.start, 'bytes_read': self.bytes_read,
+                 'lines': self.lines}
+        if self.format is not None:
+            found.update(format=self.format, unparsed_lines=self.unparsed)
+        return found

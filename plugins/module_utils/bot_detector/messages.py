@@ -64,6 +64,11 @@ WARNING_PREFIX = 'bot-detector: warning: '
 UNREADABLE_FORMAT = ('%s: no line of the part read carries an access-log timestamp [dd/Mon/yyyy:HH:MM:SS +zzzz], '
                      'so nothing was counted; log in the combined format (nginx: log_format combined; Apache: '
                      'LogFormat "%%h %%l %%u %%t \\"%%r\\" %%>s %%b \\"%%{Referer}i\\" \\"%%{User-Agent}i\\"")')
+# Logs in another format (setting log_format; formats.py).
+UNPARSED_LINES = '%s: %d lines did not parse as %s and were not counted; the first: %s'
+FORMAT_DETECTED = 'Log format of %s: %s (detected)'
+NO_USER_AGENT = ('%s: haproxy logs no user agent unless it is captured (haproxy_user_agent_capture): the bot and '
+                 'search-engine exemptions cannot apply')
 HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whose addition is recorded only there '
                       'are kept')
 METRICS_UNWRITABLE = 'metrics not written: %s'

@@ -31,6 +31,8 @@ FAMILIES = (
     ('last_run_duration_seconds', 'gauge', 'How long the last detection run of these logs took, in seconds.'),
     ('last_run_read_bytes', 'gauge', 'Bytes of access log the last detection run of these logs read.'),
     ('last_run_read_lines', 'gauge', 'Lines of access log the last detection run of these logs read.'),
+    ('last_run_unparsed_lines', 'gauge', 'Lines of access log in another format than combined (log_format) that the '
+                                         'last detection run of these logs could not parse.'),
     ('last_run_top_count', 'gauge', 'The highest request count of an examined address per window in the last '
                                     'detection run of these logs.'),
     ('threshold', 'gauge', 'Requests in one hourly window that block an address, in the last detection run of these logs.'),
@@ -104,6 +106,9 @@ def run_samples(result, logs, success, started, ended, settings):
             samples += [('last_run_read_bytes', (('log', log),), sum(s['bytes_read'] for s in result.scans)),
                         ('last_run_read_lines', (('log', log),), sum(s['lines'] or 0 for s in result.scans)),
                         ('threshold', (('log', log),), settings.threshold)]
+            if any('format' in s for s in result.scans):
+                samples.append(('last_run_unparsed_lines', (('log', log),),
+                                sum(s.get('unparsed_lines', 0) for s in result.scans)))
             for window in result.windows:
                 top = window['records'][0]['count'] if window['records'] else 0
                 samples.append(('last_run_top_count', (('log', log), ('window', window['name'])), top))

@@ -249,10 +249,11 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
                 mine = tally.fresh()
                 read = count_range(handle.fileno(), bounds[part], bounds[part + 1], mine)
                 mine.hand_over(workers)
-                payload = pickle.dumps((None, mine.counters, read, mine.lines, mine.stamped),
+                unparsed = (mine.reader.unparsed, mine.reader.example) if mine.reader is not None else None
+                payload = pickle.dumps((None, mine.counters, read, mine.lines, mine.stamped, unparsed),
                                        protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # pylint: disable=broad-except
-                payload = pickle.dumps((str(exc), None, 0, None, False), protocol=pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps((str(exc), None, 0, None, False, None), protocol=pickle.HIGHEST_PROTOCOL)
                 status = 1
             with os.fdopen(writer, 'wb') as pipe:
                 pipe.write(payload)
@@ -269,12 +270,12 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
                 payload = pipe.read()
             os.waitpid(pid, 0)
             # Our own child's pickle over a private pipe: trusted data.
-            error, counters, part_read, lines, stamped = (pickle.loads(payload) if payload
-                                                          else ('a worker died', None, 0, None, False))
+            error, counters, part_read, lines, stamped, unparsed = (
+                pickle.loads(payload) if payload else ('a worker died', None, 0, None, False, None))
             if error is not None:
                 failure = error
                 continue
-            tally.add(counters, lines, stamped)
+            tally.add(counters, lines, stamped, unparsed)
             read += part_read
     if failure is not None:
         raise BotDetectorError('cannot read %s: %s' % (path, failure))

@@ -34,6 +34,7 @@ class Result:
         self.additions = {}          # appended per reason: own (this host's count), fleet, sync
         self.blocklist_lines = 0     # lines in the blocklist when the run read it
         self.scans = []
+        self.formats = {}            # log_format auto: {log: the format detected}
         self.rules = 'spec'
         self.verifications = []
         self.counts = None           # report: {window: {key: count}}
@@ -105,6 +106,8 @@ class Result:
 
     def as_dict(self):
         extra = {} if self.enforcement is None else {'enforcement': self.enforcement}
+        if self.formats:
+            extra['formats'] = self.formats     # log_format auto: {log: the format detected}
         return printable(dict(extra, **{
             'changed': self.changed,
             'check_mode': self.check_mode,

@@ -23,7 +23,8 @@ from .clock import hour_windows
 from .errors import bad_option
 from .lists import count_lines, read_list
 from .logfile import check_readable
-from .messages import ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, UNREADABLE_FORMAT
+from .messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT,
+                       UNPARSED_LINES, UNREADABLE_FORMAT)
 from .metrics import recorded
 from .result import Result
 from .rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide, rules_for
@@ -49,20 +50,43 @@ def count_logs(settings, logs, now, resolver, result, session=None):
     now = time.time() if now is None else now
     server_ips = server_ips_of(settings)
     rules = rules_for(settings, resolver)
+    readers = log_readers(settings, logs, result)
     states = []
     if settings.state_dir:
         from .incremental import count_with_state
-        counts, states = count_with_state(logs, hour_windows(now), rules.line_filter, settings, now, session)
+        counts, states = count_with_state(logs, hour_windows(now), rules.line_filter, settings, now, session, readers)
     else:
         counts = count_windows(logs, hour_windows(now), rules.line_filter, seek=settings.seek,
                                margin=settings.seek_margin, rotated=settings.rotated,
-                               count_lines=settings.metrics_file is not None, session=session)
+                               count_lines=settings.metrics_file is not None, session=session, readers=readers)
     for line in counts.warnings:
         result.warn(line)
     for scan in counts.scans:
-        if scan.unreadable:     # lines, none with a date and hour dd/Mon/yyyy:HH: nothing counted
+        if scan.format is not None:
+            if scan.unparsed:
+                result.warn(UNPARSED_LINES % (scan.path, scan.unparsed, scan.format, printable(to_text(scan.unparsed_example or b''))))
+        elif scan.unreadable:     # lines, none with a date and hour dd/Mon/yyyy:HH: nothing counted
             result.warn(UNREADABLE_FORMAT % scan.path)
     return rules, counts, server_ips, states
+
+
+def log_readers(settings, logs, result):
+    """{log: formats.Reader} of the logs in another format than combined (none: the combined
+    path, untouched). ``auto`` is decided here, before anything is counted, and said."""
+    if settings.log_format == 'combined' and not settings.log_formats:
+        return None
+    from .formats import format_of, reader_for
+    readers = {}
+    for path in logs:
+        name, reader = reader_for(settings, path)
+        if format_of(settings, path) == 'auto':
+            result.say(FORMAT_DETECTED % (path, name))
+            result.formats[path] = name
+        if reader is not None:
+            readers[path] = reader
+            if name == 'haproxy' and settings.haproxy_user_agent_capture is None:
+                result.warn(NO_USER_AGENT % path)
+    return readers
 
 
 def _locked_lists(settings, rules, result, check_mode, expire_bans=False):

@@ -17,6 +17,7 @@ import re
 
 from .clock import format_duration, parse_duration
 from .errors import bad_option
+from .formats import CHOICES as LOG_FORMATS, parse_overrides
 from .text import quote_item as _quote, unquote_item as _unquote
 
 __metaclass__ = type
@@ -244,6 +245,28 @@ SETTINGS = (
             flag='--server-ip', metavar='ADDR', aliases=('server_ip',),
             default_text='each address `hostname -i` prints (the role: the host\'s addresses from its network facts)',
             role_default=[]),
+    Setting('log_format', 'str', 'combined',
+            'The format of the access logs: combined (the default, the spec\'s), vhost_combined, nginx_json, caddy, '
+            'traefik, traefik_json, haproxy, w3c, or auto (told from each log\'s first lines; a log it cannot tell '
+            'is refused with exit status 2). Each line counts as its combined twin would.',
+            metavar='FORMAT', choices=LOG_FORMATS, version_added='2.0.0'),
+    Setting('log_formats', 'list', None,
+            'A format for one log, LOG=FORMAT (the path as given), over log_format; for hosts with logs in '
+            'several formats.',
+            flag='--log-format-for', metavar='LOG=FORMAT', version_added='2.0.0'),
+    Setting('log_json_fields', 'dict', None,
+            'nginx_json: key names beyond the usual ones, {role: key} with role one of address, time, request, '
+            'method, uri, protocol, status, bytes, referer, user_agent, forwarded_for.',
+            metavar='JSON', version_added='2.0.0'),
+    Setting('trusted_proxies', 'list', None,
+            'Addresses or CIDR networks of proxies in front of the server. When the logged client is one and the '
+            'format logs X-Forwarded-For (nginx_json, caddy, traefik_json), the client is the right-most address '
+            'in it that is not a trusted proxy (as nginx real_ip_recursive), never the left-most.',
+            flag='--trusted-proxy', metavar='CIDR', version_added='2.0.0'),
+    Setting('haproxy_user_agent_capture', 'int', None,
+            'haproxy: the place (1-based) of the user agent in the request-capture block {a|b|...}; without it the '
+            'twin has no user agent and the bot and search-engine exemptions cannot apply (one warning per run).',
+            metavar='N', minimum=1, version_added='2.0.0'),
     Setting('rotated', 'bool', False,
             'When a log starts after the previous-hour window began (logrotate ran within the last hour or so), '
             'also read its most recent rotated file, LOG.1 or LOG.1.gz. Off for the bare command, as in the '
@@ -379,6 +402,8 @@ class Settings:
                                  % (format_duration(self.ban_time), format_duration(self.ban_time_max)))
         if not self.job_prefixes:
             raise bad_option('job_prefixes: must list at least one prefix')
+        parse_overrides(self.log_formats)
+        self._validate_formats()
         for name, crawler in self.crawlers.items():
             try:
                 re.compile(crawler['user_agent'])
@@ -388,6 +413,19 @@ class Settings:
                 valid = False
             if not valid:
                 raise bad_option('crawlers: crawler %r needs a user_agent pattern and a list of domains' % (name,))
+
+    def _validate_formats(self):
+        if self.log_json_fields:
+            from .formats_json import ROLES
+            for role, key in self.log_json_fields.items():
+                if role not in ROLES or not isinstance(key, str) or not key:
+                    raise bad_option('log_json_fields: %r must map one of %s to a key name' % (role, ', '.join(ROLES)))
+        for item in self.trusted_proxies or ():
+            import ipaddress
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise bad_option('trusted_proxies: %r is not an address or CIDR network' % (item,))
 
     def as_dict(self):
         return dict((s.name, getattr(self, s.name)) for s in SETTINGS)

@@ -57,6 +57,7 @@ TOP_ENTRIES = 100             # an hour's first entries kept apart: enough to ra
 # What decides which lines are counted and how, and which files are read: a state made
 # under other values is not used.
 COUNTING_SETTINGS = ('rules', 'job_prefixes', 'search_engine', 'crawlers', 'rotated', 'seek', 'seek_margin')
+FORMAT_SETTINGS = ('log_format', 'log_formats', 'log_json_fields', 'trusted_proxies', 'haproxy_user_agent_capture')
 
 
 class StateError(Exception):
@@ -69,7 +70,13 @@ class EarlierFormat(StateError):
 
 
 def counting_settings(settings):
-    return dict((name, getattr(settings, name)) for name in COUNTING_SETTINGS)
+    found = dict((name, getattr(settings, name)) for name in COUNTING_SETTINGS)
+    # The formats' settings, only when set: a state saved before they existed stays usable.
+    for name in FORMAT_SETTINGS:
+        value = getattr(settings, name, None)
+        if value and value != 'combined':
+            found[name] = value
+    return found
 
 
 def stamps_in_play(now, horizon):

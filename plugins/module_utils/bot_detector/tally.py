@@ -76,7 +76,9 @@ class Tally:
     first one, at once in a readable log) and, with ``count_lines``, how many lines it saw
     (``lines``; None without)."""
 
-    def __init__(self, stamps, line_filter, tracked=(), count_lines=False, session=None):
+    def __init__(self, stamps, line_filter, tracked=(), count_lines=False, session=None, reader=None):
+        # A log in another format than combined: its lines become their combined twins first (formats.py).
+        self.reader = reader
         self.stamps = []
         for stamp in stamps:
             if stamp not in self.stamps:       # both windows hold the same text on a DST night
@@ -96,13 +98,19 @@ class Tally:
         months = set(stamp[2:12] for stamp in self.counters)
         self._month = months.pop() if len(months) == 1 else None
 
-    def fresh(self):
-        """An empty tally with the same stamps and filter (a forked worker's)."""
-        return Tally(self.stamps, self.line_filter, self.tracked, self.lines is not None, self.session)
+    def fresh(self, reader=None):
+        """An empty tally with the same stamps and filter (a forked worker's), and the same
+        format's reader (or ``reader``: another log's), its unparsed count at zero."""
+        if reader is None and self.reader is not None:
+            reader = self.reader.fresh()
+        return Tally(self.stamps, self.line_filter, self.tracked, self.lines is not None, self.session, reader)
 
-    def add(self, counters, lines=None, stamped=False):
+    def add(self, counters, lines=None, stamped=False, unparsed=None):
         """Add another tally's counters ({stamp: Counter}), the smaller into the larger, and
-        its ``lines`` and ``stamped`` (a worker's, for the same file)."""
+        its ``lines``, ``stamped`` and ``unparsed`` (a worker's, for the same file)."""
+        if unparsed and self.reader is not None:
+            self.reader.unparsed += unparsed[0]
+            self.reader.example = self.reader.example or unparsed[1]
         if lines and self.lines is not None:
             self.lines += lines
         self.stamped = self.stamped or stamped
@@ -149,7 +157,7 @@ class Tally:
         """(texts matched as they are, texts matched lower-cased) that decide how a long
         line is counted: the filter's and the stamps; None when the filter has none."""
         needles = getattr(self.line_filter, 'needles', None)
-        if needles is None:
+        if needles is None or self.reader is not None:
             return None
         return list(needles[0]) + list(self.counters), list(needles[1])
 
@@ -164,6 +172,8 @@ class Tally:
         if self.lines is not None:
             self.lines += 1
         if stand_in is None:
+            if self.reader is not None:
+                self.reader.unparsed += 1       # longer than a read chunk: not decoded
             return
         for stamp, counter in self.counters.items():
             if stamp in found:
@@ -179,12 +189,19 @@ class Tally:
         its unfinished last line."""
         if limit is None:
             limit = len(buf)
-        if not self.stamped:
-            self.stamped = HOUR_TEXT.search(buf, 0, limit) is not None
         if self.lines is not None:
             # Its newlines before ``limit``, plus its last line: by a replace (memchr and
             # memcpy, several times faster than bytes.count of one byte).
             self.lines += len(buf) - len(buf.replace(b'\n', b'')) - buf.count(b'\n', limit) + 1
+        if self.reader is not None:
+            self.reader.stamps = self.counters
+            buf, read = self.reader.translate(buf, limit)      # the lines' combined twins
+            self.stamped = self.stamped or read
+            limit = len(buf)
+            if not buf:
+                return
+        elif not self.stamped:
+            self.stamped = HOUR_TEXT.search(buf, 0, limit) is not None
         sample = buf[:DENSITY_SAMPLE]
         sample_lines = sample.count(b'\n') + 1
         # A stamp on a quarter of the sampled lines or more: split the chunk into lines.
@@ -305,6 +322,8 @@ def _counted(scan, tally, before, tail=None, tail_before=None):
     """``scan`` with whether a line counted into ``tally`` carries a timestamp and, when
     lines are counted, the lines read (those of ``tail`` too)."""
     scan.stamped = tally.stamped
+    if tally.reader is not None:
+        scan.format, scan.unparsed, scan.unparsed_example = tally.reader.name, tally.reader.unparsed, tally.reader.example
     if before is not None:
         scan.lines = tally.lines - before + (tail.lines - tail_before if tail is not None else 0)
     return scan
@@ -357,7 +376,8 @@ def read_log(path, stamps, new_tally, first_time, seek=False, margin=600, rotate
     return files, warnings
 
 
-def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=False, count_lines=False, session=None):
+def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=False, count_lines=False, session=None,
+                  readers=None):
     """Read each log once (read_log), in chunks, and count requests per key for every window.
 
     With ``seek``, start each plain log where lines older than the windows less ``margin``
@@ -366,7 +386,8 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
     warning (WindowCounts.warnings). A file already read (same device and inode: a log
     given twice, LOG.1 a link to LOG) is not read again. Counts of all files are summed.
     With ``count_lines``, each scan also counts its lines (the metrics). With ``session``
-    (spill.Session), counts past its budget go to its files. Returns a WindowCounts."""
+    (spill.Session), counts past its budget go to its files. ``readers``: {log: formats.Reader}
+    for logs in another format than combined. Returns a WindowCounts."""
     stamps = [window.stamp for window in windows]
     tally = Tally(stamps, line_filter, count_lines=count_lines, session=session)
     scans, warnings = [], []
@@ -380,7 +401,9 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
         return True
 
     for path in logs:
-        files, problems = read_log(path, stamps, tally.fresh, first_time, seek, margin, rotated)
+        reader = (readers or {}).get(path)
+        new_tally = tally.fresh if reader is None else (lambda: tally.fresh(reader.fresh()))  # noqa: E731
+        files, problems = read_log(path, stamps, new_tally, first_time, seek, margin, rotated)
         for read in files:
             tally.add(read.tally.counters)
             scans.append(read.scan)

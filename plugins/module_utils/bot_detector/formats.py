@@ -1,0 +1,381 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Access logs in other formats than combined (setting ``log_format``; issue 27).
+
+Each line of a log in format F is turned into the bytes of its combined twin, the line
+nginx would have written for the same request with ``log_format combined``: the same
+client address, local time, request line, status, bytes, referer and user agent, ``-``
+for a field F does not log. The tally counts the twins as it counts a combined log's lines
+(Tally.chunk, the one place), so every rule, the precise mode, the state, follow mode and
+rotated or gzip files work unchanged. ``combined`` has no reader: its path is untouched.
+
+Only lines that can count are decoded: a line whose raw bytes hold none of the job
+prefixes' paths (``Reader.needles``) has a twin without a job prefix. Of the others, a
+line that does not parse is counted as unparsed (``Reader.unparsed``, the first kept as
+an example). formats_json.py holds the JSON formats, formats_lines.py Traefik, HAProxy
+and W3C; vhost_combined and auto live here.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+import re
+import time
+from itertools import compress, repeat
+from operator import contains, not_, or_, truth
+
+from .clock import MONTHS
+from .errors import bad_option
+from .logfile import utc_seconds
+
+__metaclass__ = type
+
+FORMATS = ('combined', 'vhost_combined', 'nginx_json', 'caddy', 'traefik', 'traefik_json', 'haproxy', 'w3c')
+CHOICES = FORMATS + ('auto',)
+HEAD_BYTES = 64 * 1024      # what auto and w3c read of a log's start
+
+# Bytes nginx escapes in a combined log's fields (escape=default): ", \, controls, non-ASCII.
+_ESCAPE = re.compile(b'[\x00-\x1f"\\\\\x7f-\xff]')
+_ESCAPE_TEXT = re.compile('[\x00-\x1f"\\\\\x7f-\U0010ffff]')
+# A needle must be written as itself in any format (JSON escapes none of these characters).
+_PLAIN_NEEDLE = re.compile(r"^[A-Za-z0-9/._~:%=?+,;!*'()@$ -]+$")
+_ISO = re.compile(r'(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?(Z|[+-]\d{2}:?\d{2})?$')
+_CLF_TIME = re.compile(r'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}$')
+_MONTH_NUMBER = dict((m, i + 1) for i, m in enumerate(MONTHS))
+
+
+def escaped(field):
+    """A field's bytes as nginx writes them in a combined log (\\xHH for ", \\, controls, non-ASCII)."""
+    if _ESCAPE.search(field) is None:
+        return field
+    return _ESCAPE.sub(lambda m: b'\\x%02X' % ord(m.group(0)), field)
+
+
+def text_field(value):
+    """A decoded (JSON) value as escaped text: '-' when absent or empty."""
+    if value is None or value == '':
+        return '-'
+    if not isinstance(value, str):
+        value = str(value) if not isinstance(value, float) or value != int(value) else str(int(value))
+    if _ESCAPE_TEXT.search(value) is None:
+        return value
+    return escaped(value.encode('utf-8', 'surrogateescape')).decode('ascii')
+
+
+def twin(address, when, request, status, size, referer, agent):
+    """The combined line (str, escaped fields) of one request."""
+    return '%s - - [%s] "%s" %s %s "%s" "%s"' % (address, when, request, status, size, referer, agent)
+
+
+class LocalTime:
+    """Instants as the combined format's local time text, 21/Nov/2026:05:13:43 +0100, cached
+    per minute (a zone changes its offset only on a minute boundary)."""
+
+    def __init__(self):
+        self.minutes = {}
+        self.iso = {}
+
+    def epoch(self, seconds):
+        seconds = int(seconds)
+        minute = seconds // 60
+        text = self.minutes.get(minute)
+        if text is None:
+            if len(self.minutes) > 4096:
+                self.minutes.clear()
+            t = time.localtime(minute * 60)
+            zone = t.tm_gmtoff if hasattr(t, 'tm_gmtoff') else -time.timezone
+            text = '%02d/%s/%04d:%02d:%02d:%%02d %s%02d%02d' % (
+                t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour, t.tm_min,
+                '-' if zone < 0 else '+', abs(zone) // 3600, abs(zone) % 3600 // 60)
+            self.minutes[minute] = text
+        return text % (seconds % 60)
+
+    def iso8601(self, text):
+        """'2026-11-21T04:13:43+00:00' (or Z, or a fraction): its local text; None without
+        a zone (it cannot be placed in time) or when it is no time."""
+        if not isinstance(text, str):
+            return None
+        match = _ISO.match(text)
+        if match is None or match.group(7) is None:
+            return None
+        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+        zone = match.group(7)
+        offset = 0 if zone == 'Z' else (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60) * (-1 if zone[0] == '-' else 1)
+        if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second <= 60):
+            return None
+        return self.epoch(utc_seconds(year, month, day, hour, minute, second) - offset)
+
+    def clf(self, text):
+        """A time already in the combined format's form (nginx's $time_local)."""
+        return text if isinstance(text, str) and _CLF_TIME.match(text) else None
+
+    def utc_fields(self, year, month, day, hour, minute, second):
+        return self.epoch(utc_seconds(year, month, day, hour, minute, second))
+
+    def local_fields(self, day, month, year, clock):
+        """A time without a zone, in this host's local time (HAProxy's): the zone added."""
+        key = (day, month, year, clock[:2])
+        zone = self.iso.get(key)
+        if zone is None:
+            t = time.localtime(time.mktime((int(year), _MONTH_NUMBER.get(month, 1), int(day), int(clock[:2]), 0, 0, 0, 1, -1)))
+            off = t.tm_gmtoff if hasattr(t, 'tm_gmtoff') else -time.timezone
+            zone = '%s%02d%02d' % ('-' if off < 0 else '+', abs(off) // 3600, abs(off) % 3600 // 60)
+            self.iso[key] = zone
+        return '%s/%s/%s:%s %s' % (day, month, year, clock, zone)
+
+
+def needles_of(job_prefixes, json_escapes):
+    """The texts a raw line must hold one of to have a twin that holds a job prefix: each
+    prefix's path ('GET /job/' -> '/job/'), as the formats log the path apart from the
+    method. None (every line is decoded) when a prefix holds a character a format may
+    escape."""
+    found = []
+    for prefix in job_prefixes:
+        path = prefix.split(' ', 1)[1] if ' ' in prefix else prefix
+        if not path or (json_escapes and _PLAIN_NEEDLE.match(path) is None) or not path.isascii():
+            return None
+        found.append(path.encode('ascii'))
+    return shortest(found)
+
+
+def shortest(needles):
+    """Fewer, shorter needles that every line holding one of ``needles`` holds one of (a
+    pass less each): two sharing their first 4 bytes or more become that common start
+    ('/job/', '/jobs/' -> '/job'), and one holding another is left out."""
+    needles = sorted(set(needles))
+    merged = True
+    while merged:
+        merged = False
+        for i, a in enumerate(needles):
+            for b in needles[i + 1:]:
+                common = len(os.path.commonprefix([a, b]))
+                if common >= 4 and (common < len(a) or common < len(b)):
+                    needles = sorted(set(needles) - {a, b} | {a[:common]})
+                    merged = True
+                    break
+            if merged:
+                break
+    return [n for n in needles if not any(m != n and m in n for m in needles)]
+
+
+class Reader:
+    """Turns chunks of one log's lines into their twins. Subclasses define ``parse(line)``:
+    the twin (bytes or str) or None for a line that does not parse."""
+
+    name = None
+    json = False
+    needs_head = False
+    # A line's own time is written as the combined format writes it: a line without the
+    # text of a stamp or date the tally counts ('21/Nov/2026:04') cannot be counted (in_windows).
+    # b'': every line's; a key: only in a line holding it, where nothing is escaped.
+    date_marker = None
+
+    def __init__(self, settings):
+        self.settings = settings
+        self.needles = needles_of(settings.job_prefixes, self.json)
+        self.clock = LocalTime()
+        self.unparsed = 0
+        self.example = None
+        self.proxies = None
+        self.times = {}             # JSON formats: time values read, and their combined text
+        self.stamps = None          # the stamps the tally counts (Tally.chunk sets them)
+        if settings.trusted_proxies and self.json:
+            from .formats_json import TrustedProxies
+            self.proxies = TrustedProxies(settings.trusted_proxies)
+
+    def bind(self, head):
+        """This reader for a file starting with ``head`` (w3c reads its #Fields: there)."""
+        return self
+
+    def fresh(self):
+        """A reader with the same settings and counts at zero (a forked worker's, a file's)."""
+        other = self.__class__.__new__(self.__class__)
+        other.__dict__.update(self.__dict__)
+        other.unparsed, other.example = 0, None
+        return other
+
+    def _failed(self, line):
+        self.unparsed += 1
+        if self.example is None:
+            self.example = line[:300]
+
+    def candidates(self, lines):
+        """The lines whose twins may hold a job prefix, and a date the tally counts where
+        the raw line tells (C-level passes)."""
+        return self.in_windows(self._with_needles(lines))
+
+    def in_windows(self, lines):
+        marker, stamps = self.date_marker, self.stamps
+        if marker is None or not stamps or not lines:
+            return lines
+        # Few stamps (a cold run's two windows): the stamps themselves; more (an incremental
+        # run tracks a day of hours): their dates, fewer passes.
+        dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
+        if len(dates) == 1:
+            dated = list(map(contains, lines, repeat(dates.pop())))
+        else:
+            finder = re.compile(b'|'.join(re.escape(d) for d in sorted(dates)))
+            dated = list(map(truth, map(finder.search, lines)))
+        if all(dated):
+            return lines
+        kept = list(compress(lines, dated))
+        if marker:      # without the date: left out only when its time is surely that key's
+            undated = list(compress(lines, map(not_, dated)))
+            kept.extend(compress(undated, map(or_, map(contains, undated, repeat(b'\\')),
+                                              map(not_, map(contains, undated, repeat(marker))))))
+        return kept
+
+    def _with_needles(self, lines):
+        if self.needles is None:
+            return lines
+        if len(self.needles) == 1:
+            return list(compress(lines, map(contains, lines, repeat(self.needles[0]))))
+        joined = b'\n'.join(lines)
+        present = [n for n in self.needles if n in joined]
+        if not present:
+            return []
+        if len(present) == 1:
+            return list(compress(lines, map(contains, lines, repeat(present[0]))))
+        # Several paths: one regex pass.
+        finder = re.compile(b'|'.join(re.escape(n) for n in present))
+        return list(compress(lines, map(finder.search, lines)))
+
+    def translate(self, buf, limit):
+        """The twins (joined by newlines) of the whole lines of ``buf[:limit]``, and whether
+        a line parsed (the tally's ``stamped``: the log is read)."""
+        lines = buf[:limit].split(b'\n') if limit is not None and limit < len(buf) else buf.split(b'\n')
+        first = next((line for line in lines if line.strip()), None)
+        chosen = self.candidates(lines)
+        twins = []
+        parse = self.parse
+        for line in chosen:
+            made = parse(line)
+            if made is None:
+                if line.strip():
+                    self._failed(line)
+            else:
+                twins.append(made)
+        read = bool(twins)
+        if not read and first is not None and first not in chosen:
+            read = self.parse(first) is not None        # one line tells whether the log is read
+            if not read and not self.json:
+                self._failed(first)
+        self.shape_check(buf, limit, lines, chosen)
+        if twins and not isinstance(twins[0], bytes):
+            return '\n'.join(twins).encode('utf-8', 'surrogateescape'), read
+        return b'\n'.join(twins), read
+
+    def shape_check(self, buf, limit, lines, chosen=()):
+        """Count lines not even shaped as this format (cheap): the JSON formats' lines not
+        starting with '{'. Line formats check only the lines they parse."""
+
+
+class VhostCombined(Reader):
+    """Apache's vhost_combined: '%v:%p %h %l %u %t "%r" %>s %O "%{Referer}i" "%{User-Agent}i"'.
+    The twin is the line without its first field: done for every line at once in C."""
+
+    name = 'vhost_combined'
+
+    def translate(self, buf, limit):
+        lines = buf[:limit].split(b'\n') if limit is not None and limit < len(buf) else buf.split(b'\n')
+        cut = list(map(bytes.partition, lines, repeat(b' ')))
+        twins = [rest for dummy, space, rest in cut if space]
+        if len(twins) < len(lines):
+            for line, (dummy, space, dummy2) in zip(lines, cut):
+                if not space and line.strip():
+                    self._failed(line)
+        return b'\n'.join(twins), bool(twins)
+
+    def parse(self, line):
+        head, space, rest = line.partition(b' ')
+        return rest if space else None
+
+
+def reader_class(name):
+    if name in ('nginx_json', 'caddy', 'traefik_json'):
+        from . import formats_json
+        return formats_json.CLASSES[name]
+    if name == 'vhost_combined':
+        return VhostCombined
+    from . import formats_lines
+    return formats_lines.CLASSES[name]
+
+
+def format_of(settings, path):
+    """The format setting for ``path``: its ``log_formats`` entry (LOG=FORMAT), else ``log_format``."""
+    for item in settings.log_formats or ():
+        log, dummy, name = item.rpartition('=')
+        if log == path:
+            return name
+    return settings.log_format
+
+
+def parse_overrides(items, where='log_formats'):
+    """Check ``LOG=FORMAT`` items."""
+    for item in items or ():
+        log, equals, name = item.rpartition('=')
+        if not equals or not log or name not in CHOICES:
+            raise bad_option('%s: %r must be LOG=FORMAT with FORMAT one of %s' % (where, item, ', '.join(CHOICES)))
+
+
+def head_of(path):
+    """The first HEAD_BYTES of a log (decompressed when it is gzip), b'' when unreadable."""
+    import zlib
+    try:
+        with open(path, 'rb') as handle:
+            head = handle.read(HEAD_BYTES)
+    except (OSError, IOError):
+        return b''
+    if head[:2] == b'\x1f\x8b':
+        try:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, HEAD_BYTES)
+        except zlib.error:
+            return b''
+    return head
+
+
+def reader_for(settings, path, head=None):
+    """(format name, Reader or None for combined) of ``path``; ``auto`` is decided from
+    the log's first lines (detect), and refused (exit status 2) when they do not tell."""
+    name = format_of(settings, path)
+    if name == 'auto':
+        head = head_of(path) if head is None else head
+        name = detect(head, path)
+    if name == 'combined':
+        return name, None
+    reader = reader_class(name)(settings)
+    if reader.needs_head:
+        reader = reader.bind(head_of(path) if head is None else head)
+    return name, reader
+
+
+def detect(head, path):
+    """The one format all of the first lines of ``head`` parse as (up to 20). Raises the
+    refusal (exit status 2) when none or several fit, or when there is no line yet."""
+    from . import formats_json
+    from .formats_lines import _HAPROXY, _TRAEFIK
+    lines = [line for line in head.split(b'\n')[:-1] if line.strip()][:20] if b'\n' in head else []
+    if lines and all(line.startswith(b'#') for line in lines[:1]):
+        fields = [line for line in lines if line.startswith(b'#Fields:')]
+        if fields:
+            return 'w3c'
+    if not lines:
+        raise bad_option('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path)
+    fits = []
+    for name, test in [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
+                       ('traefik', lambda line: _TRAEFIK.match(line) is not None and not _looks_combined(line)),
+                       ('haproxy', lambda line: _HAPROXY.search(line) is not None)] + formats_json.DETECTORS:
+        if all(test(line) for line in lines):
+            fits.append(name)
+    if len(fits) != 1:
+        raise bad_option('log_format auto: cannot tell the format of %s from its first lines (%s); set log_format'
+                         % (path, 'none fits' if not fits else 'fits ' + ' and '.join(fits)))
+    return fits[0]
+
+
+_COMBINED = re.compile(br'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \d{3} \S+ "[^"]*" "[^"]*"$')
+
+
+def _looks_combined(line):
+    return _COMBINED.match(line.rstrip(b'\r')) is not None

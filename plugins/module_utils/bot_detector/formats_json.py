@@ -1,0 +1,439 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The JSON formats of formats.py: nginx JSON (any key order, usual key names, others by
+``log_json_fields``), Caddy's access log and Traefik's JSON access log; and the trusted
+proxies whose X-Forwarded-For names the client.
+
+Only the lines formats.Reader.candidates keeps are decoded (json.loads, in C); the rest
+are only checked to start with '{'."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import re
+from itertools import compress, repeat
+from operator import itemgetter, methodcaller, not_, truth
+
+from .formats import _ESCAPE_TEXT, Reader, text_field, twin
+
+__metaclass__ = type
+
+# nginx_json: the key names recognised by default, first found wins (issue 27).
+NGINX_KEYS = {
+    'address': ('remote_addr', 'clientip', 'client_ip', 'client', 'remote_ip', 'ip'),
+    'time': ('time_local', 'time_iso8601', '@timestamp', 'timestamp', 'time', 'date', 'msec'),
+    'request': ('request',),
+    'method': ('request_method',),
+    'uri': ('request_uri', 'uri', 'path', 'url'),
+    'protocol': ('server_protocol', 'protocol'),
+    'status': ('status',),
+    'bytes': ('body_bytes_sent', 'bytes_sent', 'size', 'bytes'),
+    'referer': ('http_referer', 'http_referrer', 'referer', 'referrer'),
+    'user_agent': ('http_user_agent', 'user_agent', 'agent', 'ua'),
+    'forwarded_for': ('http_x_forwarded_for', 'x_forwarded_for'),
+}
+ROLES = tuple(sorted(NGINX_KEYS))
+PLAN_ROLES = ('address', 'time', 'request', 'method', 'uri', 'protocol', 'status', 'bytes', 'referer', 'user_agent',
+              'forwarded_for')
+_ABSENT = '\x00absent'       # a key no log has: a plan's stand-in for a role the line lacks
+# The fast layout's values: printable ASCII but quote and backslash (what the combined
+# format writes as it is), for the roles' not empty.
+Match = type(re.match(b'', b''))
+
+_VALUE_ANY = b'[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]*'
+_VALUE_SOME = b'[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]+'
+_CLF_VALUE = b'\\d{2}/[A-Z][a-z]{2}/\\d{4}:\\d{2}:\\d{2}:\\d{2} [-+]\\d{4}'
+LAYOUT_ROLES = ('address', 'time', 'request', 'method', 'uri', 'protocol', 'status', 'bytes', 'referer', 'user_agent')
+
+
+def _decode(line):
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def decode_all(lines):
+    """Each line's object, or None: all in one json.loads of them as one array (the parser's
+    per-call cost once per chunk), or line by line when that fails (a line that is not
+    JSON, or not one value)."""
+    if not lines:
+        return []
+    try:
+        docs = json.loads(b'[' + b','.join(lines) + b']')
+    except ValueError:
+        docs = None
+    if docs is None or len(docs) != len(lines):
+        docs = list(map(_decode, lines))
+    return [doc if isinstance(doc, dict) else None for doc in docs]
+
+
+class JsonReader(Reader):
+    json = True
+
+    def translate(self, buf, limit):
+        lines = buf[:limit].split(b'\n') if limit is not None and limit < len(buf) else buf.split(b'\n')
+        chosen = self.candidates(lines)
+        twins = []
+        make = self.twin_of
+        for line, doc in zip(chosen, decode_all(chosen)):
+            made = make(doc) if doc is not None else None
+            if made is None:
+                self._failed(line)
+            else:
+                twins.append(made)
+        read = bool(twins)
+        if not read:
+            first = next((line for line in lines if line.strip()), None)
+            read = first is not None and self.parse(first) is not None
+        self.shape_check(buf, limit, lines, chosen)
+        return '\n'.join(twins).encode('utf-8', 'surrogateescape'), read
+
+    def parse(self, line):
+        doc = _decode(line)
+        return None if doc is None else self.twin_of(doc)
+
+    def shape_check(self, buf, limit, lines, chosen=()):
+        """Lines not starting with '{' (outside those decoded, which counted themselves)."""
+        if buf.count(b'\n{', 0, limit) + buf.startswith(b'{') == len(lines):
+            return      # all do (one count in C)
+        starts = list(compress(lines, map(not_, map(bytes.startswith, lines, repeat(b'{')))))
+        if not starts:
+            return
+        skipped = set(map(id, chosen))
+        for line in starts:
+            if id(line) not in skipped and line.strip():
+                self._failed(line)
+
+    def when(self, value):
+        """A time value as local combined text: epoch seconds (a number, or text as
+        nginx's $msec), ISO-8601 with a zone, or already combined ($time_local). Cached
+        by value: a second's lines share it."""
+        cache = self.times
+        found = cache.get(value)
+        if found is None:
+            if len(cache) > 65536:
+                cache.clear()
+            found = cache[value] = self._when(value)
+        return found
+
+    def _when(self, value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return self.clock.epoch(value)
+        if isinstance(value, str):
+            if value[:1].isdigit() and value.replace('.', '', 1).isdigit():
+                return self.clock.epoch(float(value))
+            return self.clock.clf(value) or self.clock.iso8601(value)
+        return None
+
+    def client(self, address, forwarded):
+        if self.proxies is not None and forwarded:
+            return self.proxies.client(address, forwarded)
+        return address
+
+
+class NginxJson(JsonReader):
+    """nginx ``log_format ... escape=json`` (or any JSON object per line)."""
+
+    name = 'nginx_json'
+
+    def __init__(self, settings):
+        super(NginxJson, self).__init__(settings)
+        keys = dict(NGINX_KEYS)
+        for role, key in (getattr(settings, 'log_json_fields', None) or {}).items():
+            keys[role] = (key,) + tuple(k for k in keys[role] if k != key)
+        self.keys = keys
+        self.plans = {}
+        if keys['time'][0] == 'time_local':
+            self.date_marker = b'"time_local":"'
+        self.layout = None          # (regex, group numbers) of the log's lines: see _fast
+
+    def translate(self, buf, limit):
+        """As JsonReader's, but the lines of the log's usual layout (the keys of its first
+        line, in their order, every value a string without escapes) are matched by one
+        regex and turned into twins without decoding them (_fast); the rest are decoded."""
+        if self.proxies is not None:
+            return JsonReader.translate(self, buf, limit)
+        lines = buf[:limit].split(b'\n') if limit is not None and limit < len(buf) else buf.split(b'\n')
+        chosen = self.candidates(lines)
+        for line in chosen[:8] if self.layout is None else ():
+            self._learn(line)
+            if self.layout is not None:
+                break
+        fast, slow = self._fast(chosen) if self.layout else (b'', chosen)
+        twins = []
+        for line, doc in zip(slow, decode_all(slow)):
+            made = self.twin_of(doc) if doc is not None else None
+            if made is None:
+                self._failed(line)
+            else:
+                twins.append(made)
+        read = bool(twins) or bool(fast)
+        if not read:
+            first = next((line for line in lines if line.strip()), None)
+            read = first is not None and self.parse(first) is not None
+        self.shape_check(buf, limit, lines, chosen)
+        text = '\n'.join(twins).encode('utf-8', 'surrogateescape')
+        if fast:
+            text = fast + (b'\n' + text if text else b'')
+        return text, read
+
+    def _learn(self, line):
+        """The layout of ``line``: a regex matching lines with its keys in its order, each
+        value printable ASCII without quotes or backslashes (the roles' values not empty,
+        a $time_local as the combined format writes it), the groups of the twin's columns
+        (the last, empty group for a role the line lacks) and its template."""
+        doc = _decode(line)
+        if doc is None:
+            return          # not this line: the next one tells
+        keys = list(doc)
+        if not all(isinstance(v, str) for v in doc.values()) or any('"' in k or '\\' in k or not k.isascii() for k in keys):
+            self.layout = False
+            return
+        role_key = dict((role, next((k for k in self.keys[role] if k in doc), None)) for role in LAYOUT_ROLES)
+        if role_key['address'] is None or role_key['time'] is None or role_key['status'] is None:
+            self.layout = False
+            return
+        clf = role_key['time'] == 'time_local'
+        required = set(role_key[r] for r in ('address', 'time', 'request', 'method', 'uri', 'status', 'bytes'))
+        parts = []
+        for key in keys:
+            value = _CLF_VALUE if clf and key == role_key['time'] else (_VALUE_SOME if key in required else _VALUE_ANY)
+            parts.append(b'[ \\t]*"' + re.escape(key.encode('ascii')) + b'"[ \\t]*:[ \\t]*"(' + value + b')"[ \\t]*')
+        pattern = re.compile(b'\\{' + b','.join(parts) + b'\\}[ \\t\\r]*()$')
+
+        def group(role):
+            return len(keys) + 1 if role_key[role] is None else keys.index(role_key[role]) + 1
+        if role_key['request'] is not None:
+            roles, request = ('address', 'time', 'request'), b'%s'
+        elif role_key['method'] is not None and role_key['uri'] is not None:
+            roles = ('address', 'time', 'method', 'uri') + (('protocol',) if role_key['protocol'] else ())
+            request = b'%s %s %s' if role_key['protocol'] else b'%s %s'
+        else:
+            self.layout = False
+            return
+        columns = [group(role) for role in roles + ('status', 'bytes', 'referer', 'user_agent')]
+        template = b'%s - - [%s] "' + request + b'" %s %s "%s" "%s"'
+        self.layout = (pattern, methodcaller('group', *columns), template, clf, itemgetter(*[c - 1 for c in columns]))
+
+    def _fast(self, lines):
+        """(twins of the lines the layout matches, joined, the other lines): matched,
+        cut into columns and formatted by C-level passes over all of them."""
+        pattern, columns, template, clf, pick = self.layout
+        matches = list(map(pattern.match, lines))
+        hits = list(map(truth, matches))
+        if all(hits):
+            slow, rows = [], list(map(pick, map(Match.groups, matches)))
+        else:
+            slow = list(compress(lines, map(not_, hits)))
+            rows = list(map(pick, map(Match.groups, compress(matches, hits))))
+        if rows and not clf:
+            times = self.times
+            if len(times) > 65536:
+                times.clear()
+            whens = list(map(itemgetter(1), rows))
+            for when in set(whens).difference(times):
+                stamp = self.when(when.decode('ascii'))
+                times[when] = None if stamp is None else stamp.encode('ascii')
+            stamps = list(map(times.__getitem__, whens))
+            if None in stamps:      # no time: those lines are decoded (and fail there)
+                keep = list(map(truth, stamps))
+                slow.extend(compress(list(compress(lines, hits)), map(not_, keep)))
+                rows, stamps = list(compress(rows, keep)), list(compress(stamps, keep))
+            table = list(zip(*rows))
+            table[1] = stamps
+            rows = list(zip(*table)) if rows else []
+        if not rows:
+            return b'', slow
+        # A value holds no quote: '""' is an empty referer or user agent, '-' in the twin.
+        return b'\n'.join(map(template.__mod__, rows)).replace(b'""', b'"-"'), slow
+
+    def _plan(self, doc, keys):
+        """For the keys of ``doc``, in their order: one itemgetter of each role's key, the
+        first of the role's names present in the line (a role absent: _ABSENT, None)."""
+        if len(self.plans) > 256:
+            self.plans.clear()
+        chosen = [next((k for k in self.keys[role] if k in doc), _ABSENT) for role in PLAN_ROLES]
+        plan = self.plans[keys] = itemgetter(*chosen)
+        return plan
+
+    def twin_of(self, doc):
+        keys = tuple(doc)
+        plan = self.plans.get(keys) or self._plan(doc, keys)
+        doc[_ABSENT] = None
+        address, when, request, method, uri, protocol, status, size, referer, agent, forwarded = plan(doc)
+        when = self.when(when)
+        if address is None or address == '' or when is None:
+            return None
+        if request is None:
+            if method is None or uri is None:
+                return None
+            request = '%s %s%s' % (method, uri, '' if protocol is None else ' ' + protocol)
+        if self.proxies is not None and forwarded:
+            address = self.proxies.client(str(address), forwarded)
+        values = (address, request, status, size, referer, agent)
+        if (all(isinstance(value, str) for value in values) and status and size
+                and _ESCAPE_TEXT.search(''.join(values)) is None):
+            return '%s - - [%s] "%s" %s %s "%s" "%s"' % (address, when, request or '-', status, size, referer or '-', agent or '-')
+        return twin(text_field(address), when, text_field(request), text_field(status), text_field(size),
+                    text_field(referer), text_field(agent))
+
+
+def _header(headers, name):
+    values = headers.get(name) if isinstance(headers, dict) else None
+    if isinstance(values, list):
+        return ', '.join(str(v) for v in values) if values else None
+    return values
+
+
+class Caddy(JsonReader):
+    """Caddy's access log (``log`` directive, JSON encoder): epoch ``ts``, the request as
+    an object with its headers."""
+
+    name = 'caddy'
+    _windows = (None, None)
+
+    def in_windows(self, lines):
+        """Lines whose epoch ``ts`` falls in an hour the tally counts, or that hold a stamp's
+        text (a referer may), or whose ``ts`` this cannot read: the others cannot count."""
+        stamps = self.stamps
+        if not stamps or not lines:
+            return lines
+        key = frozenset(stamps)
+        if self._windows[0] != key:
+            self._windows = (key, (instants_of(key), re.compile(b'|'.join(re.escape(s) for s in sorted(key)))))
+        intervals, finder = self._windows[1]
+        kept = []
+        for line, match in zip(lines, map(_TS.search, lines)):
+            if match is None:
+                kept.append(line)
+                continue
+            at = int(match.group(1))
+            if any(start <= at < end for start, end in intervals) or finder.search(line) is not None:
+                kept.append(line)
+        return kept
+
+    def twin_of(self, doc):
+        if not isinstance(doc.get('request'), dict):
+            return None
+        request, when = doc['request'], self.when(doc.get('ts'))
+        address = request.get('client_ip') or request.get('remote_ip')
+        if address is None or when is None or request.get('method') is None:
+            return None
+        headers = request.get('headers') or {}
+        address = self.client(str(address), _header(headers, 'X-Forwarded-For'))
+        line = '%s %s %s' % (request.get('method'), request.get('uri', ''), request.get('proto', '-'))
+        return twin(text_field(address), when, text_field(line), text_field(doc.get('status')),
+                    text_field(doc.get('size')), text_field(_header(headers, 'Referer')),
+                    text_field(_header(headers, 'User-Agent')))
+
+
+class TraefikJson(JsonReader):
+    """Traefik's access log with ``format: json`` (headers kept as request_<Name>)."""
+
+    name = 'traefik_json'
+
+    def twin_of(self, doc):
+        address = doc.get('ClientHost')
+        if not address and isinstance(doc.get('ClientAddr'), str):
+            address = doc['ClientAddr'].rpartition(':')[0].strip('[]') or None
+        when = self.when(doc.get('StartLocal')) or self.when(doc.get('StartUTC'))
+        if address is None or when is None or doc.get('RequestMethod') is None:
+            return None
+        address = self.client(str(address), doc.get('request_X-Forwarded-For'))
+        request = '%s %s %s' % (doc.get('RequestMethod'), doc.get('RequestPath', ''), doc.get('RequestProtocol', '-'))
+        status = doc.get('DownstreamStatus', doc.get('OriginStatus'))
+        return twin(text_field(address), when, text_field(request), text_field(status),
+                    text_field(doc.get('DownstreamContentSize')), text_field(doc.get('request_Referer')),
+                    text_field(doc.get('request_User-Agent')))
+
+
+CLASSES = {'nginx_json': NginxJson, 'caddy': Caddy, 'traefik_json': TraefikJson}
+
+
+_TS = re.compile(b'"ts":(\\d{1,11})(?:\\.\\d*)?[,}]')
+
+
+def instants_of(stamps):
+    """[(start, end)] epoch seconds whose local hour stamp is one of ``stamps``: each found
+    in 15-minute steps (every zone's offset is a multiple of 15 minutes) within 15 hours of
+    the stamp read as UTC, merged."""
+    from .clock import hour_stamp
+    from .logfile import stamp_clock
+    found = []
+    for stamp in stamps:
+        text = stamp.decode('ascii')
+        center = stamp_clock(stamp)
+        for at in range(center - 15 * 3600, center + 15 * 3600, 900):
+            if hour_stamp(at) == text:
+                found.append((at, at + 900))
+    merged = []
+    for start, end in sorted(found):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _is_caddy(line):
+    doc = _decode(line)
+    return doc is not None and 'ts' in doc and isinstance(doc.get('request'), dict)
+
+
+def _is_traefik(line):
+    doc = _decode(line)
+    return doc is not None and ('StartUTC' in doc or 'ClientAddr' in doc) and 'RequestMethod' in doc
+
+
+def _is_nginx(line):
+    doc = _decode(line)
+    if doc is None or _is_caddy(line) or _is_traefik(line):
+        return False
+    return (any(k in doc for k in NGINX_KEYS['address']) and any(k in doc for k in NGINX_KEYS['time'])
+            and (any(k in doc for k in NGINX_KEYS['request']) or any(k in doc for k in NGINX_KEYS['method'])))
+
+
+DETECTORS = [('nginx_json', _is_nginx), ('caddy', _is_caddy), ('traefik_json', _is_traefik)]
+
+
+class TrustedProxies:
+    """``trusted_proxies``: when the logged client is one of them, the client is the
+    right-most X-Forwarded-For address that is not (nginx's real_ip_recursive); never the
+    left-most, which the client writes. An entry that is no address ends the walk: the
+    client is then the trusted proxy that passed it on."""
+
+    def __init__(self, networks):
+        import ipaddress
+        self._address = ipaddress.ip_address
+        self.networks = [ipaddress.ip_network(n, strict=False) for n in networks]
+        self.cache = {}
+
+    def trusted(self, text):
+        found = self.cache.get(text)
+        if found is None:
+            try:
+                address = self._address(text.strip())
+            except ValueError:
+                found = 'invalid'
+            else:
+                found = 'yes' if any(address in n for n in self.networks if n.version == address.version) else 'no'
+            if len(self.cache) > 65536:
+                self.cache.clear()
+            self.cache[text] = found
+        return found
+
+    def client(self, address, forwarded):
+        if self.trusted(address) != 'yes':
+            return address
+        for entry in reversed(str(forwarded).split(',')):
+            entry = entry.strip()
+            verdict = self.trusted(entry)
+            if verdict == 'invalid':
+                return address
+            address = entry
+            if verdict == 'no':
+                return address
+        return address

@@ -1,0 +1,318 @@
+"""Issue 27: logs in the formats servers really write (setting log_format). A line in
+format F counts exactly as its combined twin would: the fixtures of real lines (tests/formats)
+read as their twins, the command on an F-log decides as the reference on its twin log, a
+property test over random combined logs rendered into each format, auto and its refusal,
+the unparsed lines' count, warning and metric, and a forged X-Forwarded-For."""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+import loggen
+import logformats
+from conftest import ROOT, Files, in_timezone, mask_dates, mask_duration, run_core, run_reference
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats, run
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import Settings
+
+FIXTURES = ROOT / 'tests' / 'formats'
+NOW = '2025-11-21 04:13:43'
+NOW_EPOCH = 1763698423
+
+
+# ---------------------------------------------------------------- real lines
+
+
+@pytest.mark.parametrize('fmt', logformats.FORMATS)
+def test_real_lines_read_as_their_twins(fmt):
+    """Each fixture line (tests/formats/README.md: where it comes from) becomes the
+    combined line it must count as."""
+    def twins():
+        settings = Settings(log_format=fmt, haproxy_user_agent_capture=1)
+        path = str(FIXTURES / ('%s.log' % fmt))
+        name, reader = formats.reader_for(settings, path)
+        reader.needles = None           # every line, not only job pages
+        data = Path(path).read_bytes()
+        made, read = reader.translate(data, data.rfind(b'\n'))
+        return name, made, read, reader.unparsed
+    name, made, read, unparsed = in_timezone('UTC', twins)
+    assert name == fmt and read and unparsed == 0
+    assert made + b'\n' == (FIXTURES / ('%s.twin' % fmt)).read_bytes()
+
+
+@pytest.mark.parametrize('fmt', logformats.FORMATS)
+def test_auto_tells_each_fixture(fmt):
+    head = (FIXTURES / ('%s.log' % fmt)).read_bytes()
+    assert formats.detect(head, 'x') == fmt
+    assert formats.detect(b'1.2.3.4 - - [21/Nov/2026:04:13:43 +0000] "GET / HTTP/1.1" 200 1 "-" "x"\n', 'x') == 'combined'
+
+
+# ---------------------------------------------------------------- twins against the reference
+
+
+def _scenario_logs(fmt, seed, tmp_path):
+    now = NOW_EPOCH + seed * 7919
+    local_now = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(now))
+    scenario = in_timezone('UTC', lambda: loggen.equivalence_scenario(seed, now))
+    combined = in_timezone('UTC', lambda: loggen.render(scenario.entries, scenario.rng, jitter=seed % 30))
+    data, twins = in_timezone('UTC', lambda: logformats.render_log(fmt, combined, style=seed))
+    log, twin_log = tmp_path / ('access.%s' % fmt), tmp_path / 'twins.log'
+    log.write_bytes(data)
+    twin_log.write_bytes(twins)
+    return scenario, local_now, log, twin_log
+
+
+@pytest.mark.parametrize('fmt,seed', [(fmt, 3 + i) for i, fmt in enumerate(logformats.FORMATS)])
+def test_the_command_on_a_log_decides_as_the_reference_on_its_twins(tmp_path, fmt, seed):
+    scenario, local_now, log, twin_log = _scenario_logs(fmt, seed, tmp_path)
+    ours, theirs = Files(tmp_path / 'ours'), Files(tmp_path / 'reference')
+    for f in (ours, theirs):
+        f.blocklist.write_bytes(scenario.blocklist)
+        f.exclusions.write_bytes(scenario.exclusions)
+    ref = run_reference(twin_log, theirs.blocklist, theirs.exclusions, theirs.activity_log, scenario.server_ips, local_now)
+    extra = ['--haproxy-user-agent-capture', '1'] if fmt == 'haproxy' else []
+    args = ours.options() + ['--now', local_now, '--log-format', fmt] + extra + sum(
+        (['--server-ip', ip] for ip in scenario.server_ips), []) + [log]
+    got = run_core(args)
+    assert ref.returncode == 0 and got.returncode == 0, got.stderr
+    assert got.stderr == b''            # no line left unparsed, no warning
+    assert mask_duration(got.stdout) == mask_duration(ref.stdout)
+    assert ours.read('blocklist') == theirs.read('blocklist')
+    assert mask_dates(ours.read('activity_log') or b'') == mask_dates(theirs.read('activity_log') or b'')
+    assert (theirs.read('activity_log') or b'').count(b'\n') >= 1     # the case blocks something
+
+
+# ---------------------------------------------------------------- property: random logs in every format
+
+ADDRESSES = ['198.51.100.%d' % i for i in range(1, 6)] + ['2001:db8::%x' % i for i in range(1, 4)]
+PATHS = ['/job/1', '/jobs/2?q=a', '/stellenangebot/3', '/files/x', '/', '/de/stelle/4', '/Job/5']
+AGENTS = ['Mozilla/5.0 (X11; Linux x86_64)', 'Googlebot/2.1', 'curl/8.4.0', 'Google Web Preview', 'caf\u00e9 bOt',
+          'a "quoted" agent\\']
+REFERERS = ['-', 'https://jobs.example/', 'https://x.example/GET /job/', 'https://robot.example/']
+REQUEST = st.tuples(st.sampled_from(ADDRESSES), st.integers(-7300, 200), st.sampled_from(['GET', 'POST', 'HEAD']),
+                    st.sampled_from(PATHS), st.sampled_from(AGENTS), st.sampled_from(REFERERS))
+
+
+def _detect(log, fmt, base):
+    files = Files(base)
+    settings = Settings(log_format=fmt, threshold=3, top=5, server_ips=['10.0.0.5'], blocklist=str(files.blocklist),
+                        exclusions_file=str(files.exclusions), activity_log=str(files.activity_log),
+                        haproxy_user_agent_capture=1 if fmt == 'haproxy' else None, seek=False)
+    result = run.detect(settings, [str(log)], now=NOW_EPOCH, check_mode=True)
+    return [(w['name'], w['records']) for w in result.windows], result.by_verdict, result.warnings
+
+
+@hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(REQUEST, min_size=1, max_size=60), st.sampled_from(logformats.FORMATS), st.integers(0, 5),
+       st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
+def test_random_combined_logs_rendered_into_each_format_count_as_their_twins(requests, fmt, style, tz):
+    def both():
+        lines = []
+        for address, offset, method, path, agent, referer in requests:
+            lines.append(('%s - - [%s] "%s %s HTTP/1.1" 200 %d "%s" "%s"' % (
+                address, loggen.clf_time(NOW_EPOCH + offset), method, path, len(path), referer,
+                agent.replace('"', "'").replace('\\', '/'))).encode('utf-8'))
+        data, twins = logformats.render_log(fmt, b'\n'.join(lines) + b'\n', style)
+        with tempfile.TemporaryDirectory() as scratch:
+            log, twin_log = Path(scratch) / 'f.log', Path(scratch) / 't.log'
+            log.write_bytes(data)
+            twin_log.write_bytes(twins)
+            mine = _detect(log, fmt, Path(scratch) / 'a')
+            theirs = _detect(twin_log, 'combined', Path(scratch) / 'b')
+        return mine, theirs
+    mine, theirs = in_timezone(tz, both)
+    assert mine[:2] == theirs[:2]
+    assert mine[2] == []
+
+
+# ---------------------------------------------------------------- auto, unparsed lines, forged X-Forwarded-For
+
+
+def _json_line(address, epoch, path='/job/1', agent='Mozilla/5.0', forwarded=None):
+    doc = {'time_iso8601': time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime(epoch)), 'remote_addr': address,
+           'request': 'GET %s HTTP/1.1' % path, 'status': '200', 'body_bytes_sent': '10', 'http_referer': '',
+           'http_user_agent': agent}
+    if forwarded is not None:
+        doc['http_x_forwarded_for'] = forwarded
+    return json.dumps(doc).encode() + b'\n'
+
+
+def test_auto_says_the_format_and_refuses_a_log_it_cannot_tell(tmp_path, files):
+    log = tmp_path / 'json.log'
+    log.write_bytes(b''.join(_json_line('203.0.113.7', NOW_EPOCH - 60) for dummy in range(1000)))
+    got = run_core(files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', 'auto', '--json', log])
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert out['formats'] == {str(log): 'nginx_json'} and out['scans'][0]['format'] == 'nginx_json'
+    assert [b['address'] for b in out['blocked']] == ['203.0.113.7']
+    plain = run_core(files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', 'auto', log])
+    assert plain.stdout.startswith(b'Log format of %s: nginx_json (detected)\n' % bytes(log))
+    for content in (b'hello world\nnot a log line\n', b'', b'{"a": 1}\n'):
+        log.write_bytes(content)
+        got = run_core(files.options() + ['--now', NOW, '--log-format', 'auto', log])
+        assert got.returncode == 2 and got.stdout == b''
+        assert got.stderr.startswith(b'bot-detector: error: log_format auto: ') and got.stderr.count(b'\n') == 1
+        assert bytes(log) in got.stderr and b'set log_format' in got.stderr
+    assert files.read('blocklist') in (None, b'203.0.113.7\n')      # the refused runs wrote nothing
+
+
+def test_unparsed_lines_are_counted_warned_once_and_in_the_metrics(tmp_path, files):
+    good = [_json_line('203.0.113.7', NOW_EPOCH - 60) for dummy in range(1000)]
+    bad = [b'{"truncated": "GET /job/1', b'GET /job/2 not json at all', b'{"remote_addr": "1.2.3.4"} /job/']
+    rng = random.Random(27)
+    lines = good + [b + b'\n' for b in bad] * 3
+    rng.shuffle(lines)
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(lines))
+    metrics = tmp_path / 'metrics.prom'
+    got = run_core(files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', 'nginx_json',
+                                      '--metrics-file', metrics, '--json', log])
+    assert got.returncode == 0
+    out = json.loads(got.stdout)
+    assert [b['address'] for b in out['blocked']] == ['203.0.113.7'] and out['scans'][0]['unparsed_lines'] == 9
+    warnings = [w for w in out['warnings'] if 'did not parse' in w]
+    assert len(warnings) == 1 and warnings[0].startswith('%s: 9 lines did not parse as nginx_json' % log)
+    first = next(text for text in lines if not text.startswith(b'{"time_iso8601"')).rstrip(b'\n').decode()
+    assert warnings[0].endswith('the first: ' + first)
+    assert 'bot_detector_last_run_unparsed_lines{log="%s"} 9' % log in metrics.read_text()
+    # A combined run writes no such series.
+    combined = tmp_path / 'c.log'
+    combined.write_bytes(loggen.planted_log(NOW_EPOCH, previous={'198.51.100.7': 3}))
+    run_core(files.options() + ['--now', NOW, '--metrics-file', metrics, combined])
+    assert 'unparsed' not in metrics.read_text().split('c.log', 1)[1].split('\n', 1)[0]
+
+
+def test_a_forged_x_forwarded_for_never_names_the_client(tmp_path, files):
+    """Behind trusted proxies the client is the right-most untrusted X-Forwarded-For entry
+    (real_ip_recursive); the left-most, which the client writes, is never taken."""
+    lines = []
+    for i in range(1100):
+        # The scraper 198.51.100.9 sends a forged header naming a victim; its proxy appends the real address,
+        # a second trusted hop appends the first proxy's.
+        hop = ['203.0.113.200, 198.51.100.9', '203.0.113.200, 198.51.100.9, 10.0.0.2'][i % 2]
+        lines.append(_json_line('10.0.0.1', NOW_EPOCH - 60, forwarded=hop))
+    for i in range(1000):       # a client with no header through the proxy: the proxy's own address stays
+        lines.append(_json_line('192.0.2.50', NOW_EPOCH - 60, forwarded='192.0.2.99'))
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(lines))
+    base = files.options() + ['--now', NOW, '--server-ip', '10.9.9.9', '--log-format', 'nginx_json', '--json', '--check']
+    trusted = json.loads(run_core(base + ['--trusted-proxy', '10.0.0.0/8', log]).stdout)
+    assert sorted(b['address'] for b in trusted['blocked']) == ['192.0.2.50', '198.51.100.9']
+    untrusted = json.loads(run_core(base + [log]).stdout)
+    assert sorted(b['address'] for b in untrusted['blocked']) == ['10.0.0.1', '192.0.2.50']
+    assert '203.0.113.200' not in json.dumps(trusted) + json.dumps(untrusted)
+
+
+def test_bad_format_settings_fail_before_anything_is_read(tmp_path, files):
+    log = tmp_path / 'access.log'
+    log.write_bytes(b'')
+    for args, text in ((['--log-format', 'json'], b'--log-format'), (['--log-format-for', 'x.log'], b'log_formats'),
+                       (['--trusted-proxy', '10.0.0.0/33'], b'trusted_proxies'),
+                       (['--log-json-fields', '{"addr": "x"}'], b'log_json_fields')):
+        got = run_core(files.options() + args + [log])
+        assert got.returncode == 2 and text in got.stderr and got.stderr.count(b'\n') == 1, (args, got.stderr)
+
+
+def test_one_format_per_log_and_the_module(tmp_path):
+    """log_formats (LOG=FORMAT) over log_format, through the module run by real ansible."""
+    a, b = tmp_path / 'a.log', tmp_path / 'b.log'
+    a.write_bytes(b''.join(_json_line('203.0.113.7', NOW_EPOCH - 60) for dummy in range(600)))
+    b.write_bytes(b''.join(b'jobs.example:80 ' + loggen.line('203.0.113.7', NOW_EPOCH - 60) for dummy in range(400)))
+    files = Files(tmp_path / 'files')
+    args = {'log': [str(a), str(b)], 'log_format': 'vhost_combined', 'log_formats': ['%s=nginx_json' % a],
+            'blocklist': str(files.blocklist), 'exclusions': str(files.exclusions), 'activity_log': str(files.activity_log),
+            'server_ip': ['10.0.0.5'], 'now': NOW, 'config': str(tmp_path / 'none.conf')}
+    (tmp_path / 'none.conf').write_text('')
+    got = subprocess.run(['ansible', 'localhost', '-c', 'local', '-e', 'ansible_python_interpreter=' + sys.executable,
+                          '-m', 'jobboard.bot_detector.bot_detector', '-a', json.dumps(args), '-o'],
+                         cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False,
+                         env=dict(os.environ, ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'), TZ='UTC'))
+    assert got.returncode == 0 and b'CHANGED' in got.stdout, got.stdout.decode()[-2000:]
+    assert files.read('blocklist') == b'203.0.113.7\n'
+    assert b'"format": "nginx_json"' in got.stdout and b'"format": "vhost_combined"' in got.stdout
+
+
+def test_follow_mode_reads_a_log_in_another_format(tmp_path):
+    """--follow with log_format: the lines already there and those appended, each counted
+    as its twin (a combined log of the same requests blocks the same address)."""
+    import test_follow as follow
+    files, log = follow.setup(tmp_path)
+    log.parent.mkdir()
+
+    def json_lines(address, count):
+        combined = follow.lines(address, count)
+        return in_timezone('UTC', lambda: logformats.render_log('nginx_json', combined, vary=False)[0])
+    log.write_bytes(json_lines('203.0.113.1', 30) + json_lines('203.0.113.2', 60))
+    with follow.Following(tmp_path, files, log, extra=['--log-format', 'nginx_json']) as follower:
+        follower.caught_up()
+        assert follow.blocked(files) == [b'203.0.113.2']
+        follower.mark()
+        with open(str(log), 'ab') as handle:
+            handle.write(json_lines('203.0.113.1', 25))
+        follower.caught_up()
+        assert sorted(follow.blocked(files)) == [b'203.0.113.1', b'203.0.113.2']
+
+
+def test_incremental_runs_and_rotation_count_a_log_in_another_format_as_a_cold_run(tmp_path, files):
+    """--state-dir: a run reads on from where the last one left the log (and its rotated
+    gzip file), with the cold run's decisions."""
+    import gzip
+    log = tmp_path / 'access.log'
+    first = b''.join(_json_line('203.0.113.%d' % (i % 3), NOW_EPOCH - 600 + i % 300) for i in range(1500))
+    log.write_bytes(first)
+    base = ['--server-ip', '10.0.0.5', '--log-format', 'nginx_json', '--json', '--threshold', '700', '--rotated']
+    state = Files(tmp_path / 'state-run').options() + base + ['--state-dir', tmp_path / 'state']
+    base = files.options() + base
+    warm = json.loads(run_core(state + ['--now', '2025-11-21 04:10:00', log]).stdout)
+    assert warm['blocked'] == [] and warm['scans'][0]['mode'] == 'full'
+    with gzip.open(str(log) + '.1.gz', 'wb') as rotated:
+        rotated.write(first + b''.join(_json_line('203.0.113.1', NOW_EPOCH - 100) for dummy in range(300)))
+    log.write_bytes(b''.join(_json_line('203.0.113.2', NOW_EPOCH - 50) for dummy in range(300)))
+    later = json.loads(run_core(state + ['--now', NOW, log]).stdout)
+    cold = json.loads(run_core(base + ['--now', NOW, log]).stdout)
+    assert [s['mode'] for s in later['scans']] == ['incremental', 'incremental']
+    assert later['blocked'] == cold['blocked'] and later['windows'] == cold['windows']
+    assert sorted(b['address'] for b in cold['blocked']) == ['203.0.113.1', '203.0.113.2']
+
+
+def test_haproxy_without_a_user_agent_capture_says_so_once(tmp_path, files):
+    line = ('Nov 21 04:12:43 lb haproxy[42]: 198.51.100.4:4242 [21/Nov/2025:04:12:43.123] fe be/s1 0/0/1/2/3 200 512 - - '
+            '---- 1/1/0/0/0 0/0 {Googlebot/2.1|jobs.example} "GET /job/%d HTTP/1.1"\n')
+    log = tmp_path / 'haproxy.log'
+    log.write_bytes(b''.join((line % i).encode() for i in range(1000)))
+    base = files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', 'haproxy', '--check', '--json']
+    without = run_core(base + [log])
+    out = json.loads(without.stdout)
+    assert [w for w in out['warnings'] if 'haproxy_user_agent_capture' in w] == [
+        '%s: haproxy logs no user agent unless it is captured (haproxy_user_agent_capture): the bot and search-engine '
+        'exemptions cannot apply' % log]
+    assert [b['address'] for b in out['blocked']] == ['198.51.100.4']       # no user agent: the bot is counted
+    captured = json.loads(run_core(base + ['--haproxy-user-agent-capture', '1', log]).stdout)
+    assert captured['blocked'] == [] and captured['warnings'] == []          # Googlebot: exempt, as in its twin
+
+
+def test_w3c_fields_may_change_mid_file(tmp_path):
+    """A new #Fields: line (IIS after a configuration change) applies from where it is."""
+    head = logformats.W3C_HEADER
+    other = b'#Fields: date time c-ip cs-method cs-uri-stem cs-uri-query sc-status cs(User-Agent)\n'
+    first = b'2025-11-21 04:12:43 10.0.0.1 GET /job/1 - 443 - 198.51.100.7 curl/8 - 200 0 0 15\n'
+    second = b'2025-11-21 04:12:44 198.51.100.8 GET /job/2 - 200 curl/8\n'
+    settings = Settings(log_format='w3c')
+    log = tmp_path / 'u_ex.log'
+    log.write_bytes(head + first + other + second)
+
+    def twins():
+        name, reader = formats.reader_for(settings, str(log))
+        data = log.read_bytes()
+        return reader.translate(data, None)[0], reader.unparsed
+    made, unparsed = in_timezone('UTC', twins)
+    assert unparsed == 0
+    assert made == (b'198.51.100.7 - - [21/Nov/2025:04:12:43 +0000] "GET /job/1" 200 - "-" "curl/8"\n'
+                    b'198.51.100.8 - - [21/Nov/2025:04:12:44 +0000] "GET /job/2" 200 - "-" "curl/8"')
