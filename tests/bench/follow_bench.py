@@ -205,7 +205,8 @@ def main():
     figures = {
         'p50': statistics.median(latencies) if latencies else float('nan'), 'max': max(latencies) if latencies else float('nan'),
         'n': len(latencies), 'missed': len(missed),
-        'enforced': enforced_latencies, 'enforced_missed': len(enforced_missed) if netns else None, 'traffic_cpu': traffic_cpu * 100, 'idle_cpu': idle_cpu * 100,
+        'enforced': enforced_latencies, 'enforced_missed': len(enforced_missed) if netns else None,
+        'traffic_cpu': traffic_cpu * 100, 'idle_cpu': idle_cpu * 100,
         'burst': burst_seconds, 'rate': BURST / burst_seconds, 'rss': rss, 'reference': reference, 'lines': lines_total,
     }
     report(figures)

@@ -19,7 +19,6 @@ import loggen
 import logformats
 from conftest import ROOT, Files, in_timezone, mask_dates, mask_duration, run_core, run_reference
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats, run
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import Settings
 
 FIXTURES = ROOT / 'tests' / 'formats'
