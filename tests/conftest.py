@@ -15,6 +15,8 @@ REFERENCE = ROOT / 'tests' / 'reference' / 'bot-detector.sh'
 # `make setup` links the checkout as .build/ansible_collections/jobboard/bot_detector.
 sys.path.insert(0, str(ROOT / '.build'))
 sys.path.insert(0, str(ROOT / 'tests'))
+# The tests import in_timezone from here; the benchmarks, without pytest, from loggen.
+from loggen import in_timezone  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 # ansible, ansible-doc and molecule are the ones installed beside this interpreter (.venv).
 os.environ['PATH'] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get('PATH', '')
 
@@ -36,21 +38,6 @@ def readable_core():
             os.chmod(os.path.join(directory, name), 0o644)
     yield Path(core)
     shutil.rmtree(base, ignore_errors=True)
-
-
-def in_timezone(tz, fn):
-    """fn() with this process's local time zone set to ``tz`` (for generating logs)."""
-    old = os.environ.get('TZ')
-    os.environ['TZ'] = tz
-    time.tzset()
-    try:
-        return fn()
-    finally:
-        if old is None:
-            del os.environ['TZ']
-        else:
-            os.environ['TZ'] = old
-        time.tzset()
 
 
 def run_core(args, tz='UTC', cwd=None):

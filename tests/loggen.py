@@ -5,6 +5,7 @@ rendered to combined-log-format bytes; the expected outcome is never computed
 here: the reference pipeline in tests/reference is the oracle.
 """
 
+import os
 import random
 import time
 
@@ -221,3 +222,18 @@ def planted_log(now, previous=None, current=None, extra=b''):
         for address, count in hitters.items():
             out.extend(line(address, epoch, path='/job/%d' % i) for i in range(count))
     return b''.join(out) + extra
+
+
+def in_timezone(tz, fn):
+    """fn() with this process's local time zone set to ``tz`` (for generating logs)."""
+    old = os.environ.get('TZ')
+    os.environ['TZ'] = tz
+    time.tzset()
+    try:
+        return fn()
+    finally:
+        if old is None:
+            del os.environ['TZ']
+        else:
+            os.environ['TZ'] = old
+        time.tzset()
