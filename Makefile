@@ -21,7 +21,7 @@ ANSIBLE_TEST_PIPS := 24_2
 CONTAINER_CORES := 2.20.10 2.21.5
 export CONTAINER_CORES
 
-.PHONY: help venv setup container-cores prereqs test-tree run bench test unit equivalence integration docs build clean
+.PHONY: help venv setup container-cores prereqs test-tree tree run bench test unit equivalence integration docs build clean
 
 help:
 	@echo "make run     run the detector on an embedded sample log, in a scratch dir (needs only python3)"
@@ -53,10 +53,16 @@ setup: venv
 	for v in $(ANSIBLE_TEST_PIPS); do cp tests/tools/get_pip_offline.py $(HOME)/.ansible/test/cache/get_pip_$$v.py; done
 
 test-tree: setup
-	rm -rf $(TEST_TREE) && mkdir -p $(TEST_TREE)
-	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(TEST_TREE)
+	$(MAKE) --no-print-directory tree TREE=$(TEST_TREE)
+
+# A copy of the files git tracks or would track in TREE (no venv needed: make test's
+# background jobs start from one before the venv is made).
+tree:
+	test -n "$(TREE)"
+	rm -rf $(TREE) && mkdir -p $(TREE)
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(TREE)
 	# Its own repository: otherwise ansible-test asks the checkout's git, which ignores .build.
-	cd $(TEST_TREE) && git init -q && git add -A
+	cd $(TREE) && git init -q && git add -A
 
 # For tests/run-all.sh run alone (make test exports CONTAINER_CORES).
 container-cores:
@@ -68,7 +74,8 @@ prereqs:
 run:
 	tests/sample/run-sample.sh $(CURDIR)/scratch
 
-test: setup prereqs
+# run-all.sh makes the venv itself (make setup), after starting its background jobs.
+test: prereqs
 	tests/run-all.sh
 
 unit: setup

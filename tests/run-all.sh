@@ -48,12 +48,16 @@ trap stop_jobs EXIT
 
 step "background jobs: molecule's host images (Debian 12, 13, 12 with systemd, 12 with nftables); ansible-core ${container_majors[*]} in a Debian 13 container"
 # Images are built once, then kept in podman's store. The container tests run on a snapshot
-# of the files git tracks, since the steps below rewrite the test tree.
-make --no-print-directory test-tree >/dev/null
+# of the files git tracks, since the steps below rewrite the test tree. Both start before
+# the venv is made: they need neither it nor each other.
 container_tree=.build/test-container/ansible_collections/jobboard/bot_detector
-rm -rf .build/test-container && mkdir -p "$container_tree" && cp -a "$test_tree/." "$container_tree"
+rm -rf .build/test-container
+make --no-print-directory tree TREE="$root/$container_tree" >/dev/null
 background "molecule images" molecule/build-image.sh
 background "ansible-core ${container_majors[*]}" tests/tools/container-tests.sh "$container_tree" "${container_cores[@]}"
+
+step "the venv (requirements-dev.txt) and the collection's link: make setup"
+make --no-print-directory setup
 
 step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible, Prometheus rules (promtool) and dashboard, the README's first steps in a fresh clone"
 pytest -n 2 -p no:cacheprovider --durations=15 tests/unit tests/equivalence tests/integration
@@ -71,6 +75,13 @@ make --no-print-directory test-tree >/dev/null
 )
 echo "changelog fragments, changelog.yaml, CHANGELOG.md, the plugins' docs and the guides are clean"
 # (The role READMEs against their argument specs: tests/unit/test_role_readme.py, above.)
+
+step "molecule, second lane (background job): the systemd and follow schedulers, then fleet mode"
+# Molecule waits on its hosts about a quarter of the time: two scenarios run at a time, in
+# two lanes of about the same length (each scenario has its own instances and ephemeral
+# directory). Started after the step above, the last to remake the collection's link.
+await "molecule images"
+background "molecule systemd, fleet" bash -c 'molecule test --scenario-name systemd && molecule test --scenario-name fleet'
 
 step "ansible-test sanity on ansible-core 2.19, every test (no ignore file)"
 [ ! -e tests/sanity ] || { echo "tests/sanity must not exist: no ignore files" >&2; exit 1; }
@@ -93,20 +104,14 @@ rm -f "$log"
 step "ansible-lint (production profile)"
 ansible-lint --nocolor
 
-step "molecule: the hosts' images (background job)"
-await "molecule images"
-
 step "molecule: the role on a Debian 12 and a Debian 13 podman host (create, converge, idempotence, check, verify, destroy)"
 molecule test --scenario-name default
 
-step "molecule: fleet mode on three podman hosts (playbooks/fleet.yml)"
-molecule test --scenario-name fleet
-
-step "molecule: the systemd and follow schedulers on hosts whose init is systemd (timer, sandboxed services, a scraper blocked within seconds, a killed follower restarted, switch to cron, absent)"
-molecule test --scenario-name systemd
-
 step "molecule: nftables enforcement on a podman host with NET_ADMIN (converge, idempotence, the sets against the blocklist)"
 molecule test --scenario-name enforcement
+
+step "molecule, second lane: the systemd and follow schedulers on hosts whose init is systemd (timer, sandboxed services, a scraper blocked within seconds, a killed follower restarted, switch to cron, absent); fleet mode on three podman hosts (playbooks/fleet.yml) (background job)"
+await "molecule systemd, fleet"
 
 step "ansible-test sanity (every test) and integration targets on ansible-core ${container_majors[*]}, Debian 13 container (background job)"
 await "ansible-core ${container_majors[*]}"
