@@ -203,3 +203,44 @@ def test_lines_appended_without_the_lock_during_a_rewrite_are_kept(tmp_path, rew
         assert not set(address(i) for i in range(rewrites)) & set(lines)
     else:
         assert len(set(entries) - set(lines)) >= 2
+
+
+@pytest.mark.parametrize('rewriter', ['unblock', 'expiry'])
+@pytest.mark.parametrize('next_run', ['expiry', 'detect'])
+def test_killed_before_the_rename_any_next_run_finishes(tmp_path, rewriter, next_run):
+    """Killed after its activity lines and before the rename, a removal is finished by the
+    next run that takes the lock, whatever it is: an expiry with nothing else due (the
+    interrupted entries' last event is their removal, so no ban of theirs is due), or a
+    detection run without a ban time. Before, both left the entries listed for good, their
+    removal logged."""
+    env = dict(os.environ, TZ='UTC', LC_ALL='C')
+    files = Files(tmp_path / 'f')
+    entries = write_expiring(files, 30)
+    if rewriter == 'unblock':
+        argv = [str(a) for a in ['--blocklist', files.blocklist, '--activity-log', files.activity_log]]
+        for e in entries[:10]:
+            argv += ['--unblock', e.decode()]
+        gone = set(entries[:10])
+    else:
+        argv = expiry_command(files, tmp_path)[2:]
+        gone = set(entries)
+    got = subprocess.run([sys.executable, '-c', KILLED_AT, str(CORE.parent), 'rename', str(files.blocklist)] + argv,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    assert got.returncode == -signal.SIGKILL, got.stderr
+    assert files.read('blocklist') == b''.join(e + b'\n' for e in entries)
+    lines_before = files.read('activity_log')
+    command = expiry_command(files, tmp_path)
+    if next_run == 'detect':
+        command.remove('--ban-time')
+        command.remove('1h')
+    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+    left = [e for e in entries if e not in gone]
+    if next_run == 'expiry':
+        left = []        # the others are due too (days old, a ban of 1h), and expire now
+    assert files.read('blocklist') == b''.join(e + b'\n' for e in left)
+    assert files.read('activity_log')[:len(lines_before)] == lines_before
+    assert removed_in_log(files) == set(entries) - set(left)
+    added = files.read('activity_log')[len(lines_before):]
+    assert [a for a in REMOVAL.findall(added) if a in gone] == [], 'a second line for an interrupted removal'
+    assert done.stderr == b''
+    assert [n for n in os.listdir(str(files.base)) if 'bot-detector-' in n] == []

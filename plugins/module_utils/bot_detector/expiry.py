@@ -82,12 +82,12 @@ def expire(settings, writer, result, content, check_mode):
     """Remove the entries of ``content`` (the blocklist, read under the lock) whose ban has
     run out, each logged as expired (in check mode: only reported). Returns the blocklist's
     content after it, for the run's verdicts."""
-    from .unblock import remove
+    from .unblock import finish_interrupted, remove
     due, warnings = due_bans(settings, content)
     for warning in warnings:
         result.warn(warning)
-    if not due:
-        return content
+    if not due:     # an interrupted removal's entries are not due: their last event is it
+        return finish_interrupted(writer, result, content, check_mode)
     reasons = dict((ban.address, expiry_reason(ban)) for ban in due)
     removed, content = remove(writer, [ban.address for ban in due], reasons.get, result, check_mode)
     for ban in due:

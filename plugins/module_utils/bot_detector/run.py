@@ -31,7 +31,7 @@ from .rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide, r
 from .spill import Session, spilled
 from .tally import count_windows, whole
 from .text import printable, to_bytes, to_text
-from .writer import BlocklistWriter
+from .writer import BlocklistWriter, removal_pending
 
 __metaclass__ = type
 
@@ -103,6 +103,9 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
         if expire_bans and settings.ban_time is not None:
             from .expiry import expire      # only runs with a ban time pay for it
             content = expire(settings, writer, result, content, check_mode)
+        elif not check_mode and removal_pending(settings.blocklist):
+            from .unblock import finish_interrupted     # a killed unblock's: rare, so imported then
+            content = finish_interrupted(writer, result, content, check_mode)
         result.blocklist_lines = count_lines(content)
         return writer, rules.lists(content, read_list(settings.exclusions_file))
     except BaseException:

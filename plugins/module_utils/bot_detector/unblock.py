@@ -26,7 +26,7 @@ from .metrics import recorded
 from .replace import open_for_rewrite, replace_file
 from .result import Result
 from .text import to_bytes, to_text, write_all
-from .writer import BlocklistWriter, rewrite_target
+from .writer import BlocklistWriter, removal_journal, removal_pending, rewrite_target
 
 __metaclass__ = type
 
@@ -114,7 +114,7 @@ def remove(writer, wanted, reason_of, result, check_mode):
 
     The activity lines go first, in one write and one fsync: a removal that cannot be
     recorded is not made, and a kill at any point leaves no entry removed without its line
-    (at worst lines for entries still listed, which the next removal takes out). Writers
+    (at worst lines for entries still listed, which the next run takes out: finish_interrupted). Writers
     that take no lock may append meanwhile: the file is replaced only if it is as it was
     read (inode, size, mtime), else the removal is done again on what it holds now; what
     reaches the old file between that test and the rename is appended to the new one."""
@@ -175,16 +175,24 @@ def remove(writer, wanted, reason_of, result, check_mode):
     return removed, new_content
 
 
+def finish_interrupted(writer, result, content, check_mode):
+    """Finish a removal that a killed unblock or expiry logged but did not make (its journal
+    is there): every run that takes the lock calls this, so that entries whose removal is
+    logged do not stay listed until the next unblock. Returns the blocklist's content after it."""
+    if check_mode or not removal_pending(writer.blocklist):
+        return content
+    return remove(writer, [], lambda address: None, result, check_mode)[1]
+
+
 class Journal:
     """The removal under way, beside the blocklist ('.ipblocklist.txt.bot-detector-removing'):
     the old and new file's inodes, then the addresses removed. Written before the activity
-    lines, removed after the rename: a run killed between them leaves it, and the next
-    removal (unblock, expiry) finishes the entries whose last activity line is that removal
+    lines, removed after the rename: a run killed between them leaves it, and the next run
+    that takes the lock finishes the entries whose last activity line is that removal
     (silently: the line is there) unless the rename was made."""
 
     def __init__(self, target):
-        directory, base = os.path.split(os.path.abspath(target))
-        self.path, self.target = os.path.join(directory, '.%s.bot-detector-removing' % base), target
+        self.path, self.target = removal_journal(target), target
 
     def unfinished(self, activity_log):
         """The addresses whose removal was logged but not made; clears a stale journal."""

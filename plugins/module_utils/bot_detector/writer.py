@@ -246,6 +246,23 @@ def rewrite_target(path):
     return os.path.realpath(path)
 
 
+def removal_journal(target):
+    """The journal of a removal under way (unblock.Journal), beside the file it rewrites:
+    '.ipblocklist.txt.bot-detector-removing'."""
+    directory, base = os.path.split(os.path.abspath(target))
+    return os.path.join(directory, '.%s.bot-detector-removing' % base)
+
+
+def removal_pending(blocklist):
+    """Whether a killed unblock or expiry left its journal beside ``blocklist``: one lstat,
+    so that every run can look without importing the rewriters. A link refused here is
+    refused, with its message, by the run's own use of the blocklist."""
+    try:
+        return os.path.lexists(removal_journal(rewrite_target(blocklist)))
+    except BotDetectorError:
+        return False
+
+
 def append_target(path, action='append to'):
     """As root: the file to append to for ``path``. A symbolic link (and each link after it)
     is followed only when it is owned by root or the running user and so is the directory it
