@@ -81,6 +81,35 @@ def test_spilled_precise_counts_decide_as_the_whole_counter(batches, budget, top
         assert sum(sum(part.values()) for part in spill.parts(counter)) == sum(whole.values())
 
 
+@hsettings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=st.lists(st.lists(st.tuples(KEYS, st.integers(1, 9)), max_size=60), max_size=10),
+       budget=st.integers(1, 40), threshold=st.integers(1, 30), floor=st.integers(1, 40),
+       grouping=st.sampled_from([{}, {'ipv4_prefix': 24}, {'ipv6_prefix': 64}]), picks=st.lists(st.integers(0, 10 ** 6)),
+       servers=st.sampled_from([[], [b'10.0.0.5'], [b'2001:db8::5', b'192.0.2.1']]))
+def test_the_fleet_reports_cuts_are_those_of_every_record(batches, budget, threshold, floor, grouping, picks, servers):
+    """The fleet's report ranks only the records at or over its floor (phase 1), or the keys
+    asked (phase 2), spilled or not: each equals every record of the whole counter, cut
+    afterwards (a verification only lowers a count, so the cut can come first)."""
+    options = dict(grouping, threshold=threshold, dns_lookups=1000)
+    whole = Counter()
+    cut_rules, asked_rules = rules_for(options), rules_for(options)
+    with spill.Session(budget) as session:
+        session.codec = cut_rules.line_filter.spill_codec
+        counter = session.counter()
+        for batch in batches:
+            for key, count in batch:
+                counter[key] += count
+                whole[key] += count
+            if len(counter) > budget:
+                counter.spill()
+        every = rules_for(options).examined(whole, servers, 10 ** 9)
+        assert cut_rules.examined(counter, servers, 10 ** 9, at_least=floor) == [r for r in every if r[0] >= floor]
+        keys = [key for count, key in every]
+        wanted = set(keys[pick % len(keys)] for pick in picks) if keys else set()
+        assert (asked_rules.examined(counter, servers, 10 ** 9, wanted=wanted.__contains__)
+                == [r for r in every if r[1] in wanted])
+
+
 def test_the_spill_codec_writes_claims_and_reads_them_back():
     codec = rules_for({}).line_filter.spill_codec
     keys = [b'192.0.2.1', (b'192.0.2.1', CRAWLERS[0]), (b'2001:db8::1', CRAWLERS[-1]), b'-']

@@ -268,10 +268,13 @@ class PreciseRules:
         grouped.update(moved)
         return grouped
 
-    def examined(self, counter, server_ips, top, at_least=None):  # pylint: disable=unused-argument
+    def examined(self, counter, server_ips, top, at_least=None, wanted=None):
         """Rank with unverified crawler claims counted; verify the claimers that reach the
         examined records, drop what verifies, and rank again until the records are exact.
-        ``at_least`` is not used: a group's count is known only once its keys are summed.
+        With ``at_least``, only the records with that count or more (applied to each
+        group's sum: a verification only lowers a count, so none under it rises); with
+        ``wanted`` (a test of a key), only the keys it accepts. Both keep what is ranked
+        bounded by the lines (at most lines / at_least records) or by what is asked.
         The server test runs on the records ranked only: the server's keys are known.
         Counts spilled to files (spill.py) are ranked a part at a time, each part holding
         whole groups (SpillCodec): the first ``top`` of all are among the parts' first."""
@@ -282,7 +285,7 @@ class PreciseRules:
                 found, claimed, claimers = [], {}, {}
                 for part in parts(counter):
                     grouped, claims = self._split(part)
-                    records, members = self._rank(grouped, claims, servers, top)
+                    records, members = self._rank(grouped, claims, servers, top, at_least, wanted)
                     found.extend(records)
                     for count, key in records:
                         if key in members:
@@ -294,7 +297,7 @@ class PreciseRules:
             grouped, claims = self._split(counter)
 
             def ranked():
-                records, members = self._rank(grouped, claims, servers, top)
+                records, members = self._rank(grouped, claims, servers, top, at_least, wanted)
                 return records, claims, members
         while True:
             records, claims, members = ranked()
@@ -316,8 +319,9 @@ class PreciseRules:
                 claims.setdefault(key[0], Counter())[key[1]] += plain.pop(key)
         return self._group(plain), claims
 
-    def _rank(self, grouped, claims, servers, top):
-        """([(count, key)] the first ``top`` records, {key: [field]} the claimers of each key)."""
+    def _rank(self, grouped, claims, servers, top, at_least=None, wanted=None):
+        """([(count, key)] the first ``top`` records, of those with ``at_least`` or more and
+        that ``wanted`` accepts; {key: [field]} the claimers of each key)."""
         ranked, members = grouped, {}
         if claims:
             ranked = Counter(grouped)
@@ -328,6 +332,12 @@ class PreciseRules:
                 ranked[key] += sum(n for crawler, n in per_crawler.items()
                                    if self.verified.get((field, crawler), False) is False)
                 members.setdefault(key, []).append(field)
+        if wanted is not None:
+            keys = list(filter(wanted, ranked))
+            ranked = dict(zip(keys, map(ranked.__getitem__, keys)))
+        if at_least is not None and at_least > 1:
+            keys = list(compress(ranked, map(ge, ranked.values(), repeat(at_least))))
+            ranked = dict(zip(keys, map(ranked.__getitem__, keys)))
         records = [(count, key) for key, count in _largest(ranked, top + len(servers))
                    if count and key not in servers][:top]
         return records, members

@@ -245,40 +245,53 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
     return result
 
 
-def _key_counts(rules, counter, server_ips):
-    """{key: count} of one window: every key the rules rank, as the module returns it (the
-    precise rules, whose keys group fields: all of them are needed)."""
-    counter = whole(counter)
-    every = len(counter) or 1 if not spilled(counter) else sys.maxsize      # a spilled counter's keys are not all in memory
-    return dict((printable(to_text(key)), count) for count, key in rules.examined(counter, server_ips, every))
+def _key_counts(rules, counter, server_ips, floor=None, wanted=None):
+    """{key: count} of one window as the module returns it, for the precise rules (whose
+    keys group fields: their counts are known only once grouped): the keys with ``floor``
+    or more requests, or those ``wanted`` accepts (a test of a key's bytes). Both bound
+    what is kept, spilled counts or not: a part at a time, at most lines / floor keys or
+    the keys asked."""
+    records = rules.examined(whole(counter), server_ips, sys.maxsize, at_least=floor, wanted=wanted)
+    return dict((printable(to_text(key)), count) for count, key in records)
 
 
 def _asked_counts(rules, counter, server_ips, asked):
     """{key: count} of the keys ``asked`` (texts as the module returns them), 0 for one not
-    counted. The spec rules look each up (one part of spilled counts at a time); a key whose
-    text is not its bytes' (printable escaped it), and the precise rules, rank every key."""
-    found = {}
+    counted. The spec rules look each up, the precise rules rank only the keys asked: one
+    part of spilled counts at a time either way."""
+    spellings = dict((text, _key_bytes(text)) for text in set(asked))
+    wanted = set(key for keys in spellings.values() for key in keys)
     if rules.name == 'spec':
-        raw = dict((to_bytes(key), key) for key in asked if printable(to_text(to_bytes(key))) == key)
-        found = dict((raw[key], count) for key, count in counts_of(whole(counter), server_ips, list(raw)).items())
-    if len(found) < len(set(asked)):
-        every = _key_counts(rules, counter, server_ips)
-        found.update((key, every.get(key, 0)) for key in asked if key not in found)
-    return dict((key, found[key]) for key in asked)
+        counts = counts_of(whole(counter), server_ips, sorted(wanted))
+    else:
+        counts = dict((key, count) for count, key in
+                      rules.examined(whole(counter), server_ips, sys.maxsize, wanted=wanted.__contains__))
+    return dict((text, sum(counts.get(key, 0) for key in spellings[text])) for text in asked)
+
+
+_ESCAPE = re.compile(br'\\x([0-9a-f]{2})')
+
+
+def _key_bytes(text):
+    """The keys (bytes) whose text, as the module returns it (printable), is ``text``: its
+    UTF-8 bytes, or, where printable shows an undecodable byte as ``\\xNN``, that byte."""
+    literal = to_bytes(text)
+    unescaped = _ESCAPE.sub(lambda match: bytes(bytearray([int(match.group(1), 16)])), literal)
+    return [key for key in ([literal] if unescaped == literal else [literal, unescaped])
+            if printable(to_text(key)) == text]
 
 
 def reported_counts(rules, counts, server_ips, floor):
     """Per window, every key with ``floor`` or more requests, with the rules' filters and
-    server drop: what a fleet run sums across hosts. The spec rules keep only those (at
-    most lines / floor of them); the precise rules group fields into keys first."""
+    server drop: what a fleet run sums across hosts. Either rules keep only those (at most
+    lines / floor of them), a part of spilled counts at a time."""
     reported = {}
     for window, counter in counts:
         if rules.name == 'spec':
             reported[window.name] = dict((printable(to_text(key)), count) for key, count in
                                          counts_at_least(whole(counter), server_ips, floor).items())
         else:
-            reported[window.name] = dict((key, count) for key, count in _key_counts(rules, counter, server_ips).items()
-                                         if count >= floor)
+            reported[window.name] = _key_counts(rules, counter, server_ips, floor=floor)
     return reported
 
 
