@@ -4,12 +4,15 @@ threshold (25 tied at 1000 across the top-20 cut, 999, 1001, 1200, one holding t
 address): the reference pipeline, the command cold, and the command with --state-dir
 (a first run), measured in the same run. Every run's output is compared with the
 reference's, and the blocklists; a difference fails the benchmark. Also the ranking when
-most addresses hold the server address (issue 20, item 6).
+most addresses hold the server address (issue 20, item 6), and the fleet's report phases
+on the same hours (run.report, as the module calls it, in a process of its own), with the
+spec rules and the precise ones.
 
 Rewrites only its section of docs/benchmarks.md (between the churn markers).
 
     python3 tests/bench/churn_bench.py [DISTINCT ...]     default: 1000000 5000000 10000000
 """
+import json
 import os
 import shutil
 import sys
@@ -55,6 +58,49 @@ def run_case(log):
         shutil.rmtree(scratch)
 
 
+# The module's mode=report, in a process of its own: run.report as the module calls it.
+REPORT = '''
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from bot_detector import run, settings
+rules, server, log, candidates, floor, now = sys.argv[2:8]
+chosen = settings.Settings(rules=rules, server_ips=[server])
+done = run.report(chosen, [log], floor=int(floor), candidates=json.loads(candidates),
+                  now=time.mktime(time.strptime(now, '%Y-%m-%d %H:%M:%S')))
+json.dump(done.counts, sys.stdout)
+'''
+REPORT_FLOOR = 100      # a fleet of 10 hosts: ceil(threshold / hosts)
+ASKED_CHURN = 1000      # phase 2: phase 1's keys and this many of the churn's addresses
+REPORT_COLUMNS = [('spec', 1), ('spec', 2), ('precise', 1), ('precise', 2)]
+
+
+def report_phases(log):
+    """{(rules, phase): measure()} of the fleet's two report phases, and whether each phase 2
+    gave phase 1's counts for its keys and a count for every churn address asked."""
+    with open(log, 'rb') as f:      # the churn's addresses, from the middle of the hour (the scrapers come first)
+        f.seek(os.path.getsize(log) // 2)
+        middle = f.read(1 << 20).split(b'\n')[1:-1]
+    churn = sorted(set(line.split(b' ', 1)[0].decode() for line in middle if b':' in line.split(b' ', 1)[0]))[:ASKED_CHURN]
+    found, agree = {}, True
+    for rules in ('spec', 'precise'):
+        argv = [run_bench.PYTHON, '-S', '-c', REPORT, os.path.dirname(run_bench.CORE), rules, run_bench.SERVER_IP,
+                log]
+        first = found[rules, 1] = run_bench.measure(argv + ['null', str(REPORT_FLOOR), run_bench.NOW], run_bench.ENV)
+        counts = json.loads(first['stdout'])
+        asked = dict((window, sorted(keys) + churn) for window, keys in counts.items())
+        second = found[rules, 2] = run_bench.measure(argv + [json.dumps(asked), '0', run_bench.NOW],
+                                                     run_bench.ENV)
+        exact = json.loads(second['stdout'])
+        agree = agree and all(exact[window][key] == count for window, keys in counts.items() for key, count in keys.items())
+        agree = agree and all(sum(exact[window].get(key, 0) for window in exact) >= 1 for key in churn)
+    return found, agree
+
+
+def report_row(label, found, agree):
+    return '| %s | %s | %s |' % (label, ' | '.join('%.1f s, %.1f MiB' % (found[key]['wall'], found[key]['rss'])
+                                                    for key in REPORT_COLUMNS), 'yes' if agree else 'NO')
+
+
 def row(label, log, results, state, differ):
     ref, cold, warm = results['reference'], results['command'], results['command-state']
     ref1, cold1 = results['reference-one-core'], results['command-one-core']
@@ -74,6 +120,8 @@ def main():
              '| CPU ratio | one core: reference | one core: command | **one core: wall ratio** | reference: peak RSS '
              '| **command: peak RSS** | command with `--state-dir`: peak RSS | state file | output |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    reports = ['| distinct addresses | spec rules, phase 1: wall, peak RSS | spec rules, phase 2 | precise rules, phase 1 '
+               '| precise rules, phase 2 | phase 2 agrees with phase 1 |', '|---|---|---|---|---|---|']
     failed = []
     for distinct in cases:
         log = churn_log(distinct)
@@ -81,13 +129,21 @@ def main():
         table.append(row('{:,}'.format(distinct), log, results, state, differ))
         print(table[-1], flush=True)
         failed.extend(differ)
+        found, agree = report_phases(log)
+        reports.append(report_row('{:,}'.format(distinct), found, agree))
+        print(reports[-1], flush=True)
+        if not agree:
+            failed.append('the fleet report of %d addresses' % distinct)
     log = churn_log(SERVER_LIKE, server_like=True)
     results, state, differ = run_case(log)
     table.append(row('{:,}, all holding the server address'.format(SERVER_LIKE), log, results, state, differ))
     print(table[-1], flush=True)
     failed.extend(differ)
-    text = ('Machine: %s. Run on %s. Load average when these runs started: %.2f; when they ended: %.2f.\n\n%s\n'
-            % (run_bench.machine(), time.strftime('%Y-%m-%d'), load_before, os.getloadavg()[0], '\n'.join(table)))
+    text = ('Machine: %s. Run on %s. Load average when these runs started: %.2f; when they ended: %.2f.\n\n%s\n\n'
+            'The fleet\'s report phases on the same hours (floor %d in phase 1; phase 2 asks phase 1\'s keys and %d '
+            'churn addresses):\n\n%s\n'
+            % (run_bench.machine(), time.strftime('%Y-%m-%d'), load_before, os.getloadavg()[0], '\n'.join(table),
+               REPORT_FLOOR, ASKED_CHURN, '\n'.join(reports)))
     path = os.path.join(run_bench.ROOT, 'docs', 'benchmarks.md')
     with open(path) as f:
         doc = f.read()

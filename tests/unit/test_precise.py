@@ -1,14 +1,16 @@
 """The opt-in precise rules: user-agent-only bot tests, crawler verification by
 reverse and forward DNS (with an injected resolver: no network), exact and CIDR list
 matching, IPv6 /64 grouping."""
+import ipaddress
 import json
 import time
 
 import pytest
+from hypothesis import given, settings as hsettings, strategies as st
 
 import loggen
 from conftest import Files, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import precise, run as entry, settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import precise, ranges, run as entry, settings
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -334,3 +336,48 @@ def test_grouping_leaves_what_is_not_an_address_as_it_is(tmp_path, grouping):
         assert doc['blocked'] == [{'address': network, 'count': 1400, 'window': 'previous'}]
     else:
         assert doc['blocked'] == []
+
+
+# ---- the C-level parse and spelling of IPv6 (socket.inet_pton, inet_ntop) are ipaddress's
+
+
+def ipaddress_client(field):
+    """ranges.client as it was written with ipaddress, the definition the C path must keep."""
+    try:
+        text = field.decode('ascii')
+    except UnicodeDecodeError:
+        return None
+    if ranges.V4.match(field):
+        value = int(ipaddress.IPv4Address(text))
+        return (4, value) if value else None
+    if ':' not in text or '%' in text:
+        return None
+    try:
+        value = int(ipaddress.IPv6Address(text))
+    except ValueError:
+        return None
+    if value >> 32 == 0xffff:
+        return (4, value & 0xffffffff) if value & 0xffffffff else None
+    return (6, value) if value else None
+
+
+PIECES = st.sampled_from(['', '0', '00', '0000', '00000', '1', 'ffff', 'FFFF', 'db8', '12345', '1.2.3.4', '01.2.3.4',
+                          '255.255.255.255', '256.1.1.1', '1.2.3', 'g', ' ', ':', '%eth0', '\t', '\n', '\xff'])
+
+
+@hsettings(max_examples=3000, deadline=None)
+@given(field=st.one_of(st.lists(PIECES, min_size=1, max_size=10).map(':'.join),
+                       st.text('0123456789abcdefABCDEF:.% ', max_size=45)).map(lambda text: text.encode('latin-1')))
+def test_ipv6_fields_are_read_as_ipaddress_reads_them(field):
+    assert ranges.client(field) == ipaddress_client(field)
+
+
+@hsettings(max_examples=3000, deadline=None)
+@given(value=st.one_of(st.integers(0, 2 ** 128 - 1), st.integers(0, 2 ** 64 - 1).map(lambda v: v << 64),
+                       st.integers(0, 2 ** 48), st.tuples(st.integers(0, 7), st.integers(0, 2 ** 128 - 1)).map(
+                           lambda p: p[1] & ~(0xffffffff << (16 * p[0])))),
+       length=st.sampled_from([128, 64, 48]))
+def test_ipv6_keys_are_spelt_as_ipaddress_spells_them(value, length):
+    first = ranges.grouped(6, value, length)
+    spelt = str(ipaddress.IPv6Address(first))
+    assert ranges.spelling(6, length, first) == (spelt if length == 128 else '%s/%d' % (spelt, length)).encode()

@@ -34,9 +34,9 @@ def client(field):
         return (4, value) if value else None
     if b':' not in field or b'%' in field:
         return None
-    try:
-        value = int(ipaddress.IPv6Address(field.decode('ascii')))
-    except (ValueError, UnicodeDecodeError):
+    try:    # inet_pton reads what ipaddress.IPv6Address reads, a scope (%) aside, in C
+        value = int.from_bytes(socket.inet_pton(socket.AF_INET6, field.decode('ascii')), 'big')
+    except (OSError, ValueError, UnicodeDecodeError):
         return None
     if value >> 32 == 0xffff:
         value &= 0xffffffff
@@ -65,7 +65,9 @@ def spelling(version, length, first):
     """The key's text: the address alone for a single address, else the network."""
     if version == 4:
         address = socket.inet_ntoa(first.to_bytes(4, 'big'))
-    else:
+    elif first >> 48:       # inet_ntop spells these as ipaddress does (RFC 5952), in C
+        address = socket.inet_ntop(socket.AF_INET6, first.to_bytes(16, 'big'))
+    else:                   # ::a.b.c.d and ::ffff:0:a.b.c.d, which inet_ntop writes with a dotted quad
         address = str(ipaddress.IPv6Address(first))
     return (address if length == BITS[version] else '%s/%d' % (address, length)).encode('ascii')
 
