@@ -50,6 +50,20 @@ def rules_for(options):
     return precise.PreciseRules(chosen, Verifying())
 
 
+def spilled_counter(session, rules, batches, budget):
+    """The ``batches`` of (key, count) counted in a counter of ``session`` that spills with
+    the rules' codec past ``budget`` after each batch, and in a plain Counter."""
+    session.codec = rules.line_filter.spill_codec
+    counter, whole = session.counter(), Counter()
+    for batch in batches:
+        for key, count in batch:
+            counter[key] += count
+            whole[key] += count
+        if len(counter) > budget:
+            counter.spill()
+    return counter, whole
+
+
 @hsettings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(st.lists(st.tuples(KEYS, st.integers(1, 9)), max_size=60), max_size=10),
        budget=st.integers(1, 40), top=st.integers(1, 8), threshold=st.integers(1, 30),
@@ -57,17 +71,9 @@ def rules_for(options):
        lookups=st.integers(1, 6), servers=st.sampled_from([[], [b'10.0.0.5'], [b'2001:db8::5', b'192.0.2.1']]))
 def test_spilled_precise_counts_decide_as_the_whole_counter(batches, budget, top, threshold, grouping, lookups, servers):
     options = dict(grouping, threshold=threshold, dns_lookups=lookups)
-    whole = Counter()
     bounded_rules = rules_for(options)
     with spill.Session(budget) as session:
-        session.codec = bounded_rules.line_filter.spill_codec
-        counter = session.counter()
-        for batch in batches:
-            for key, count in batch:
-                counter[key] += count
-                whole[key] += count
-            if len(counter) > budget:
-                counter.spill()
+        counter, whole = spilled_counter(session, bounded_rules, batches, budget)
         plain_rules = rules_for(options)
         expected = plain_rules.examined(whole, servers, top)
         assert bounded_rules.examined(counter, servers, top) == expected
@@ -91,17 +97,9 @@ def test_the_fleet_reports_cuts_are_those_of_every_record(batches, budget, thres
     asked (phase 2), spilled or not: each equals every record of the whole counter, cut
     afterwards (a verification only lowers a count, so the cut can come first)."""
     options = dict(grouping, threshold=threshold, dns_lookups=1000)
-    whole = Counter()
     cut_rules, asked_rules = rules_for(options), rules_for(options)
     with spill.Session(budget) as session:
-        session.codec = cut_rules.line_filter.spill_codec
-        counter = session.counter()
-        for batch in batches:
-            for key, count in batch:
-                counter[key] += count
-                whole[key] += count
-            if len(counter) > budget:
-                counter.spill()
+        counter, whole = spilled_counter(session, cut_rules, batches, budget)
         every = rules_for(options).examined(whole, servers, 10 ** 9)
         assert cut_rules.examined(counter, servers, 10 ** 9, at_least=floor) == [r for r in every if r[0] >= floor]
         keys = [key for count, key in every]

@@ -108,14 +108,10 @@ raise SystemExit(main(sys.argv[4:]))
 """
 
 
-@pytest.mark.parametrize('rewriter', ['unblock', 'expiry'])
-@pytest.mark.parametrize('step', ['rename', 'after-rename'])
-def test_killed_between_the_activity_lines_and_the_rename_the_next_removal_finishes(tmp_path, rewriter, step):
-    """The window a random kill rarely hits, hit each time: killed just before (and just
-    after) the rename, the activity log has the lines; the next unblock or expiry finishes
-    the removal without a second line, and an entry put back by hand after a finished
-    removal still stays."""
-    env = dict(os.environ, TZ='UTC', LC_ALL='C')
+def killed_removal(tmp_path, rewriter, step, env):
+    """A blocklist of 30 entries with their additions, and an unblock of 10 of them or an
+    expiry of all, killed at ``step`` of the rename (KILLED_AT): (files, entries, the
+    entries the removal was for)."""
     files = Files(tmp_path / 'f')
     entries = write_expiring(files, 30)
     if rewriter == 'unblock':
@@ -129,6 +125,18 @@ def test_killed_between_the_activity_lines_and_the_rename_the_next_removal_finis
     got = subprocess.run([sys.executable, '-c', KILLED_AT, str(CORE.parent), step, str(files.blocklist)] + argv,
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     assert got.returncode == -signal.SIGKILL, got.stderr
+    return files, entries, gone
+
+
+@pytest.mark.parametrize('rewriter', ['unblock', 'expiry'])
+@pytest.mark.parametrize('step', ['rename', 'after-rename'])
+def test_killed_between_the_activity_lines_and_the_rename_the_next_removal_finishes(tmp_path, rewriter, step):
+    """The window a random kill rarely hits, hit each time: killed just before (and just
+    after) the rename, the activity log has the lines; the next unblock or expiry finishes
+    the removal without a second line, and an entry put back by hand after a finished
+    removal still stays."""
+    env = dict(os.environ, TZ='UTC', LC_ALL='C')
+    files, entries, gone = killed_removal(tmp_path, rewriter, step, env)
     assert removed_in_log(files) == gone
     before = files.read('blocklist')
     assert before == (b''.join(e + b'\n' for e in entries) if step == 'rename'
@@ -214,19 +222,7 @@ def test_killed_before_the_rename_any_next_run_finishes(tmp_path, rewriter, next
     detection run without a ban time. Before, both left the entries listed for good, their
     removal logged."""
     env = dict(os.environ, TZ='UTC', LC_ALL='C')
-    files = Files(tmp_path / 'f')
-    entries = write_expiring(files, 30)
-    if rewriter == 'unblock':
-        argv = [str(a) for a in ['--blocklist', files.blocklist, '--activity-log', files.activity_log]]
-        for e in entries[:10]:
-            argv += ['--unblock', e.decode()]
-        gone = set(entries[:10])
-    else:
-        argv = expiry_command(files, tmp_path)[2:]
-        gone = set(entries)
-    got = subprocess.run([sys.executable, '-c', KILLED_AT, str(CORE.parent), 'rename', str(files.blocklist)] + argv,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
-    assert got.returncode == -signal.SIGKILL, got.stderr
+    files, entries, gone = killed_removal(tmp_path, rewriter, 'rename', env)
     assert files.read('blocklist') == b''.join(e + b'\n' for e in entries)
     lines_before = files.read('activity_log')
     command = expiry_command(files, tmp_path)
