@@ -97,8 +97,8 @@ def report_phases(log):
 
 
 def report_row(label, found, agree):
-    return '| %s | %s | %s |' % (label, ' | '.join('%.1f s, %.1f MiB' % (found[key]['wall'], found[key]['rss'])
-                                                    for key in REPORT_COLUMNS), 'yes' if agree else 'NO')
+    cells = ['%.1f s, %.1f MiB' % (found[key]['wall'], found[key]['rss']) for key in REPORT_COLUMNS]
+    return '| %s | %s | %s |' % (label, ' | '.join(cells), 'yes' if agree else 'NO')
 
 
 def row(label, log, results, state, differ):

@@ -28,7 +28,7 @@ from .messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTI
 from .metrics import recorded
 from .result import Result
 from .rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide, rules_for
-from .spill import Session, spilled
+from .spill import Session
 from .tally import count_windows, whole
 from .text import printable, to_bytes, to_text
 from .writer import BlocklistWriter, removal_pending
