@@ -315,3 +315,86 @@ def test_w3c_fields_may_change_mid_file(tmp_path):
     assert unparsed == 0
     assert made == (b'198.51.100.7 - - [21/Nov/2025:04:12:43 +0000] "GET /job/1" 200 - "-" "curl/8"\n'
                     b'198.51.100.8 - - [21/Nov/2025:04:12:44 +0000] "GET /job/2" 200 - "-" "curl/8"')
+
+
+# ---------------------------------------------------------------- property: the JSON fast paths decide as decoding each line
+
+JSON_TIMES = ['2025-11-21T%02d:%02d:%02d+00:00', '2025-11-21T%02d:%02d:%02d.5Z', '2025-11-21T%02d:%02d:%02d+05:30',
+              '21/Nov/2025:%02d:%02d:%02d +0000']
+ODD = st.sampled_from(['none', 'unicode_escape', 'quote', 'backslash', 'raw_utf8', 'order', 'missing', 'spaces', 'stamp_in_referer',
+                       'twice', 'nested', 'bad_byte', 'bad_time', 'number'])
+JSON_REQUEST = st.tuples(st.sampled_from(ADDRESSES), st.integers(1, 5), st.integers(0, 59), st.sampled_from(PATHS),
+                         st.sampled_from(AGENTS), ODD)
+
+
+def _odd_json_line(fmt, time_form, request):
+    address, hour, minute, path, agent, odd = request
+    when = JSON_TIMES[time_form] % (hour, minute, minute)
+    key = 'time_local' if time_form == 3 else 'time_iso8601'
+    if fmt == 'caddy':
+        key, when = 'ts', NOW_EPOCH - 7200 + hour * 900 + minute * 7 + 0.25
+    if fmt == 'traefik_json':
+        doc = {'ClientHost': address, 'DownstreamContentSize': 5, 'DownstreamStatus': 200, 'RequestMethod': 'GET',
+               'RequestPath': path, 'RequestProtocol': 'HTTP/1.1', 'StartLocal': when, 'request_User-Agent': agent}
+        key = 'StartLocal'
+    elif fmt == 'caddy':
+        doc = {'ts': when, 'request': {'client_ip': address, 'method': 'GET', 'uri': path, 'proto': 'HTTP/1.1',
+                                       'headers': {'User-Agent': [agent]}}, 'size': 5, 'status': 200}
+    else:
+        doc = {key: when, 'remote_addr': address, 'request': 'GET %s HTTP/1.1' % path, 'status': '200',
+               'body_bytes_sent': '5', 'http_referer': '', 'http_user_agent': agent}
+    text = None
+    if odd == 'order':
+        doc = dict(reversed(list(doc.items())))
+    elif odd == 'missing':
+        doc.pop('http_referer' if fmt == 'nginx_json' else key)
+    elif odd == 'stamp_in_referer' and fmt == 'nginx_json':
+        doc['http_referer'] = 'https://x.example/21/Nov/2025:04'
+    elif odd == 'nested':
+        doc['extra'] = {key: JSON_TIMES[0] % (4, 1, 1)}
+    elif odd == 'bad_time':
+        doc[key] = 'yesterday'
+    elif odd == 'number' and fmt == 'nginx_json':
+        doc['status'] = 200
+    text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'), ensure_ascii=odd != 'raw_utf8')
+    if odd == 'unicode_escape':
+        text = text.replace(path, path[:2] + '\\u006' + 'f' + path[3:] if path[2:3] == 'o' else path.replace('/', '\\/'))
+    elif odd == 'quote':
+        text = text.replace(json.dumps(agent)[1:-1], 'a \\"q\\" bot' if minute % 2 else 'a \\"q\\"')
+    elif odd == 'backslash':
+        text = text.replace(json.dumps(agent)[1:-1], 'x\\\\y')
+    elif odd == 'twice':
+        text = text[:-1] + ',"%s":%s}' % (key, json.dumps(JSON_TIMES[0] % (4, 2, 2)) if key != 'ts' else str(NOW_EPOCH - 30))
+    data = text.encode('utf-8')
+    if odd == 'bad_byte':
+        data = data.replace(b'GET', b'G\xffT', 1)
+    return data
+
+
+@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(JSON_REQUEST, min_size=1, max_size=40), st.sampled_from(['nginx_json', 'caddy', 'traefik_json']),
+       st.integers(0, 3), st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
+def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, tz):
+    """The prefilters (the window's time, the needles) and the fast layout of nginx_json
+    count each chunk as decoding every line with json.loads and counting its twin does:
+    escapes, quotes, backslashes, non-ASCII, other key orders, missing or repeated keys,
+    nested objects, bad bytes and times out of the windows included."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally, formats_json
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+
+    def both():
+        # The log's usual layout first (what the fast path learns), then the random lines.
+        plain = [_odd_json_line(fmt, time_form, (ADDRESSES[0], 4, 0, '/job/1', AGENTS[0], 'none'))]
+        data = b'\n'.join(plain + [_odd_json_line(fmt, time_form, r) for r in requests]) + b'\n'
+        stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+        line_filter = rules.LineFilter(Settings().job_prefixes, 'Google')
+        settings = Settings(log_format=fmt)
+        fast = tally.Tally(stamps, line_filter, reader=formats.reader_class(fmt)(settings))
+        fast.chunk(data, data.rfind(b'\n'))
+        slow_reader = formats.reader_class(fmt)(settings)
+        twins = [formats_json.JsonReader.parse(slow_reader, line) for line in data.split(b'\n')[:-1]]
+        slow = tally.Tally(stamps, line_filter)
+        slow.chunk(b'\n'.join(t.encode('utf-8', 'surrogateescape') for t in twins if t is not None))
+        return fast.counters, slow.counters
+    fast, slow = in_timezone(tz, both)
+    assert fast == slow

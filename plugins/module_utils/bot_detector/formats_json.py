@@ -15,7 +15,8 @@ import re
 from itertools import compress, repeat
 from operator import itemgetter, methodcaller, not_, truth
 
-from .formats import _ESCAPE_TEXT, Reader, text_field, twin
+from .formats import _ESCAPE_TEXT, _ISO, Reader, text_field, twin
+from .formats_fast import TimeFilter, plain_lines
 
 __metaclass__ = type
 
@@ -41,8 +42,8 @@ _ABSENT = '\x00absent'       # a key no log has: a plan's stand-in for a role th
 # format writes as it is), for the roles' not empty.
 Match = type(re.match(b'', b''))
 
-_VALUE_ANY = b'[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]*'
-_VALUE_SOME = b'[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]+'
+_VALUE_ANY = b'[^"]*'         # the bytes: formats_fast.plain_lines (one pass in C, faster than a class)
+_VALUE_SOME = b'[^"]+'
 _CLF_VALUE = b'\\d{2}/[A-Z][a-z]{2}/\\d{4}:\\d{2}:\\d{2}:\\d{2} [-+]\\d{4}'
 LAYOUT_ROLES = ('address', 'time', 'request', 'method', 'uri', 'protocol', 'status', 'bytes', 'referer', 'user_agent')
 
@@ -149,6 +150,12 @@ class NginxJson(JsonReader):
         if keys['time'][0] == 'time_local':
             self.date_marker = b'"time_local":"'
         self.layout = None          # (regex, group numbers) of the log's lines: see _fast
+        self.time_filter = None     # formats_fast.TimeFilter of the time key the log's lines use
+
+    def in_windows(self, lines):
+        if self.time_filter is not None:
+            return self.time_filter.keep(lines, self.stamps)
+        return JsonReader.in_windows(self, lines)
 
     def translate(self, buf, limit):
         """As JsonReader's, but the lines of the log's usual layout (the keys of its first
@@ -157,11 +164,12 @@ class NginxJson(JsonReader):
         if self.proxies is not None:
             return JsonReader.translate(self, buf, limit)
         lines = buf[:limit].split(b'\n') if limit is not None and limit < len(buf) else buf.split(b'\n')
-        chosen = self.candidates(lines)
+        chosen = self._with_needles(lines)
         for line in chosen[:8] if self.layout is None else ():
             self._learn(line)
             if self.layout is not None:
                 break
+        chosen = self.in_windows(chosen)
         fast, slow = self._fast(chosen) if self.layout else (b'', chosen)
         twins = []
         for line, doc in zip(slow, decode_all(slow)):
@@ -189,6 +197,7 @@ class NginxJson(JsonReader):
         if doc is None:
             return          # not this line: the next one tells
         keys = list(doc)
+        self.time_filter = time_filter(self.keys['time'], doc)
         if not all(isinstance(v, str) for v in doc.values()) or any('"' in k or '\\' in k or not k.isascii() for k in keys):
             self.layout = False
             return
@@ -198,10 +207,12 @@ class NginxJson(JsonReader):
             return
         clf = role_key['time'] == 'time_local'
         required = set(role_key[r] for r in ('address', 'time', 'request', 'method', 'uri', 'status', 'bytes'))
+        # A compact line (no blank between its tokens, as nginx writes it): its separators exactly.
+        blank = b'' if json.dumps(doc, separators=(',', ':')).encode('ascii') == line else b'[ \\t]*'
         parts = []
         for key in keys:
             value = _CLF_VALUE if clf and key == role_key['time'] else (_VALUE_SOME if key in required else _VALUE_ANY)
-            parts.append(b'[ \\t]*"' + re.escape(key.encode('ascii')) + b'"[ \\t]*:[ \\t]*"(' + value + b')"[ \\t]*')
+            parts.append(blank + b'"' + re.escape(key.encode('ascii')) + b'"' + blank + b':' + blank + b'"(' + value + b')"' + blank)
         pattern = re.compile(b'\\{' + b','.join(parts) + b'\\}[ \\t\\r]*()$')
 
         def group(role):
@@ -222,12 +233,13 @@ class NginxJson(JsonReader):
         """(twins of the lines the layout matches, joined, the other lines): matched,
         cut into columns and formatted by C-level passes over all of them."""
         pattern, columns, template, clf, pick = self.layout
+        lines, slow = plain_lines(lines)     # a value with an escape, a control or non-ASCII: decoded
         matches = list(map(pattern.match, lines))
         hits = list(map(truth, matches))
         if all(hits):
-            slow, rows = [], list(map(pick, map(Match.groups, matches)))
+            rows = list(map(pick, map(Match.groups, matches)))
         else:
-            slow = list(compress(lines, map(not_, hits)))
+            slow.extend(compress(lines, map(not_, hits)))
             rows = list(map(pick, map(Match.groups, compress(matches, hits))))
         if rows and not clf:
             times = self.times
@@ -281,6 +293,23 @@ class NginxJson(JsonReader):
                     text_field(referer), text_field(agent))
 
 
+def time_filter(names, doc):
+    """The TimeFilter of the time key a line of the log uses (the first of ``names`` in
+    ``doc``), by the form of its value: ISO-8601 text with a zone, or epoch seconds; None
+    for $time_local (Reader.date_marker's) or a value of another form."""
+    key = next((k for k in names if k in doc), None)
+    value = doc.get(key)
+    if key is None or key == 'time_local' or not key.isascii() or '"' in key or '\\' in key:
+        return None
+    before = names[:names.index(key)]
+    if isinstance(value, str) and _ISO.match(value) and _ISO.match(value).group(7):
+        return TimeFilter(key, 'iso', before)
+    if (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+            isinstance(value, str) and value[:1].isdigit() and value.replace('.', '', 1).isdigit()):
+        return TimeFilter(key, 'epoch', before)
+    return None
+
+
 def _header(headers, name):
     values = headers.get(name) if isinstance(headers, dict) else None
     if isinstance(values, list):
@@ -293,27 +322,15 @@ class Caddy(JsonReader):
     an object with its headers."""
 
     name = 'caddy'
-    _windows = (None, None)
+
+    def __init__(self, settings):
+        super(Caddy, self).__init__(settings)
+        self.time_filter = TimeFilter('ts', 'epoch', flat=False)    # its request is an object
 
     def in_windows(self, lines):
         """Lines whose epoch ``ts`` falls in an hour the tally counts, or that hold a stamp's
         text (a referer may), or whose ``ts`` this cannot read: the others cannot count."""
-        stamps = self.stamps
-        if not stamps or not lines:
-            return lines
-        key = frozenset(stamps)
-        if self._windows[0] != key:
-            self._windows = (key, (instants_of(key), re.compile(b'|'.join(re.escape(s) for s in sorted(key)))))
-        intervals, finder = self._windows[1]
-        kept = []
-        for line, match in zip(lines, map(_TS.search, lines)):
-            if match is None:
-                kept.append(line)
-                continue
-            at = int(match.group(1))
-            if any(start <= at < end for start, end in intervals) or finder.search(line) is not None:
-                kept.append(line)
-        return kept
+        return self.time_filter.keep(lines, self.stamps)
 
     def twin_of(self, doc):
         if not isinstance(doc.get('request'), dict):
@@ -335,6 +352,14 @@ class TraefikJson(JsonReader):
 
     name = 'traefik_json'
 
+    def __init__(self, settings):
+        super(TraefikJson, self).__init__(settings)
+        self.time_filter = TimeFilter('StartLocal', 'iso')
+
+    def in_windows(self, lines):
+        """Lines whose StartLocal (the time the twin takes first) is in no counted hour: out."""
+        return self.time_filter.keep(lines, self.stamps)
+
     def twin_of(self, doc):
         address = doc.get('ClientHost')
         if not address and isinstance(doc.get('ClientAddr'), str):
@@ -352,30 +377,6 @@ class TraefikJson(JsonReader):
 
 CLASSES = {'nginx_json': NginxJson, 'caddy': Caddy, 'traefik_json': TraefikJson}
 
-
-_TS = re.compile(b'"ts":(\\d{1,11})(?:\\.\\d*)?[,}]')
-
-
-def instants_of(stamps):
-    """[(start, end)] epoch seconds whose local hour stamp is one of ``stamps``: each found
-    in 15-minute steps (every zone's offset is a multiple of 15 minutes) within 15 hours of
-    the stamp read as UTC, merged."""
-    from .clock import hour_stamp
-    from .logfile import stamp_clock
-    found = []
-    for stamp in stamps:
-        text = stamp.decode('ascii')
-        center = stamp_clock(stamp)
-        for at in range(center - 15 * 3600, center + 15 * 3600, 900):
-            if hour_stamp(at) == text:
-                found.append((at, at + 900))
-    merged = []
-    for start, end in sorted(found):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged
 
 
 def _is_caddy(line):
