@@ -259,6 +259,36 @@ def test_follow_mode_reads_a_log_in_another_format(tmp_path):
         assert sorted(follow.blocked(files)) == [b'203.0.113.1', b'203.0.113.2']
 
 
+def test_a_follower_warns_once_per_log_of_unparsed_lines_and_counts_them(tmp_path):
+    """--follow: the first line of a log that does not parse is warned about once (a
+    follower runs for months); the count since the start is in its status file and in the
+    metric follow_unparsed_lines, those read at the start and those appended alike."""
+    import test_follow as follow
+    from test_metrics import metrics
+    files, log = follow.setup(tmp_path)
+    log.parent.mkdir()
+    good = in_timezone('UTC', lambda: logformats.render_log('nginx_json', follow.lines('203.0.113.2', 60), vary=False)[0])
+    log.write_bytes(good + b'GET /job/2 not json at all\n{"truncated": "GET /job/1\n')
+    prom = tmp_path / 'bot_detector.prom'
+    with follow.Following(tmp_path, files, log, extra=['--log-format', 'nginx_json', '--metrics-file', prom]) as follower:
+        follower.caught_up()
+        assert follower.status()['unparsed_lines'] == {str(log): 2}
+        follower.mark()
+        with open(str(log), 'ab') as handle:
+            handle.write(b'GET /job/3 more noise\n' * 3 + good)
+        follower.caught_up()
+        assert follower.status()['unparsed_lines'] == {str(log): 5}
+        label = frozenset({'log': str(log)}.items())
+        follow.wait_for(lambda: prom.exists() and metrics(prom).get('bot_detector_follow_unparsed_lines') == {label: 5}, 12)
+        assert follower.stop() == 0
+        stderr = follower.proc.stderr.read().decode()
+    assert follow.blocked(files) == [b'203.0.113.2']
+    warned = [line for line in stderr.splitlines() if 'did not parse' in line]
+    assert warned == ['bot-detector: warning: %s: a line did not parse as nginx_json and was not counted (warned once; the '
+                      'count since the start is in --status and the metric follow_unparsed_lines): GET /job/2 not json at all'
+                      % log], stderr
+
+
 def test_incremental_runs_and_rotation_count_a_log_in_another_format_as_a_cold_run(tmp_path, files):
     """--state-dir: a run reads on from where the last one left the log (and its rotated
     gzip file), with the cold run's decisions."""
