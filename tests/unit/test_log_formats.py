@@ -428,3 +428,67 @@ def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, 
         return fast.counters, slow.counters
     fast, slow = in_timezone(tz, both)
     assert fast == slow
+
+
+@pytest.mark.parametrize('workers', [2, 3, 5])
+def test_w3c_fields_changing_mid_file_in_forked_workers_parts(tmp_path, monkeypatch, workers):
+    """A W3C log split between forked workers (reading.count_parallel), with #Fields: lines
+    of two layouts at several places (IIS writes one at each restart): each part reads with
+    the fields of the last #Fields: line before its start, found searching back from it,
+    whether that line is in the log's head or not. Counts equal those of its twin log, read
+    as combined; no line unparsed."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, reading, rules, tally
+    rng = random.Random(workers)
+    combined = b''.join(loggen.line('198.51.100.%d' % rng.randint(1, 40), NOW_EPOCH - rng.randint(0, 5000),
+                                    path='/job/%d' % rng.randint(1, 999), agent=rng.choice(AGENTS[:3]))
+                        for dummy in range(6000))
+    data, twins = in_timezone('UTC', lambda: logformats.render_log('w3c', combined, vary=False))
+    header, body = data.split(b'#Fields: ', 1)
+    fields_a, body = body.split(b'\n', 1)
+    names_a = fields_a.split(b' ')
+    names_b = list(reversed(names_a))           # the same fields in another order: a wrong map misreads them
+    lines = body.split(b'\n')[:-1]
+    out, layout = [header], None
+    # Two #Fields: lines in the log's head (its last one is what W3C.bind reads), then one
+    # shortly before and one shortly after where each worker's part starts: each part starts
+    # in the other layout than the head's last.
+    cuts = [40, 200] + sum(([len(lines) * j // workers - 100, len(lines) * j // workers + 100] for j in range(1, workers)), [])
+    for i, text in enumerate(lines):
+        if i == 0 or i in cuts:
+            layout = names_a if layout is not names_a else names_b
+            out.append(b'#Fields: ' + b' '.join(layout) + b'\n')
+        values = dict(zip(names_a, text.split(b' ')))
+        out.append(b' '.join(values[name] for name in layout) + b'\n')
+    log, twin_log = tmp_path / 'u_ex.log', tmp_path / 'twins.log'
+    log.write_bytes(b''.join(out))
+    twin_log.write_bytes(twins)
+    assert log.stat().st_size > 4 * formats.HEAD_BYTES
+    line_filter = rules.LineFilter(Settings().job_prefixes, 'Google')
+    windows = clock.hour_windows(NOW_EPOCH)
+
+    def counted():
+        reader = formats.reader_for(Settings(log_format='w3c'), str(log))[1]
+        theirs = tally.count_windows([str(twin_log)], windows, line_filter)
+        monkeypatch.setattr(reading, 'workers_for', lambda size: workers)
+        mine = tally.count_windows([str(log)], windows, line_filter, readers={str(log): reader})
+        return mine, theirs
+    mine, theirs = in_timezone('UTC', counted)
+    assert [c for w, c in mine] == [c for w, c in theirs]
+    assert sum(len(c) for w, c in theirs) > 20
+    assert mine.scans[0].unparsed == 0
+
+
+@pytest.mark.parametrize('block', [1, 19, 25, 64 * 1024])
+def test_w3c_fields_before_a_place_searched_back_block_by_block(tmp_path, monkeypatch, block):
+    """formats_lines.fields_before: the last #Fields: line ending before the place, a
+    #Fields: across two blocks of the backward search included; none before the first."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_lines
+    monkeypatch.setattr(formats_lines, 'HEAD_BYTES', block)
+    content = b'#Fields: a b\n1 2\n3 4\n#Fields: c d e\n5 6 7\nx#Fields: f\n8 9 0\n'
+    log = tmp_path / 'u_ex.log'
+    log.write_bytes(content)
+    with open(str(log), 'rb') as handle:
+        fd = handle.fileno()
+        found = [formats_lines.fields_before(fd, at) for at in (0, content.index(b'1 2'), content.index(b'#Fields: c'),
+                                                                content.index(b'5 6'), content.index(b'8 9'))]
+    assert found == [None, {b'a': 0, b'b': 1}, {b'a': 0, b'b': 1}, {b'c': 0, b'd': 1, b'e': 2}, {b'c': 0, b'd': 1, b'e': 2}]

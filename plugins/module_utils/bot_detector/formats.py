@@ -188,6 +188,12 @@ class Reader:
         """This reader for a file starting with ``head`` (w3c reads its #Fields: there)."""
         return self
 
+    def start_at(self, fd, start):
+        """Before the lines of ``fd`` from ``start`` (a line start) are read (reading.count_range)."""
+
+    def stop_at(self, fd, end):
+        """After the lines of ``fd`` up to ``end`` were read."""
+
     def fresh(self):
         """A reader with the same settings and counts at zero (a forked worker's, a file's)."""
         other = self.__class__.__new__(self.__class__)
