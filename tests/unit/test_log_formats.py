@@ -387,8 +387,8 @@ def _odd_json_line(fmt, time_form, request):
     elif odd == 'number' and fmt == 'nginx_json':
         doc['status'] = 200
     text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'), ensure_ascii=odd != 'raw_utf8')
-    if odd == 'unicode_escape':
-        text = text.replace(path, path[:2] + '\\u006' + 'f' + path[3:] if path[2:3] == 'o' else path.replace('/', '\\/'))
+    if odd == 'unicode_escape':     # not in the path: the needles are written as themselves (formats.needles_of)
+        text = text.replace(json.dumps(agent)[1:-1], json.dumps(agent)[1:-1].replace('o', '\\u006f').replace('M', '\\u004D'))
     elif odd == 'quote':
         text = text.replace(json.dumps(agent)[1:-1], 'a \\"q\\" bot' if minute % 2 else 'a \\"q\\"')
     elif odd == 'backslash':
@@ -401,7 +401,7 @@ def _odd_json_line(fmt, time_form, request):
     return data
 
 
-@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@hsettings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(JSON_REQUEST, min_size=1, max_size=40), st.sampled_from(['nginx_json', 'caddy', 'traefik_json']),
        st.integers(0, 3), st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
 def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, tz):

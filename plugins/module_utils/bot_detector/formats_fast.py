@@ -18,6 +18,7 @@ import re
 from itertools import compress, repeat
 from operator import eq, not_, truth
 
+from .formats import _ESCAPE_TEXT, _ISO
 from .logfile import utc_seconds
 
 __metaclass__ = type
@@ -39,6 +40,47 @@ def plain_lines(lines):
         return lines, []
     plain = list(map(not_, map(bytes.translate, lines, repeat(None), repeat(PLAIN))))
     return list(compress(lines, plain)), list(compress(lines, map(not_, plain)))
+
+
+def plain_twin(address, when, method, uri, proto, status, size, referer, agent):
+    """A decoded line's twin at once, when its values are as usual: text (status and size
+    integers), address and user agent not empty, no referer or one not empty, nothing the
+    combined format escapes; else None (the caller builds it field by field, text_field)."""
+    if (type(address) is str and address and type(method) is str and type(uri) is str and type(proto) is str
+            and type(status) is int and type(size) is int and type(agent) is str and agent
+            and (referer is None or (type(referer) is str and referer))
+            and _ESCAPE_TEXT.search(address + method + uri + proto + agent + (referer or '')) is None):
+        return '%s - - [%s] "%s %s %s" %d %d "%s" "%s"' % (address, when, method, uri, proto, status, size, referer or '-', agent)
+    return None
+
+
+def second_of(value):
+    """A time value as the key of its second: epoch seconds as an integer, ISO-8601 text
+    without its fraction (the twin's time has none); else as it is."""
+    if type(value) is float and -1e15 < value < 1e15:
+        return int(value)
+    if type(value) is str and len(value) > 21 and value[19] == '.' and value[4] == '-' and value[20] in '0123456789':
+        zone = value[20:].lstrip('0123456789')
+        if zone[:1] in ('Z', '+', '-'):
+            return value[:19] + zone
+    return value
+
+
+def time_filter(names, doc):
+    """The TimeFilter of the time key a line of the log uses (the first of ``names`` in
+    ``doc``), by the form of its value: ISO-8601 text with a zone, or epoch seconds; None
+    for $time_local (Reader.date_marker's) or a value of another form."""
+    key = next((k for k in names if k in doc), None)
+    value = doc.get(key)
+    if key is None or key == 'time_local' or not key.isascii() or '"' in key or '\\' in key:
+        return None
+    before = names[:names.index(key)]
+    if isinstance(value, str) and _ISO.match(value) and _ISO.match(value).group(7):
+        return TimeFilter(key, 'iso', before)
+    if (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+            isinstance(value, str) and value[:1].isdigit() and value.replace('.', '', 1).isdigit()):
+        return TimeFilter(key, 'epoch', before)
+    return None
 
 
 class TimeFilter:

@@ -15,8 +15,8 @@ import re
 from itertools import compress, repeat
 from operator import itemgetter, methodcaller, not_, truth
 
-from .formats import _ESCAPE_TEXT, _ISO, Reader, text_field, twin
-from .formats_fast import TimeFilter, plain_lines
+from .formats import _ESCAPE_TEXT, Reader, text_field, twin
+from .formats_fast import TimeFilter, plain_lines, plain_twin, second_of, time_filter
 
 __metaclass__ = type
 
@@ -111,8 +111,9 @@ class JsonReader(Reader):
     def when(self, value):
         """A time value as local combined text: epoch seconds (a number, or text as
         nginx's $msec), ISO-8601 with a zone, or already combined ($time_local). Cached
-        by value: a second's lines share it."""
+        by second: a second's lines share it."""
         cache = self.times
+        value = second_of(value)
         found = cache.get(value)
         if found is None:
             if len(cache) > 65536:
@@ -254,9 +255,10 @@ class NginxJson(JsonReader):
                 keep = list(map(truth, stamps))
                 slow.extend(compress(list(compress(lines, hits)), map(not_, keep)))
                 rows, stamps = list(compress(rows, keep)), list(compress(stamps, keep))
-            table = list(zip(*rows))
-            table[1] = stamps
-            rows = list(zip(*table)) if rows else []
+            if rows:        # none left when no line had a time
+                table = list(zip(*rows))
+                table[1] = stamps
+                rows = list(zip(*table))
         if not rows:
             return b'', slow
         # A value holds no quote: '""' is an empty referer or user agent, '-' in the twin.
@@ -293,23 +295,6 @@ class NginxJson(JsonReader):
                     text_field(referer), text_field(agent))
 
 
-def time_filter(names, doc):
-    """The TimeFilter of the time key a line of the log uses (the first of ``names`` in
-    ``doc``), by the form of its value: ISO-8601 text with a zone, or epoch seconds; None
-    for $time_local (Reader.date_marker's) or a value of another form."""
-    key = next((k for k in names if k in doc), None)
-    value = doc.get(key)
-    if key is None or key == 'time_local' or not key.isascii() or '"' in key or '\\' in key:
-        return None
-    before = names[:names.index(key)]
-    if isinstance(value, str) and _ISO.match(value) and _ISO.match(value).group(7):
-        return TimeFilter(key, 'iso', before)
-    if (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
-            isinstance(value, str) and value[:1].isdigit() and value.replace('.', '', 1).isdigit()):
-        return TimeFilter(key, 'epoch', before)
-    return None
-
-
 def _header(headers, name):
     values = headers.get(name) if isinstance(headers, dict) else None
     if isinstance(values, list):
@@ -335,6 +320,16 @@ class Caddy(JsonReader):
     def twin_of(self, doc):
         if not isinstance(doc.get('request'), dict):
             return None
+        request, headers = doc['request'], doc['request'].get('headers')
+        if self.proxies is None and type(headers) is dict:      # the usual line: formats_fast.plain_twin
+            agent, referer, when = headers.get('User-Agent'), headers.get('Referer'), self.when(doc.get('ts'))
+            if (type(agent) is list and len(agent) == 1 and when is not None and request.get('method') is not None
+                    and (referer is None or (type(referer) is list and len(referer) == 1))):
+                made = plain_twin(request.get('client_ip') or request.get('remote_ip'), when, request.get('method'),
+                                  request.get('uri', ''), request.get('proto', '-'), doc.get('status'), doc.get('size'),
+                                  referer and referer[0], agent[0])
+                if made is not None:
+                    return made
         request, when = doc['request'], self.when(doc.get('ts'))
         address = request.get('client_ip') or request.get('remote_ip')
         if address is None or when is None or request.get('method') is None:
@@ -361,6 +356,13 @@ class TraefikJson(JsonReader):
         return self.time_filter.keep(lines, self.stamps)
 
     def twin_of(self, doc):
+        when = self.when(doc.get('StartLocal'))
+        if self.proxies is None and when is not None and doc.get('RequestMethod') is not None:
+            made = plain_twin(doc.get('ClientHost'), when, doc.get('RequestMethod'), doc.get('RequestPath', ''),
+                              doc.get('RequestProtocol', '-'), doc.get('DownstreamStatus', doc.get('OriginStatus')),
+                              doc.get('DownstreamContentSize'), doc.get('request_Referer'), doc.get('request_User-Agent'))
+            if made is not None:
+                return made
         address = doc.get('ClientHost')
         if not address and isinstance(doc.get('ClientAddr'), str):
             address = doc['ClientAddr'].rpartition(':')[0].strip('[]') or None
