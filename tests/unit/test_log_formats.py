@@ -492,3 +492,24 @@ def test_w3c_fields_before_a_place_searched_back_block_by_block(tmp_path, monkey
         found = [formats_lines.fields_before(fd, at) for at in (0, content.index(b'1 2'), content.index(b'#Fields: c'),
                                                                 content.index(b'5 6'), content.index(b'8 9'))]
     assert found == [None, {b'a': 0, b'b': 1}, {b'a': 0, b'b': 1}, {b'c': 0, b'd': 1, b'e': 2}, {b'c': 0, b'd': 1, b'e': 2}]
+
+
+def test_a_time_no_clock_can_show_is_an_unparsed_line_not_a_failed_run(tmp_path, files):
+    """JSON lets a time be NaN, 1e300 or twenty digits: such a line did not parse (it is
+    counted, warned about), and the run reads on and blocks as without it."""
+    odd = [b'{"ts":NaN,"request":{"client_ip":"1.2.3.4","method":"GET","uri":"/job/1","proto":"HTTP/1.1","headers":{}},'
+           b'"status":200,"size":1}',
+           b'{"ts":1e300,"request":{"client_ip":"1.2.3.4","method":"GET","uri":"/job/1","proto":"HTTP/1.1","headers":{}},'
+           b'"status":200,"size":1}']
+    for fmt, line in [('caddy', odd[0]), ('caddy', odd[1]),
+                      ('nginx_json', b'{"msec":"99999999999999999999","remote_addr":"1.2.3.4","request":"GET /job/1 HTTP/1.1",'
+                                     b'"status":"200","body_bytes_sent":"1"}')]:
+        reader = formats.reader_class(fmt)(Settings(log_format=fmt))
+        assert reader.translate(line + b'\n', len(line)) == (b'', False) and reader.unparsed == 1
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(_json_line('203.0.113.7', NOW_EPOCH - 60) for dummy in range(1000)) + b'{"msec":1e300,"remote_addr":'
+                    b'"1.2.3.4","request":"GET /job/1 HTTP/1.1","status":"200","body_bytes_sent":"1"}\n')
+    got = run_core(files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', 'nginx_json', '--json', log])
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert [b['address'] for b in out['blocked']] == ['203.0.113.7'] and out['scans'][0]['unparsed_lines'] == 1

@@ -118,7 +118,10 @@ class JsonReader(Reader):
         if found is None:
             if len(cache) > 65536:
                 cache.clear()
-            found = cache[value] = self._when(value)
+            try:
+                found = cache[value] = self._when(value)
+            except (ValueError, OverflowError, OSError):     # NaN, 1e300: a time no clock shows
+                found = None
         return found
 
     def _when(self, value):
