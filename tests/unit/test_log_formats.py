@@ -259,6 +259,36 @@ def test_follow_mode_reads_a_log_in_another_format(tmp_path):
         assert sorted(follow.blocked(files)) == [b'203.0.113.1', b'203.0.113.2']
 
 
+def test_a_follower_warns_once_per_log_of_unparsed_lines_and_counts_them(tmp_path):
+    """--follow: the first line of a log that does not parse is warned about once (a
+    follower runs for months); the count since the start is in its status file and in the
+    metric follow_unparsed_lines, those read at the start and those appended alike."""
+    import test_follow as follow
+    from test_metrics import metrics
+    files, log = follow.setup(tmp_path)
+    log.parent.mkdir()
+    good = in_timezone('UTC', lambda: logformats.render_log('nginx_json', follow.lines('203.0.113.2', 60), vary=False)[0])
+    log.write_bytes(good + b'GET /job/2 not json at all\n{"truncated": "GET /job/1\n')
+    prom = tmp_path / 'bot_detector.prom'
+    with follow.Following(tmp_path, files, log, extra=['--log-format', 'nginx_json', '--metrics-file', prom]) as follower:
+        follower.caught_up()
+        assert follower.status()['unparsed_lines'] == {str(log): 2}
+        follower.mark()
+        with open(str(log), 'ab') as handle:
+            handle.write(b'GET /job/3 more noise\n' * 3 + good)
+        follower.caught_up()
+        assert follower.status()['unparsed_lines'] == {str(log): 5}
+        label = frozenset({'log': str(log)}.items())
+        follow.wait_for(lambda: prom.exists() and metrics(prom).get('bot_detector_follow_unparsed_lines') == {label: 5}, 12)
+        assert follower.stop() == 0
+        stderr = follower.proc.stderr.read().decode()
+    assert follow.blocked(files) == [b'203.0.113.2']
+    warned = [line for line in stderr.splitlines() if 'did not parse' in line]
+    assert warned == ['bot-detector: warning: %s: a line did not parse as nginx_json and was not counted (warned once; the '
+                      'count since the start is in --status and the metric follow_unparsed_lines): GET /job/2 not json at all'
+                      % log], stderr
+
+
 def test_incremental_runs_and_rotation_count_a_log_in_another_format_as_a_cold_run(tmp_path, files):
     """--state-dir: a run reads on from where the last one left the log (and its rotated
     gzip file), with the cold run's decisions."""
@@ -315,3 +345,171 @@ def test_w3c_fields_may_change_mid_file(tmp_path):
     assert unparsed == 0
     assert made == (b'198.51.100.7 - - [21/Nov/2025:04:12:43 +0000] "GET /job/1" 200 - "-" "curl/8"\n'
                     b'198.51.100.8 - - [21/Nov/2025:04:12:44 +0000] "GET /job/2" 200 - "-" "curl/8"')
+
+
+# ---------------------------------------------------------------- property: the JSON fast paths decide as decoding each line
+
+JSON_TIMES = ['2025-11-21T%02d:%02d:%02d+00:00', '2025-11-21T%02d:%02d:%02d.5Z', '2025-11-21T%02d:%02d:%02d+05:30',
+              '21/Nov/2025:%02d:%02d:%02d +0000']
+ODD = st.sampled_from(['none', 'unicode_escape', 'quote', 'backslash', 'raw_utf8', 'order', 'missing', 'spaces', 'stamp_in_referer',
+                       'twice', 'nested', 'bad_byte', 'bad_time', 'number'])
+JSON_REQUEST = st.tuples(st.sampled_from(ADDRESSES), st.integers(1, 5), st.integers(0, 59), st.sampled_from(PATHS),
+                         st.sampled_from(AGENTS), ODD)
+
+
+def _odd_json_line(fmt, time_form, request):
+    address, hour, minute, path, agent, odd = request
+    when = JSON_TIMES[time_form] % (hour, minute, minute)
+    key = 'time_local' if time_form == 3 else 'time_iso8601'
+    if fmt == 'caddy':
+        key, when = 'ts', NOW_EPOCH - 7200 + hour * 900 + minute * 7 + 0.25
+    if fmt == 'traefik_json':
+        doc = {'ClientHost': address, 'DownstreamContentSize': 5, 'DownstreamStatus': 200, 'RequestMethod': 'GET',
+               'RequestPath': path, 'RequestProtocol': 'HTTP/1.1', 'StartLocal': when, 'request_User-Agent': agent}
+        key = 'StartLocal'
+    elif fmt == 'caddy':
+        doc = {'ts': when, 'request': {'client_ip': address, 'method': 'GET', 'uri': path, 'proto': 'HTTP/1.1',
+                                       'headers': {'User-Agent': [agent]}}, 'size': 5, 'status': 200}
+    else:
+        doc = {key: when, 'remote_addr': address, 'request': 'GET %s HTTP/1.1' % path, 'status': '200',
+               'body_bytes_sent': '5', 'http_referer': '', 'http_user_agent': agent}
+    text = None
+    if odd == 'order':
+        doc = dict(reversed(list(doc.items())))
+    elif odd == 'missing':
+        doc.pop('http_referer' if fmt == 'nginx_json' else key)
+    elif odd == 'stamp_in_referer' and fmt == 'nginx_json':
+        doc['http_referer'] = 'https://x.example/21/Nov/2025:04'
+    elif odd == 'nested':
+        doc['extra'] = {key: JSON_TIMES[0] % (4, 1, 1)}
+    elif odd == 'bad_time':
+        doc[key] = 'yesterday'
+    elif odd == 'number' and fmt == 'nginx_json':
+        doc['status'] = 200
+    text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'), ensure_ascii=odd != 'raw_utf8')
+    if odd == 'unicode_escape':     # not in the path: the needles are written as themselves (formats.needles_of)
+        text = text.replace(json.dumps(agent)[1:-1], json.dumps(agent)[1:-1].replace('o', '\\u006f').replace('M', '\\u004D'))
+    elif odd == 'quote':
+        text = text.replace(json.dumps(agent)[1:-1], 'a \\"q\\" bot' if minute % 2 else 'a \\"q\\"')
+    elif odd == 'backslash':
+        text = text.replace(json.dumps(agent)[1:-1], 'x\\\\y')
+    elif odd == 'twice':
+        text = text[:-1] + ',"%s":%s}' % (key, json.dumps(JSON_TIMES[0] % (4, 2, 2)) if key != 'ts' else str(NOW_EPOCH - 30))
+    data = text.encode('utf-8')
+    if odd == 'bad_byte':
+        data = data.replace(b'GET', b'G\xffT', 1)
+    return data
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(JSON_REQUEST, min_size=1, max_size=40), st.sampled_from(['nginx_json', 'caddy', 'traefik_json']),
+       st.integers(0, 3), st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
+def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, tz):
+    """The prefilters (the window's time, the needles) and the fast layout of nginx_json
+    count each chunk as decoding every line with json.loads and counting its twin does:
+    escapes, quotes, backslashes, non-ASCII, other key orders, missing or repeated keys,
+    nested objects, bad bytes and times out of the windows included."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally, formats_json
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+
+    def both():
+        # The log's usual layout first (what the fast path learns), then the random lines.
+        plain = [_odd_json_line(fmt, time_form, (ADDRESSES[0], 4, 0, '/job/1', AGENTS[0], 'none'))]
+        data = b'\n'.join(plain + [_odd_json_line(fmt, time_form, r) for r in requests]) + b'\n'
+        stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+        line_filter = rules.LineFilter(Settings().job_prefixes, 'Google')
+        settings = Settings(log_format=fmt)
+        fast = tally.Tally(stamps, line_filter, reader=formats.reader_class(fmt)(settings))
+        fast.chunk(data, data.rfind(b'\n'))
+        slow_reader = formats.reader_class(fmt)(settings)
+        twins = [formats_json.JsonReader.parse(slow_reader, line) for line in data.split(b'\n')[:-1]]
+        slow = tally.Tally(stamps, line_filter)
+        slow.chunk(b'\n'.join(t.encode('utf-8', 'surrogateescape') for t in twins if t is not None))
+        return fast.counters, slow.counters
+    fast, slow = in_timezone(tz, both)
+    assert fast == slow
+
+
+@pytest.mark.parametrize('workers', [2, 3, 5])
+def test_w3c_fields_changing_mid_file_in_forked_workers_parts(tmp_path, monkeypatch, workers):
+    """A W3C log split between forked workers (reading.count_parallel), with #Fields: lines
+    of two layouts at several places (IIS writes one at each restart): each part reads with
+    the fields of the last #Fields: line before its start, found searching back from it,
+    whether that line is in the log's head or not. Counts equal those of its twin log, read
+    as combined; no line unparsed."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, reading, rules, tally
+    rng = random.Random(workers)
+    combined = b''.join(loggen.line('198.51.100.%d' % rng.randint(1, 40), NOW_EPOCH - rng.randint(0, 5000),
+                                    path='/job/%d' % rng.randint(1, 999), agent=rng.choice(AGENTS[:3]))
+                        for dummy in range(6000))
+    data, twins = in_timezone('UTC', lambda: logformats.render_log('w3c', combined, vary=False))
+    header, body = data.split(b'#Fields: ', 1)
+    fields_a, body = body.split(b'\n', 1)
+    names_a = fields_a.split(b' ')
+    names_b = list(reversed(names_a))           # the same fields in another order: a wrong map misreads them
+    lines = body.split(b'\n')[:-1]
+    out, layout = [header], None
+    # Two #Fields: lines in the log's head (its last one is what W3C.bind reads), then one
+    # shortly before and one shortly after where each worker's part starts: each part starts
+    # in the other layout than the head's last.
+    cuts = [40, 200] + sum(([len(lines) * j // workers - 100, len(lines) * j // workers + 100] for j in range(1, workers)), [])
+    for i, text in enumerate(lines):
+        if i == 0 or i in cuts:
+            layout = names_a if layout is not names_a else names_b
+            out.append(b'#Fields: ' + b' '.join(layout) + b'\n')
+        values = dict(zip(names_a, text.split(b' ')))
+        out.append(b' '.join(values[name] for name in layout) + b'\n')
+    log, twin_log = tmp_path / 'u_ex.log', tmp_path / 'twins.log'
+    log.write_bytes(b''.join(out))
+    twin_log.write_bytes(twins)
+    assert log.stat().st_size > 4 * formats.HEAD_BYTES
+    line_filter = rules.LineFilter(Settings().job_prefixes, 'Google')
+    windows = clock.hour_windows(NOW_EPOCH)
+
+    def counted():
+        reader = formats.reader_for(Settings(log_format='w3c'), str(log))[1]
+        theirs = tally.count_windows([str(twin_log)], windows, line_filter)
+        monkeypatch.setattr(reading, 'workers_for', lambda size: workers)
+        mine = tally.count_windows([str(log)], windows, line_filter, readers={str(log): reader})
+        return mine, theirs
+    mine, theirs = in_timezone('UTC', counted)
+    assert [c for w, c in mine] == [c for w, c in theirs]
+    assert sum(len(c) for w, c in theirs) > 20
+    assert mine.scans[0].unparsed == 0
+
+
+@pytest.mark.parametrize('block', [1, 19, 25, 64 * 1024])
+def test_w3c_fields_before_a_place_searched_back_block_by_block(tmp_path, monkeypatch, block):
+    """formats_lines.fields_before: the last #Fields: line ending before the place, a
+    #Fields: across two blocks of the backward search included; none before the first."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_lines
+    monkeypatch.setattr(formats_lines, 'HEAD_BYTES', block)
+    content = b'#Fields: a b\n1 2\n3 4\n#Fields: c d e\n5 6 7\nx#Fields: f\n8 9 0\n'
+    log = tmp_path / 'u_ex.log'
+    log.write_bytes(content)
+    with open(str(log), 'rb') as handle:
+        fd = handle.fileno()
+        found = [formats_lines.fields_before(fd, at) for at in (0, content.index(b'1 2'), content.index(b'#Fields: c'),
+                                                                content.index(b'5 6'), content.index(b'8 9'))]
+    assert found == [None, {b'a': 0, b'b': 1}, {b'a': 0, b'b': 1}, {b'c': 0, b'd': 1, b'e': 2}, {b'c': 0, b'd': 1, b'e': 2}]
+
+
+def test_a_time_no_clock_can_show_is_an_unparsed_line_not_a_failed_run(tmp_path, files):
+    """JSON lets a time be NaN, 1e300 or twenty digits: such a line did not parse (it is
+    counted, warned about), and the run reads on and blocks as without it."""
+    odd = [b'{"ts":NaN,"request":{"client_ip":"1.2.3.4","method":"GET","uri":"/job/1","proto":"HTTP/1.1","headers":{}},'
+           b'"status":200,"size":1}',
+           b'{"ts":1e300,"request":{"client_ip":"1.2.3.4","method":"GET","uri":"/job/1","proto":"HTTP/1.1","headers":{}},'
+           b'"status":200,"size":1}']
+    for fmt, line in [('caddy', odd[0]), ('caddy', odd[1]),
+                      ('nginx_json', b'{"msec":"99999999999999999999","remote_addr":"1.2.3.4","request":"GET /job/1 HTTP/1.1",'
+                                     b'"status":"200","body_bytes_sent":"1"}')]:
+        reader = formats.reader_class(fmt)(Settings(log_format=fmt))
+        assert reader.translate(line + b'\n', len(line)) == (b'', False) and reader.unparsed == 1
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(_json_line('203.0.113.7', NOW_EPOCH - 60) for dummy in range(1000)) + b'{"msec":1e300,"remote_addr":'
+                    b'"1.2.3.4","request":"GET /job/1 HTTP/1.1","status":"200","body_bytes_sent":"1"}\n')
+    got = run_core(files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', 'nginx_json', '--json', log])
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert [b['address'] for b in out['blocked']] == ['203.0.113.7'] and out['scans'][0]['unparsed_lines'] == 1

@@ -23,6 +23,7 @@ FAMILIES = {
     'bot_detector_threshold': 'gauge', 'bot_detector_additions': 'counter', 'bot_detector_removals': 'counter',
     'bot_detector_blocklist_entries': 'gauge',
     'bot_detector_follow_behind_seconds': 'gauge', 'bot_detector_follow_behind_bytes': 'gauge',
+    'bot_detector_follow_unparsed_lines': 'gauge',
 }
 
 

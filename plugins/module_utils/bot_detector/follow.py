@@ -114,6 +114,7 @@ class Follower:
             from .formats import reader_for
             self.readers = dict((path, reader_for(settings, path)[1]) for path in logs if os.path.exists(path))
         self.label = ','.join(logs)
+        self.unparsed = {}      # log: its lines that did not parse since the start (warned once per log)
         self.tally = self.hour = None
         self.stop = False
         self.additions, self.removals = {}, 0
@@ -198,6 +199,23 @@ class Follower:
     def _poll(self, source):
         """One round of one log. Returns the bytes counted."""
         self.tally.reader = self.readers.get(source.path)       # this log's format, one tally for all
+        try:
+            return self._poll_files(source)
+        finally:
+            self._take_unparsed(source.path, self.tally.reader)
+
+    def _take_unparsed(self, path, reader):
+        """Add the lines ``reader`` found unparsed to the log's count; the first of a log is
+        warned about (once: a follower runs for months)."""
+        if reader is None or not reader.unparsed:
+            return
+        if path not in self.unparsed:
+            from .text import printable, to_text
+            self.warn(messages.FOLLOW_UNPARSED % (path, reader.name, printable(to_text(reader.example or b''))))
+        self.unparsed[path] = self.unparsed.get(path, 0) + reader.unparsed
+        reader.unparsed, reader.example = 0, None
+
+    def _poll_files(self, source):
         read = 0
         for pos in list(source.old):
             got = self._read_on(pos)
@@ -292,6 +310,8 @@ class Follower:
                 self.warn(line)
             for read in files:
                 tally.add(read.tally.counters)
+                for counted in (read.tally, read.tail):
+                    self._take_unparsed(source.path, counted.reader if counted is not None else None)
                 fd, end = read.identity
                 pos = Position(fd, end, os.pread(fd, state.HEAD_BYTES, 0))
                 if read.path == source.path:
@@ -324,6 +344,9 @@ class Follower:
         behind_seconds = 0 if not behind_bytes else max(0.0, now - self.caught_up_at)
         doc = {'pid': os.getpid(), 'logs': self.logs, 'blocklist': os.path.realpath(self.settings.blocklist),
                'updated': time.time(), 'decided': self.decided_at, 'behind_seconds': round(behind_seconds, 3), 'behind_bytes': behind_bytes}
+        formatted = [path for path, reader in self.readers.items() if reader is not None]
+        if formatted:
+            doc['unparsed_lines'] = dict((path, self.unparsed.get(path, 0)) for path in formatted)
         try:
             atomic_write(self.status_path, json.dumps(doc).encode('utf-8'))
         except OSError:
@@ -332,7 +355,7 @@ class Follower:
             from .metrics import write_follow
             try:
                 write_follow(self.settings, self.label, behind_seconds, behind_bytes, self.additions, self.removals,
-                             self.enforcement)
+                             self.enforcement, sum(self.unparsed.values()) if formatted else None)
                 self.additions, self.removals = {}, 0
             except BotDetectorError as exc:
                 self.warn(messages.METRICS_UNWRITABLE % exc.message)

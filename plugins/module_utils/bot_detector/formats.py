@@ -23,7 +23,7 @@ import os
 import re
 import time
 from itertools import compress, repeat
-from operator import contains, not_, or_, truth
+from operator import contains, eq, not_, truth
 
 from .clock import MONTHS
 from .errors import bad_option
@@ -42,6 +42,7 @@ _ESCAPE_TEXT = re.compile('[\x00-\x1f"\\\\\x7f-\U0010ffff]')
 _PLAIN_NEEDLE = re.compile(r"^[A-Za-z0-9/._~:%=?+,;!*'()@$ -]+$")
 _ISO = re.compile(r'(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?(Z|[+-]\d{2}:?\d{2})?$')
 _CLF_TIME = re.compile(r'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}$')
+_CLF_BYTES = br'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}'
 _MONTH_NUMBER = dict((m, i + 1) for i, m in enumerate(MONTHS))
 
 
@@ -188,6 +189,12 @@ class Reader:
         """This reader for a file starting with ``head`` (w3c reads its #Fields: there)."""
         return self
 
+    def start_at(self, fd, start):
+        """Before the lines of ``fd`` from ``start`` (a line start) are read (reading.count_range)."""
+
+    def stop_at(self, fd, end):
+        """After the lines of ``fd`` up to ``end`` were read."""
+
     def fresh(self):
         """A reader with the same settings and counts at zero (a forked worker's, a file's)."""
         other = self.__class__.__new__(self.__class__)
@@ -222,9 +229,17 @@ class Reader:
         kept = list(compress(lines, dated))
         if marker:      # without the date: left out only when its time is surely that key's
             undated = list(compress(lines, map(not_, dated)))
-            kept.extend(compress(undated, map(or_, map(contains, undated, repeat(b'\\')),
-                                              map(not_, map(contains, undated, repeat(marker))))))
+            kept.extend(compress(undated, map(not_, self._dated_by(marker, undated))))
         return kept
+
+    @staticmethod
+    def _dated_by(marker, lines):
+        """Whether each line's time is surely the combined time text after ``marker`` (a JSON
+        key): the key once, its value that text, no escape, no nested object (C passes)."""
+        shaped = re.compile(re.escape(marker) + _CLF_BYTES + b'"')
+        return list(map(all, zip(map(not_, map(contains, lines, repeat(b'\\'))), map(truth, map(shaped.search, lines)),
+                                 map(eq, map(bytes.count, lines, repeat(marker)), repeat(1)),
+                                 map(eq, map(bytes.count, lines, repeat(b'{')), repeat(1)))))
 
     def _with_needles(self, lines):
         if self.needles is None:

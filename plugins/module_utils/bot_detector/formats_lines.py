@@ -6,9 +6,10 @@ HAProxy's ``option httplog`` and the W3C extended format IIS writes."""
 
 from __future__ import absolute_import, division, print_function
 
+import os
 import re
 
-from .formats import Reader, escaped
+from .formats import HEAD_BYTES, Reader, escaped
 
 __metaclass__ = type
 
@@ -70,6 +71,17 @@ class W3C(Reader):
     def __init__(self, settings):
         super(W3C, self).__init__(settings)
         self.fields = None
+        self.left = None        # (file, offset): where this reader's fields are those in force
+
+    def start_at(self, fd, start):
+        """The fields of the last #Fields: line before ``start`` (none at the file's start),
+        unless this reader read on to there itself: a forked worker's part, an incremental
+        run's or a follower's reading on, each from its own place."""
+        if self.left != (os.fstat(fd)[1:3], start):
+            self.fields = fields_before(fd, start)
+
+    def stop_at(self, fd, end):
+        self.left = (os.fstat(fd)[1:3], end)
 
     def bind(self, head):
         at = head.rfind(b'#Fields:', 0, head.find(b'\n', head.rfind(b'#Fields:')) if b'#Fields:' in head else 0)
@@ -125,6 +137,27 @@ class W3C(Reader):
         return b'%s - %s [%s] "%s" %s %s "%s" "%s"' % (
             escaped(get(b'c-ip')), escaped(get(b'cs-username')), when.encode('ascii'), escaped(request),
             get(b'sc-status'), get(b'sc-bytes'), escaped(get(b'cs(Referer)')), escaped(get(b'cs(User-Agent)')))
+
+
+def fields_before(fd, start):
+    """W3C._fields of the last line starting with #Fields: that ends before ``start``, found
+    searching back from it a block at a time; None when there is none."""
+    marker = b'\n#Fields:'
+    end, size = start, max(HEAD_BYTES, 2 * len(marker))
+    while end > 0:
+        low = max(0, end - size)
+        block = os.pread(fd, end - low, low)
+        at = block.rfind(marker)
+        if at != -1:
+            begin = low + at + 1
+        elif low == 0 and block.startswith(marker[1:]):
+            begin = 0           # the file's first line
+        else:
+            end = low + len(marker) - 1 if low else 0       # a marker across two blocks: in the next
+            continue
+        line = os.pread(fd, min(start - begin, 1 << 16), begin).split(b'\n', 1)[0]
+        return W3C._fields(line.rstrip(b'\r'))
+    return None
 
 
 CLASSES = {'traefik': Traefik, 'haproxy': Haproxy, 'w3c': W3C}

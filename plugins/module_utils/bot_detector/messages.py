@@ -80,6 +80,8 @@ ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
 # --follow
 FOLLOW_LOST = '%s: lines may be missed: %s'
 FOLLOW_TWICE = 'a follower of %s already runs'
+FOLLOW_UNPARSED = ('%s: a line did not parse as %s and was not counted (warned once; the count since the start is in '
+                   '--status and the metric follow_unparsed_lines): %s')
 FOLLOW_NEEDS = ('--follow needs a LOG and a state directory (--state-dir, or state_dir in the config file), and '
                 'takes no --check, --json, --unblock or --status')
 STATUS_FOLLOWER = 'Follower of %(logs)s (pid %(pid)d): %(state)s, %(behind_seconds)s s and %(behind_bytes)d bytes behind at %(when)s'

@@ -44,6 +44,8 @@ FAMILIES = (
     ('follow_behind_seconds', 'gauge', 'Follow mode: seconds since the follower last had every line of these logs '
                                        'read and decided on; 0 when it has.'),
     ('follow_behind_bytes', 'gauge', 'Follow mode: bytes written to these logs and not read yet.'),
+    ('follow_unparsed_lines', 'gauge', 'Follow mode: lines of these logs in another format than combined (log_format) '
+                                       'that did not parse since the follower started.'),
 )
 ENFORCEMENT = ('enforcement_in_sync', 'enforcement_entries')
 COUNTERS = ('additions_total', 'removals_total')
@@ -161,7 +163,7 @@ def write(settings, result, logs, success, started, extra=()):
         writer.unlock()
 
 
-def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None):
+def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None, unparsed=None):
     """A follower's metrics (follow.py): how far behind it is, its additions and removals
     since its last write, and last_run_timestamp_seconds and last_run_success as a run's, so
     that the alerts on runs that stopped hold for a follower too."""
@@ -173,6 +175,8 @@ def write_follow(settings, log, behind_seconds, behind_bytes, additions, removal
     started = time.time()
     extra = [('follow_behind_seconds', (('log', log),), round(behind_seconds, 3)),
              ('follow_behind_bytes', (('log', log),), behind_bytes)]
+    if unparsed is not None:        # logs in another format than combined
+        extra.append(('follow_unparsed_lines', (('log', log),), unparsed))
     write(settings, result, [log], True, started, extra=extra)
 
 

@@ -167,6 +167,9 @@ def count_range(fd, start, end, tally):
     piece (count_long_line). pread, so forked workers sharing ``fd`` do not share a file
     offset. Returns the bytes read."""
     position, read = start, 0
+    reader = tally.reader
+    if reader is not None:
+        reader.start_at(fd, start)      # w3c: the #Fields: in force at ``start``
     while position < end:
         chunk = os.pread(fd, READ_CHUNK, position)
         read += len(chunk)
@@ -180,6 +183,7 @@ def count_range(fd, start, end, tally):
                     tally.chunk(chunk[:stop])     # the range ends mid-chunk: once per range
                 else:
                     tally.chunk(chunk, limit=stop)
+                position += stop + 1
                 break
         stop = chunk.rfind(b'\n')
         if stop != -1:
@@ -192,6 +196,8 @@ def count_range(fd, start, end, tally):
             consumed, more = count_long_line(fd, position, chunk, tally)
             read += more
             position += consumed
+    if reader is not None:
+        reader.stop_at(fd, position)
     return read
 
 

@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Byte-level prefilters of the JSON formats (issue 27): the lines of a chunk whose own
+time lies in no hour the tally counts, left out before any of them is decoded.
+
+A line's time is read by one regex over the chunk's lines joined (``TimeFilter.finder``):
+only its distinct values, an hour of ISO-8601 text with its zone or a hundred seconds of
+an epoch (a few per chunk), are placed in time. When one of them meets no window, the
+lines holding it are left out by C-level passes, unless the line could still count or be
+read otherwise: it holds a backslash (an escape), a stamp's text (a referer may), its time
+key more than once, a time key that comes first (``before``), or (``flat``) a nested
+object. Such lines are kept: the tally decides on them, as on every other line."""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+from itertools import compress, repeat
+from operator import eq, not_, truth
+
+from .formats import _ESCAPE_TEXT, _ISO
+from .logfile import utc_seconds
+
+__metaclass__ = type
+
+# Minutes and seconds LocalTime.iso8601 reads (a time it refuses is kept: another key may tell).
+_MINUTE = br'[0-5]\d:(?:[0-5]\d|60)(?:[.,]\d+)?'
+_ISO_HOUR = re.compile(br'(\d{4})-(\d{2})-(\d{2})[T ](\d{2})$')
+# Printable ASCII but backslash, and the newline that joins lines: the bytes a fast
+# layout's values may hold as the combined format writes them (formats.escaped's others).
+PLAIN = bytes(range(0x20, 0x7f)).replace(b'\\', b'') + b'\n'
+
+
+def plain_lines(lines):
+    """(the lines holding only PLAIN bytes, the others): one pass over them joined when
+    all do."""
+    if not lines:
+        return lines, []
+    if not b'\n'.join(lines).translate(None, PLAIN):
+        return lines, []
+    plain = list(map(not_, map(bytes.translate, lines, repeat(None), repeat(PLAIN))))
+    return list(compress(lines, plain)), list(compress(lines, map(not_, plain)))
+
+
+def plain_twin(address, when, method, uri, proto, status, size, referer, agent):
+    """A decoded line's twin at once, when its values are as usual: text (status and size
+    integers), address and user agent not empty, no referer or one not empty, nothing the
+    combined format escapes; else None (the caller builds it field by field, text_field)."""
+    if (type(address) is str and address and type(method) is str and type(uri) is str and type(proto) is str
+            and type(status) is int and type(size) is int and type(agent) is str and agent
+            and (referer is None or (type(referer) is str and referer))
+            and _ESCAPE_TEXT.search(address + method + uri + proto + agent + (referer or '')) is None):
+        return '%s - - [%s] "%s %s %s" %d %d "%s" "%s"' % (address, when, method, uri, proto, status, size, referer or '-', agent)
+    return None
+
+
+def second_of(value):
+    """A time value as the key of its second: epoch seconds as an integer, ISO-8601 text
+    without its fraction (the twin's time has none); else as it is."""
+    if type(value) is float and -1e15 < value < 1e15:
+        return int(value)
+    if type(value) is str and len(value) > 21 and value[19] == '.' and value[4] == '-' and value[20] in '0123456789':
+        zone = value[20:].lstrip('0123456789')
+        if zone[:1] in ('Z', '+', '-'):
+            return value[:19] + zone
+    return value
+
+
+def time_filter(names, doc):
+    """The TimeFilter of the time key a line of the log uses (the first of ``names`` in
+    ``doc``), by the form of its value: ISO-8601 text with a zone, or epoch seconds; None
+    for $time_local (Reader.date_marker's) or a value of another form."""
+    key = next((k for k in names if k in doc), None)
+    value = doc.get(key)
+    if key is None or key == 'time_local' or not key.isascii() or '"' in key or '\\' in key:
+        return None
+    before = names[:names.index(key)]
+    if isinstance(value, str) and _ISO.match(value) and _ISO.match(value).group(7):
+        return TimeFilter(key, 'iso', before)
+    if (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+            isinstance(value, str) and value[:1].isdigit() and value.replace('.', '', 1).isdigit()):
+        return TimeFilter(key, 'epoch', before)
+    return None
+
+
+class TimeFilter:
+    """Leaves out lines whose ``key`` holds a time in no counted hour. ``kind``: 'iso'
+    (ISO-8601 text with a zone) or 'epoch' (seconds, a number or its text)."""
+
+    def __init__(self, key, kind, before=(), flat=True):
+        head = re.escape(b'"' + key.encode('ascii') + b'":')
+        self.kind = kind
+        if kind == 'iso':
+            self.finder = re.compile(head + br'"(\d{4}-\d{2}-\d{2}[T ]\d{2}):' + _MINUTE + br'(Z|[+-]\d{2}:?\d{2})"')
+        else:
+            self.finder = re.compile(head + br'"?(\d{1,9})\d{2}(?:\.\d*)?"?[,}]')
+        self.head, self.pattern_head = b'"' + key.encode('ascii') + b'":', head
+        self.before = [b'"' + k.encode('ascii') + b'":' for k in before]
+        self.flat = flat
+        self._windows = (None, None)
+        self.placed = {}
+
+    def keep(self, lines, stamps):
+        """The lines of ``lines`` that may count under ``stamps`` (a list, in order)."""
+        if not stamps or not lines:
+            return lines
+        key = frozenset(stamps)
+        if self._windows[0] != key:
+            texts = sorted(key)
+            literals = [b'\\'] + texts + self.before
+            self._windows = (key, (instants_of(key), re.compile(b'|'.join(re.escape(s) for s in literals)), literals))
+            self.placed = {}
+        windows, keeper, literals = self._windows[1]
+        joined = b'\n'.join(lines)
+        found = self.finder.findall(joined)
+        out = set(item for item in set(found) if self._outside(item, windows))
+        if not out:
+            return lines
+        if len(found) == len(lines) and list(map(bytes.count, lines, repeat(self.head))).count(1) == len(lines):
+            # Each line holds its key once, and so one match: found[i] is line i's.
+            hits = list(map(out.__contains__, found))
+        else:
+            hits = list(map(truth, map(self._dropper(out).search, lines)))
+        if not any(hits):
+            return lines
+        kept = list(compress(lines, map(not_, hits)))
+        outside = list(compress(lines, hits))
+        joined = b'\n'.join(outside)
+        if any(literal in joined for literal in literals):
+            back = list(map(truth, map(keeper.search, outside)))
+        else:
+            back = [False] * len(outside)
+        once = list(map(eq, map(bytes.count, outside, repeat(self.head)), repeat(1)))
+        if self.flat:
+            once = list(map(min, once, map(eq, map(bytes.count, outside, repeat(b'{')), repeat(1))))
+        kept.extend(compress(outside, map(max, back, map(not_, once))))
+        return kept
+
+    def _dropper(self, out):
+        """A regex matching the key with one of the values of ``out``."""
+        if self.kind == 'iso':
+            return re.compile(self.pattern_head + b'"(?:' + b'|'.join(
+                re.escape(hour) + b':' + _MINUTE + re.escape(zone) for hour, zone in out) + b')"')
+        return re.compile(self.pattern_head + b'"?(?:' + b'|'.join(re.escape(s) for s in out) + br')\d{2}(?:\.\d*)?"?[,}]')
+
+    def _outside(self, item, windows):
+        """Whether every instant ``item`` stands for meets no window (cached)."""
+        found = self.placed.get(item)
+        if found is None:
+            span = self._span(item)
+            found = span is not None and not any(start < span[1] and span[0] < end for start, end in windows)
+            if len(self.placed) > 4096:
+                self.placed.clear()
+            self.placed[item] = found
+        return found
+
+    def _span(self, item):
+        """[start, end) epoch seconds of ``item``; None when it is no time."""
+        if self.kind != 'iso':
+            start = int(item) * 100
+            return start, start + 100
+        hour, zone = item
+        match = _ISO_HOUR.match(hour)
+        if match is None:
+            return None
+        year, month, day, hour = (int(g) for g in match.groups())
+        if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24):
+            return None
+        offset = 0 if zone == b'Z' else (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60) * (-1 if zone[:1] == b'-' else 1)
+        start = utc_seconds(year, month, day, hour, 0, 0) - offset
+        return start, start + 3600
+
+
+def instants_of(stamps):
+    """[(start, end)] epoch seconds whose local hour stamp is one of ``stamps``: each found
+    in 15-minute steps (every zone's offset is a multiple of 15 minutes) within 15 hours of
+    the stamp read as UTC, merged."""
+    from .clock import hour_stamp
+    from .logfile import stamp_clock
+    found = []
+    for stamp in stamps:
+        text = stamp.decode('ascii')
+        center = stamp_clock(stamp)
+        for at in range(center - 15 * 3600, center + 15 * 3600, 900):
+            if hour_stamp(at) == text:
+                found.append((at, at + 900))
+    merged = []
+    for start, end in sorted(found):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
