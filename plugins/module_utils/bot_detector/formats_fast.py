@@ -46,9 +46,10 @@ def plain_twin(address, when, method, uri, proto, status, size, referer, agent):
     """A decoded line's twin at once, when its values are as usual: text (status and size
     integers), address and user agent not empty, no referer or one not empty, nothing the
     combined format escapes; else None (the caller builds it field by field, text_field)."""
-    if (type(address) is str and address and type(method) is str and type(uri) is str and type(proto) is str
-            and type(status) is int and type(size) is int and type(agent) is str and agent
-            and (referer is None or (type(referer) is str and referer))
+    # Exactly int: JSON's true and false decode to bool, a subclass of int.
+    if (isinstance(address, str) and address and isinstance(method, str) and isinstance(uri, str) and isinstance(proto, str)
+            and status.__class__ is int and size.__class__ is int and isinstance(agent, str) and agent
+            and (referer is None or (isinstance(referer, str) and referer))
             and _ESCAPE_TEXT.search(address + method + uri + proto + agent + (referer or '')) is None):
         return '%s - - [%s] "%s %s %s" %d %d "%s" "%s"' % (address, when, method, uri, proto, status, size, referer or '-', agent)
     return None
@@ -57,9 +58,9 @@ def plain_twin(address, when, method, uri, proto, status, size, referer, agent):
 def second_of(value):
     """A time value as the key of its second: epoch seconds as an integer, ISO-8601 text
     without its fraction (the twin's time has none); else as it is."""
-    if type(value) is float and -1e15 < value < 1e15:
+    if isinstance(value, float) and -1e15 < value < 1e15:
         return int(value)
-    if type(value) is str and len(value) > 21 and value[19] == '.' and value[4] == '-' and value[20] in '0123456789':
+    if isinstance(value, str) and len(value) > 21 and value[19] == '.' and value[4] == '-' and value[20] in '0123456789':
         zone = value[20:].lstrip('0123456789')
         if zone[:1] in ('Z', '+', '-'):
             return value[:19] + zone

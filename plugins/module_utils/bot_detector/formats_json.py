@@ -324,10 +324,10 @@ class Caddy(JsonReader):
         if not isinstance(doc.get('request'), dict):
             return None
         request, headers = doc['request'], doc['request'].get('headers')
-        if self.proxies is None and type(headers) is dict:      # the usual line: formats_fast.plain_twin
+        if self.proxies is None and isinstance(headers, dict):      # the usual line: formats_fast.plain_twin
             agent, referer, when = headers.get('User-Agent'), headers.get('Referer'), self.when(doc.get('ts'))
-            if (type(agent) is list and len(agent) == 1 and when is not None and request.get('method') is not None
-                    and (referer is None or (type(referer) is list and len(referer) == 1))):
+            if (isinstance(agent, list) and len(agent) == 1 and when is not None and request.get('method') is not None
+                    and (referer is None or (isinstance(referer, list) and len(referer) == 1))):
                 made = plain_twin(request.get('client_ip') or request.get('remote_ip'), when, request.get('method'),
                                   request.get('uri', ''), request.get('proto', '-'), doc.get('status'), doc.get('size'),
                                   referer and referer[0], agent[0])
@@ -381,7 +381,6 @@ class TraefikJson(JsonReader):
 
 
 CLASSES = {'nginx_json': NginxJson, 'caddy': Caddy, 'traefik_json': TraefikJson}
-
 
 
 def _is_caddy(line):
