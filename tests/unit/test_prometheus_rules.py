@@ -67,13 +67,18 @@ def test_promtool_test_rules_passes():
 
 
 def test_promtool_test_rules_fails_when_an_alert_breaks(tmp_path):
-    """The tests can fail: with the no-run alert's 30 minutes made 3 hours, or the surge's
-    factor made 100, promtool reports the firing cases that no longer fire."""
+    """The tests can fail: with the no-run alert's 30 minutes made 3 hours, the surge's
+    factor made 100, a follower's minute made 10, or the unparsed share and growth set out
+    of reach, promtool reports the firing cases that no longer fire."""
     for old, new, alert in (('> 1800', '> 10800', 'BotDetectorNoCompletedRun'),
                             ('> 10 * clamp_min', '> 100 * clamp_min', 'BotDetectorBlockSurge'),
                             ('(bot_detector_follow_behind_seconds) > 60', '(bot_detector_follow_behind_seconds) > 600',
-                             'BotDetectorFollowerBehind')):
-        broken_dir = tmp_path / alert
+                             'BotDetectorFollowerBehind'),
+                            ('(bot_detector_last_run_unparsed_lines > 0)', '(bot_detector_last_run_unparsed_lines > 1e9)',
+                             'BotDetectorLinesNotParsed'),
+                            ('(delta(bot_detector_follow_unparsed_lines[5m]) > 0)',
+                             '(delta(bot_detector_follow_unparsed_lines[5m]) > 1e9)', 'BotDetectorLinesNotParsed')):
+        broken_dir = tmp_path / ('%s-%d' % (alert, len(list(tmp_path.iterdir()))))
         (broken_dir / 'rules').mkdir(parents=True)
         (broken_dir / 'tests').mkdir()
         for path in rule_files():
