@@ -513,3 +513,44 @@ def test_a_time_no_clock_can_show_is_an_unparsed_line_not_a_failed_run(tmp_path,
     assert got.returncode == 0, got.stderr
     out = json.loads(got.stdout)
     assert [b['address'] for b in out['blocked']] == ['203.0.113.7'] and out['scans'][0]['unparsed_lines'] == 1
+
+
+# DST nights of 2025: Europe (30 Mar, 26 Oct), the USA (9 Mar, 2 Nov), Lord Howe Island
+# (6 Apr, 5 Oct: a half-hour shift), each the UTC instant of the change.
+DST_NIGHTS = [1743296400, 1761440400, 1741503600, 1762063200, 1743861600, 1759591800]
+
+
+@pytest.mark.parametrize('tz', ['Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kolkata'])
+def test_the_json_time_filter_keeps_every_line_of_the_windows_across_dst_nights(tz):
+    """formats_fast.TimeFilter leaves a JSON line out before decoding only when its time is
+    in no counted hour. Driven against the plain rule (the line's instant, as local time,
+    has a window's hour stamp) for runs every 20 minutes around six DST nights, lines every
+    5 minutes over the 4 hours before each run, their times written in seven zones (ISO-8601)
+    and as epoch seconds: every line of the windows is kept, and lines outside are left out."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_stamp, hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats_fast import TimeFilter
+    zones = [('Z', 0), ('+01:00', 3600), ('+02:00', 7200), ('+05:30', 19800), ('+05:45', 20700), ('-04:00', -14400),
+             ('+10:30', 37800)]
+
+    def check():
+        dropped = 0
+        for night in DST_NIGHTS:
+            for now in range(night - 3 * 3600, night + 3 * 3600, 1200):
+                stamps = [window.stamp for window in hour_windows(now)]
+                iso, epoch, wanted = [], [], set()
+                for at in range(now - 4 * 3600, now + 60, 300):
+                    counted = hour_stamp(at).encode('ascii') in stamps
+                    for zone, offset in zones:
+                        text = time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(at + offset)).encode('ascii') + zone.encode('ascii')
+                        iso.append(b'{"time_iso8601":"%s","remote_addr":"192.0.2.1","request":"GET /job/1 HTTP/1.1"}' % text)
+                        if counted:
+                            wanted.add(iso[-1])
+                    epoch.append(b'{"msec":"%d.125","remote_addr":"192.0.2.1","request":"GET /job/1 HTTP/1.1"}' % at)
+                    if counted:
+                        wanted.add(epoch[-1])
+                kept = set(TimeFilter('time_iso8601', 'iso').keep(iso, stamps))
+                kept |= set(TimeFilter('msec', 'epoch').keep(epoch, stamps))
+                assert wanted <= kept, (tz, now, sorted(wanted - kept)[:3])
+                dropped += len(iso) + len(epoch) - len(kept)
+        return dropped
+    assert in_timezone(tz, check) > 0
