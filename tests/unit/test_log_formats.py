@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, example, given, settings as hsettings, strategies as st
 
 import loggen
 import logformats
@@ -554,3 +554,86 @@ def test_the_json_time_filter_keeps_every_line_of_the_windows_across_dst_nights(
                 dropped += len(iso) + len(epoch) - len(kept)
         return dropped
     assert in_timezone(tz, check) > 0
+
+
+# ---------------------------------------------------------------- property: a chunk of other hours, nginx_json's $time_local
+
+OTHER_HOURS_ODD = st.sampled_from(['plain', 'plain', 'iso_in_window', 'msec_in_window', 'twice', 'nested', 'escaped',
+                                   'number', 'spaces', 'bad_time', 'no_time', 'blank', 'not_json', 'brace_in_value',
+                                   'marker_in_value', 'escaped_key', 'no_brace'])
+
+
+def _other_hours_line(address, hour, minute, agent, odd):
+    """A line whose $time_local (if any) is of ``hour``, outside the windows, or an odd one
+    that takes its time elsewhere: from another key (in the windows), an escaped or nested
+    $time_local, a number."""
+    outside = '21/Nov/2025:%02d:%02d:07 +0000' % (hour, minute)
+    doc = {'remote_addr': address, 'time_local': outside, 'request': 'GET /job/%d HTTP/1.1' % minute, 'status': '200',
+           'body_bytes_sent': '5', 'http_referer': '', 'http_user_agent': agent}
+    inside = NOW_EPOCH - 600 - minute
+    if odd == 'blank':
+        return b''
+    if odd == 'not_json':
+        return b'GET /job/1 from %s' % address.encode()
+    if odd in ('iso_in_window', 'msec_in_window', 'nested', 'no_time'):
+        doc.pop('time_local')
+        if odd == 'iso_in_window':
+            doc['time_iso8601'] = time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime(inside))
+        elif odd in ('msec_in_window', 'nested'):
+            doc['msec'] = '%d.123' % inside
+            if odd == 'nested':
+                doc['upstream'] = {'time_local': outside}
+    elif odd == 'number':
+        doc['time_local'] = inside
+    elif odd == 'bad_time':
+        doc['time_local'] = 'yesterday'
+    elif odd == 'brace_in_value':
+        doc['http_user_agent'] = agent + ' {x}'
+    elif odd == 'marker_in_value':
+        doc['http_referer'] = '"time_local":"%s"' % outside
+    text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'))
+    if odd == 'twice':
+        text = text[:-1] + ',"time_local":"21/Nov/2025:%02d:00:00 +0000"}' % ((hour + 1) % 3)
+    elif odd == 'escaped':        # the windows' time, its slashes escaped (a JSON writer may): no date as text
+        text = text.replace(json.dumps(outside)[1:-1], time.strftime('%d\\/%b\\/%Y:%H:%M:%S +0000', time.gmtime(inside)))
+    elif odd == 'escaped_key':    # a second $time_local, its name escaped: the one decoding keeps
+        text = text[:-1] + time.strftime(',"time\\u005flocal":"%d\\/%b\\/%Y:%H:%M:%S +0000"}', time.gmtime(inside))
+    elif odd == 'no_brace':       # not an object (with a nested one, as many '{' as lines)
+        text = text[1:]
+    return text.encode('ascii')
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(ADDRESSES), st.integers(0, 2), st.integers(0, 59), st.sampled_from(AGENTS[:3]),
+                          OTHER_HOURS_ODD), min_size=1, max_size=30), st.sampled_from(['UTC', 'America/New_York']))
+# As many '{' as lines, but not one each; as many $time_local as lines, but not one each; an escaped name.
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'no_brace'), (ADDRESSES[1], 2, 6, AGENTS[0], 'nested'),
+          (ADDRESSES[2], 0, 7, AGENTS[0], 'plain')], 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'twice'), (ADDRESSES[1], 2, 6, AGENTS[0], 'iso_in_window')], 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'escaped_key'), (ADDRESSES[1], 2, 6, AGENTS[0], 'plain')], 'UTC')
+def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines, tz):
+    """nginx_json with $time_local: a chunk holding no date of the windows is left out at
+    once (Reader._all_dated_by, passes over it joined) only where each of its lines would be
+    on its own (Reader._dated_by): the counts and the unparsed lines are those of the rule
+    line by line, and the counts those of decoding every line, with odd lines that take
+    their time from another key, a nested object, an escape or a number."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally, formats_json
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    data = b'\n'.join(_other_hours_line(*line) for line in lines) + b'\n'
+    settings = Settings(log_format='nginx_json')
+    line_filter = rules.LineFilter(settings.job_prefixes, 'Google')
+
+    def counted(at_once):
+        stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+        reader = formats.reader_class('nginx_json')(settings)
+        if not at_once:
+            reader._all_dated_by = lambda *args: False      # pylint: disable=protected-access
+        counter = tally.Tally(stamps, line_filter, reader=reader)
+        counter.chunk(data, data.rfind(b'\n'))
+        twins = [formats_json.JsonReader.parse(reader, line) for line in data.split(b'\n')[:-1]]
+        every = tally.Tally(stamps, line_filter)
+        every.chunk(b'\n'.join(t.encode('utf-8', 'surrogateescape') for t in twins if t is not None))
+        return counter.counters, reader.unparsed, every.counters
+    fast, unparsed, every = in_timezone(tz, lambda: counted(True))
+    assert (fast, unparsed) == in_timezone(tz, lambda: counted(False))[:2]
+    assert fast == every

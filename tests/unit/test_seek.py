@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 
+import pytest
 from hypothesis import Phase, given, settings, strategies as st
 
 import loggen
@@ -186,3 +187,78 @@ def test_failed_parallel_part_reaps_its_workers_and_names_the_log(tmp_path, monk
     assert str(log) in err.value.message
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)          # no worker left behind
+
+
+def _time_ordered_log(seed, count, hours=3):
+    """A time-ordered combined log of ``hours`` up to NOW: the windows' lines lie together at its end."""
+    rng = loggen.random.Random(seed)
+    start = NOW_EPOCH - hours * 3600
+    return b''.join(loggen.line('198.51.100.%d' % rng.randint(1, 30), start + i * hours * 3600 // count,
+                                path=rng.choice(['/job/%d' % i, '/static/a.js', '/stellen/%d' % i]),
+                                agent=rng.choice(list(loggen.BROWSERS[:2]) + ['Googlebot/2.1']))
+                    for i in range(count))
+
+
+def test_a_full_scan_deals_the_range_out_in_stripes(tmp_path, monkeypatch):
+    """Where the lines that count lie is not known (a full scan): each worker gets every
+    n-th stripe of the range, line-aligned, and together they cover it once. With where they
+    begin (a seek), or for a format whose parts search back (w3c), one range each."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    log = tmp_path / 'access.log'
+    log.write_bytes(with_utc(lambda: _time_ordered_log(1, 3000)))
+    data = log.read_bytes()
+    monkeypatch.setattr(reading, 'STRIPE_BYTES', 8192)
+    with open(str(log), 'rb') as handle:
+        for workers in (2, 3):
+            parts = reading._parts(handle, 100, len(data), workers, None, False)  # pylint: disable=protected-access
+            stripes = sorted(sum(parts, []))
+            assert len(stripes) >= 6 * workers and len(parts) == workers
+            assert stripes[0][0] == 100 and stripes[-1][1] == len(data)
+            assert all(a[1] == b[0] for a, b in zip(stripes, stripes[1:]))          # no gap, no overlap
+            assert all(data[low - 1:low] == b'\n' for low, high in stripes[1:])      # each starts a line
+            assert [part[0] for part in parts] == stripes[:workers]                  # dealt in turn
+            assert all(part == stripes[worker::workers] for worker, part in enumerate(parts))
+            for counted_from, contiguous in ((len(data) // 2, False), (None, True)):
+                parts = reading._parts(handle, 0, len(data), workers, counted_from, contiguous)  # pylint: disable=protected-access
+                assert [len(part) for part in parts] == [1] * workers
+                assert parts[0][0][0] == 0 and parts[-1][0][1] == len(data)
+
+
+@pytest.mark.parametrize('fmt', ['combined', 'nginx_json', 'haproxy', 'w3c'])
+def test_workers_over_stripes_count_what_one_process_counts(tmp_path, monkeypatch, fmt):
+    """A full scan of a time-ordered log in forked workers, each over its stripes (or w3c's
+    one part each): the counts, the lines and the unparsed lines of one process."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, formats, reading, rules, settings, tally
+    import logformats
+    combined = with_utc(lambda: _time_ordered_log(2, 6000))
+    data = combined if fmt == 'combined' else with_utc(lambda: logformats.render_log(fmt, combined, vary=False)[0])
+    if fmt == 'nginx_json':         # lines that do not parse, in the windows and before them
+        lines = data.split(b'\n')
+        lines[100] = lines[-40] = b'{"remote_addr":"198.51.100.9","request":"GET /job/1 HTTP/1.1"}'
+        data = b'\n'.join(lines)
+    log = tmp_path / 'access.log'
+    log.write_bytes(data)
+    windows = clock.hour_windows(NOW_EPOCH)
+    line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
+    chosen = settings.Settings(log_format=fmt, haproxy_user_agent_capture=1 if fmt == 'haproxy' else None)
+
+    def counted():
+        readers = None if fmt == 'combined' else {str(log): formats.reader_for(chosen, str(log))[1]}
+        found = tally.count_windows([str(log)], windows, line_filter, count_lines=True, readers=readers)
+        return [c for dummy, c in found], found.scans[0].lines, found.scans[0].unparsed
+    single = with_utc(counted)
+    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(reading, 'idle_cores', lambda: 3)
+    monkeypatch.setattr(reading, 'STRIPE_BYTES', 16 * 1024)
+    monkeypatch.setattr(reading, 'READ_CHUNK', 8192)
+    ranges = []
+    real = reading.count_range
+
+    def count_range(fd, start, end, into):
+        ranges.append((start, end))     # this process's: the first worker's part
+        return real(fd, start, end, into)
+    monkeypatch.setattr(reading, 'count_range', count_range)
+    assert with_utc(counted) == single
+    assert len(ranges) == 1 if fmt == 'w3c' else len(ranges) >= 3
+    assert sum(single[0][0].values()) + sum(single[0][1].values()) > 500
+    assert single[2] == (2 if fmt == 'nginx_json' else 0)

@@ -46,6 +46,16 @@ _CLF_BYTES = br'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}'
 _MONTH_NUMBER = dict((m, i + 1) for i, m in enumerate(MONTHS))
 
 
+_UNSHAPED = {}
+
+
+def _unshaped(marker):
+    """A regex matching ``marker`` not followed by a combined time and its closing quote (cached)."""
+    if marker not in _UNSHAPED:
+        _UNSHAPED[marker] = re.compile(re.escape(marker) + b'(?!' + _CLF_BYTES + b'")')
+    return _UNSHAPED[marker]
+
+
 def escaped(field):
     """A field's bytes as nginx writes them in a combined log (\\xHH for ", \\, controls, non-ASCII)."""
     if _ESCAPE.search(field) is None:
@@ -181,6 +191,7 @@ class Reader:
         self.proxies = None
         self.times = {}             # JSON formats: time values read, and their combined text
         self.stamps = None          # the stamps the tally counts (Tally.chunk sets them)
+        self.braced = None          # JSON formats: the chunk, when each of its lines starts with '{'
         if settings.trusted_proxies and self.json:
             from .formats_json import TrustedProxies
             self.proxies = TrustedProxies(settings.trusted_proxies)
@@ -207,30 +218,68 @@ class Reader:
         if self.example is None:
             self.example = line[:300]
 
-    def candidates(self, lines):
+    def candidates(self, lines, joined=None):
         """The lines whose twins may hold a job prefix, and a date the tally counts where
-        the raw line tells (C-level passes)."""
-        return self.in_windows(self._with_needles(lines))
+        the raw line tells (C-level passes). ``joined``: ``lines`` joined by newlines (the
+        chunk), when at hand: the windows go first, and a chunk of other hours (most of a
+        day's log) is then told by passes over it, without the needles' pass."""
+        if joined is None:
+            return self.in_windows(self._with_needles(lines))
+        return self._with_needles(self.in_windows(lines, joined))
 
-    def in_windows(self, lines):
+    def in_windows(self, lines, joined=None):
+        """The lines of ``lines`` that may hold a time the tally counts. ``joined``: the
+        lines joined by newlines, when the caller has them."""
         marker, stamps = self.date_marker, self.stamps
         if marker is None or not stamps or not lines:
             return lines
-        # Few stamps (a cold run's two windows): the stamps themselves; more (an incremental
-        # run tracks a day of hours): their dates, fewer passes.
-        dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
-        if len(dates) == 1:
-            dated = list(map(contains, lines, repeat(dates.pop())))
+        if joined is None:
+            joined = b'\n'.join(lines)
+        dates = self.dates_in(joined)
+        if not dates:
+            dated = None
+        elif len(dates) == 1:
+            dated = list(map(contains, lines, repeat(dates[0])))
         else:
-            finder = re.compile(b'|'.join(re.escape(d) for d in sorted(dates)))
+            finder = re.compile(b'|'.join(re.escape(d) for d in dates))
             dated = list(map(truth, map(finder.search, lines)))
-        if all(dated):
+        if dated is not None and all(dated):
             return lines
-        kept = list(compress(lines, dated))
-        if marker:      # without the date: left out only when its time is surely that key's
-            undated = list(compress(lines, map(not_, dated)))
+        if not marker:      # every line's time is written as the combined format writes it
+            return lines if dated is None else list(compress(lines, dated))
+        # Without the date: left out only when its time is surely that key's.
+        if dated is None:
+            undated, kept = lines, []
+        else:
+            undated, kept = list(compress(lines, map(not_, dated))), list(compress(lines, dated))
+        if not self._all_dated_by(marker, undated, joined if dated is None else None, self.braced):
             kept.extend(compress(undated, map(not_, self._dated_by(marker, undated))))
         return kept
+
+    def dates_in(self, joined):
+        """The texts of the tally's stamps in ``joined`` (lines joined; none in a chunk of other
+        hours). Few stamps (a cold run's two windows): the stamps themselves; more (an
+        incremental run tracks a day of hours): their dates, fewer passes."""
+        stamps = self.stamps
+        if not stamps:
+            return []
+        dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
+        return [date for date in sorted(dates) if date in joined]
+
+    @staticmethod
+    def _all_dated_by(marker, lines, joined=None, braced=None):
+        """Whether every line of ``lines``, none holding a date of the windows, surely has
+        its time in the text after ``marker`` (a JSON key), told by passes over them joined
+        (a chunk of other hours: most of a day's log): no escape anywhere, each line one
+        '{', its first byte, and ``marker`` at least once, each followed by a time as the
+        combined format writes it (the line's time is the last; all are of other hours).
+        False: some line may not be (_dated_by tells which)."""
+        if joined is None:
+            joined = b'\n'.join(lines)
+        count = len(lines)
+        return (b'\\' not in joined and len(joined) - len(joined.replace(b'{', b'')) == count
+                and (joined is braced or (joined[:1] == b'{' and joined.count(b'\n{') == count - 1))
+                and all(map(contains, lines, repeat(marker))) and _unshaped(marker).search(joined) is None)
 
     @staticmethod
     def _dated_by(marker, lines):
@@ -259,9 +308,10 @@ class Reader:
     def translate(self, buf, limit):
         """The twins (joined by newlines) of the whole lines of ``buf[:limit]``, and whether
         a line parsed (the tally's ``stamped``: the log is read)."""
-        lines = buf[:limit].split(b'\n') if limit is not None and limit < len(buf) else buf.split(b'\n')
+        region = buf[:limit] if limit is not None and limit < len(buf) else buf
+        lines = region.split(b'\n')
         first = next((line for line in lines if line.strip()), None)
-        chosen = self.candidates(lines)
+        chosen = self.candidates(lines, region)
         twins = []
         parse = self.parse
         for line in chosen:

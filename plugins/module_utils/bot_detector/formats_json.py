@@ -11,12 +11,11 @@ are only checked to start with '{'."""
 from __future__ import absolute_import, division, print_function
 
 import json
-import re
 from itertools import compress, repeat
-from operator import itemgetter, methodcaller, not_, truth
+from operator import itemgetter, not_
 
 from .formats import _ESCAPE_TEXT, Reader, text_field, twin
-from .formats_fast import TimeFilter, plain_lines, plain_twin, second_of, time_filter
+from .formats_fast import LAYOUT_ROLES, Layout, TimeFilter, plain_twin, second_of, time_filter
 
 __metaclass__ = type
 
@@ -38,14 +37,6 @@ ROLES = tuple(sorted(NGINX_KEYS))
 PLAN_ROLES = ('address', 'time', 'request', 'method', 'uri', 'protocol', 'status', 'bytes', 'referer', 'user_agent',
               'forwarded_for')
 _ABSENT = '\x00absent'       # a key no log has: a plan's stand-in for a role the line lacks
-# The fast layout's values: printable ASCII but quote and backslash (what the combined
-# format writes as it is), for the roles' not empty.
-Match = type(re.match(b'', b''))
-
-_VALUE_ANY = b'[^"]*'         # the bytes: formats_fast.plain_lines (one pass in C, faster than a class)
-_VALUE_SOME = b'[^"]+'
-_CLF_VALUE = b'\\d{2}/[A-Z][a-z]{2}/\\d{4}:\\d{2}:\\d{2}:\\d{2} [-+]\\d{4}'
-LAYOUT_ROLES = ('address', 'time', 'request', 'method', 'uri', 'protocol', 'status', 'bytes', 'referer', 'user_agent')
 
 
 def _decode(line):
@@ -75,8 +66,10 @@ class JsonReader(Reader):
     json = True
 
     def translate(self, buf, limit):
-        lines = buf[:limit].split(b'\n') if limit is not None and limit < len(buf) else buf.split(b'\n')
-        chosen = self.candidates(lines)
+        region = buf[:limit] if limit is not None and limit < len(buf) else buf
+        lines = region.split(b'\n')
+        self.braced_chunk(region, lines)
+        chosen = self.candidates(lines, region)
         twins = []
         make = self.twin_of
         for line, doc in zip(chosen, decode_all(chosen)):
@@ -90,15 +83,22 @@ class JsonReader(Reader):
             first = next((line for line in lines if line.strip()), None)
             read = first is not None and self.parse(first) is not None
         self.shape_check(buf, limit, lines, chosen)
+        self.braced = None
         return '\n'.join(twins).encode('utf-8', 'surrogateescape'), read
 
     def parse(self, line):
         doc = _decode(line)
         return None if doc is None else self.twin_of(doc)
 
+    def braced_chunk(self, region, lines):
+        """Whether each line of ``region`` (``lines`` joined) starts with '{' (one count in
+        C); ``self.braced`` is then ``region``, for the passes that need it too."""
+        self.braced = region if region.count(b'\n{') + region.startswith(b'{') == len(lines) else None
+        return self.braced is not None
+
     def shape_check(self, buf, limit, lines, chosen=()):
         """Lines not starting with '{' (outside those decoded, which counted themselves)."""
-        if buf.count(b'\n{', 0, limit) + buf.startswith(b'{') == len(lines):
+        if self.braced is not None or buf.count(b'\n{', 0, limit) + buf.startswith(b'{') == len(lines):
             return      # all do (one count in C)
         starts = list(compress(lines, map(not_, map(bytes.startswith, lines, repeat(b'{')))))
         if not starts:
@@ -156,10 +156,10 @@ class NginxJson(JsonReader):
         self.layout = None          # (regex, group numbers) of the log's lines: see _fast
         self.time_filter = None     # formats_fast.TimeFilter of the time key the log's lines use
 
-    def in_windows(self, lines):
+    def in_windows(self, lines, joined=None):
         if self.time_filter is not None:
-            return self.time_filter.keep(lines, self.stamps)
-        return JsonReader.in_windows(self, lines)
+            return self.time_filter.keep(lines, self.stamps, joined)
+        return JsonReader.in_windows(self, lines, joined)
 
     def translate(self, buf, limit):
         """As JsonReader's, but the lines of the log's usual layout (the keys of its first
@@ -167,14 +167,23 @@ class NginxJson(JsonReader):
         regex and turned into twins without decoding them (_fast); the rest are decoded."""
         if self.proxies is not None:
             return JsonReader.translate(self, buf, limit)
-        lines = buf[:limit].split(b'\n') if limit is not None and limit < len(buf) else buf.split(b'\n')
-        chosen = self._with_needles(lines)
-        for line in chosen[:8] if self.layout is None else ():
-            self._learn(line)
-            if self.layout is not None:
-                break
-        chosen = self.in_windows(chosen)
-        fast, slow = self._fast(chosen) if self.layout else (b'', chosen)
+        region = buf[:limit] if limit is not None and limit < len(buf) else buf
+        lines = region.split(b'\n')
+        self.braced_chunk(region, lines)
+        if self.layout and self.layout.clf and self.dates_in(region):
+            # A chunk of the windows' hours, the log's time its $time_local: the lines of the
+            # layout become twins without the windows' pass (the tally keeps those holding a
+            # stamp, as it would have); only the others go through it.
+            chosen = self._with_needles(lines)
+            fast, slow = self.layout.twins(chosen, self)
+            slow = self.in_windows(slow)
+        else:
+            chosen = self.candidates(lines, region)
+            for line in chosen[:8] if self.layout is None else ():
+                self._learn(line)
+                if self.layout is not None:
+                    break
+            fast, slow = self.layout.twins(chosen, self) if self.layout else (b'', chosen)
         twins = []
         for line, doc in zip(slow, decode_all(slow)):
             made = self.twin_of(doc) if doc is not None else None
@@ -186,86 +195,22 @@ class NginxJson(JsonReader):
         if not read:
             first = next((line for line in lines if line.strip()), None)
             read = first is not None and self.parse(first) is not None
-        self.shape_check(buf, limit, lines, chosen)
+        self.shape_check(buf, limit, lines, slow)     # the layout's lines start with '{'
+        self.braced = None
         text = '\n'.join(twins).encode('utf-8', 'surrogateescape')
         if fast:
             text = fast + (b'\n' + text if text else b'')
         return text, read
 
     def _learn(self, line):
-        """The layout of ``line``: a regex matching lines with its keys in its order, each
-        value printable ASCII without quotes or backslashes (the roles' values not empty,
-        a $time_local as the combined format writes it), the groups of the twin's columns
-        (the last, empty group for a role the line lacks) and its template."""
+        """The layout of ``line`` (formats_fast.Layout; False: none) and the time filter
+        of its time key."""
         doc = _decode(line)
         if doc is None:
             return          # not this line: the next one tells
-        keys = list(doc)
         self.time_filter = time_filter(self.keys['time'], doc)
-        if not all(isinstance(v, str) for v in doc.values()) or any('"' in k or '\\' in k or not k.isascii() for k in keys):
-            self.layout = False
-            return
         role_key = dict((role, next((k for k in self.keys[role] if k in doc), None)) for role in LAYOUT_ROLES)
-        if role_key['address'] is None or role_key['time'] is None or role_key['status'] is None:
-            self.layout = False
-            return
-        clf = role_key['time'] == 'time_local'
-        required = set(role_key[r] for r in ('address', 'time', 'request', 'method', 'uri', 'status', 'bytes'))
-        # A compact line (no blank between its tokens, as nginx writes it): its separators exactly.
-        blank = b'' if json.dumps(doc, separators=(',', ':')).encode('ascii') == line else b'[ \\t]*'
-        parts = []
-        for key in keys:
-            value = _CLF_VALUE if clf and key == role_key['time'] else (_VALUE_SOME if key in required else _VALUE_ANY)
-            parts.append(blank + b'"' + re.escape(key.encode('ascii')) + b'"' + blank + b':' + blank + b'"(' + value + b')"' + blank)
-        pattern = re.compile(b'\\{' + b','.join(parts) + b'\\}[ \\t\\r]*()$')
-
-        def group(role):
-            return len(keys) + 1 if role_key[role] is None else keys.index(role_key[role]) + 1
-        if role_key['request'] is not None:
-            roles, request = ('address', 'time', 'request'), b'%s'
-        elif role_key['method'] is not None and role_key['uri'] is not None:
-            roles = ('address', 'time', 'method', 'uri') + (('protocol',) if role_key['protocol'] else ())
-            request = b'%s %s %s' if role_key['protocol'] else b'%s %s'
-        else:
-            self.layout = False
-            return
-        columns = [group(role) for role in roles + ('status', 'bytes', 'referer', 'user_agent')]
-        template = b'%s - - [%s] "' + request + b'" %s %s "%s" "%s"'
-        self.layout = (pattern, methodcaller('group', *columns), template, clf, itemgetter(*[c - 1 for c in columns]))
-
-    def _fast(self, lines):
-        """(twins of the lines the layout matches, joined, the other lines): matched,
-        cut into columns and formatted by C-level passes over all of them."""
-        pattern, columns, template, clf, pick = self.layout
-        lines, slow = plain_lines(lines)     # a value with an escape, a control or non-ASCII: decoded
-        matches = list(map(pattern.match, lines))
-        hits = list(map(truth, matches))
-        if all(hits):
-            rows = list(map(pick, map(Match.groups, matches)))
-        else:
-            slow.extend(compress(lines, map(not_, hits)))
-            rows = list(map(pick, map(Match.groups, compress(matches, hits))))
-        if rows and not clf:
-            times = self.times
-            if len(times) > 65536:
-                times.clear()
-            whens = list(map(itemgetter(1), rows))
-            for when in set(whens).difference(times):
-                stamp = self.when(when.decode('ascii'))
-                times[when] = None if stamp is None else stamp.encode('ascii')
-            stamps = list(map(times.__getitem__, whens))
-            if None in stamps:      # no time: those lines are decoded (and fail there)
-                keep = list(map(truth, stamps))
-                slow.extend(compress(list(compress(lines, hits)), map(not_, keep)))
-                rows, stamps = list(compress(rows, keep)), list(compress(stamps, keep))
-            if rows:        # none left when no line had a time
-                table = list(zip(*rows))
-                table[1] = stamps
-                rows = list(zip(*table))
-        if not rows:
-            return b'', slow
-        # A value holds no quote: '""' is an empty referer or user agent, '-' in the twin.
-        return b'\n'.join(map(template.__mod__, rows)).replace(b'""', b'"-"'), slow
+        self.layout = Layout.of(line, doc, role_key)
 
     def _plan(self, doc, keys):
         """For the keys of ``doc``, in their order: one itemgetter of each role's key, the
@@ -315,10 +260,10 @@ class Caddy(JsonReader):
         super(Caddy, self).__init__(settings)
         self.time_filter = TimeFilter('ts', 'epoch', flat=False)    # its request is an object
 
-    def in_windows(self, lines):
+    def in_windows(self, lines, joined=None):
         """Lines whose epoch ``ts`` falls in an hour the tally counts, or that hold a stamp's
         text (a referer may), or whose ``ts`` this cannot read: the others cannot count."""
-        return self.time_filter.keep(lines, self.stamps)
+        return self.time_filter.keep(lines, self.stamps, joined)
 
     def twin_of(self, doc):
         if not isinstance(doc.get('request'), dict):
@@ -354,9 +299,9 @@ class TraefikJson(JsonReader):
         super(TraefikJson, self).__init__(settings)
         self.time_filter = TimeFilter('StartLocal', 'iso')
 
-    def in_windows(self, lines):
+    def in_windows(self, lines, joined=None):
         """Lines whose StartLocal (the time the twin takes first) is in no counted hour: out."""
-        return self.time_filter.keep(lines, self.stamps)
+        return self.time_filter.keep(lines, self.stamps, joined)
 
     def twin_of(self, doc):
         when = self.when(doc.get('StartLocal'))

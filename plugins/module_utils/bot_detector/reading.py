@@ -20,6 +20,10 @@ __metaclass__ = type
 READ_CHUNK = 1 * 1024 * 1024
 # Ranges of at least this size are counted by one forked process per idle core (workers_for).
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
+# A range whose costly lines are not known to lie together (a full scan) is dealt out to the
+# workers in stripes of about this size, in turn (count_parallel).
+STRIPE_BYTES = 4 * 1024 * 1024
+MAX_STRIPES = 64        # per worker
 MAX_WORKERS = 4
 LOADAVG = '/proc/loadavg'      # its fourth field: tasks running now / all tasks
 # A line longer than READ_CHUNK is read piece by piece (LongLine); its first field must be
@@ -242,8 +246,7 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
     import pickle       # only runs that fork pay for it
     if tally.session is not None and not tally.session.ready():
         tally.session = None        # no directory for spilled counts: they stay in memory
-    even = start if counted_from is None else min(max(start, counted_from), end)
-    bounds = [start] + [line_start_after(handle, even + (end - even) * i // workers) for i in range(1, workers)] + [end]
+    parts = _parts(handle, start, end, workers, counted_from, getattr(tally.reader, 'needs_head', False))
     children = []
     for part in range(1, workers):
         reader, writer = os.pipe()
@@ -253,7 +256,7 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
             try:
                 os.close(reader)
                 mine = tally.fresh()
-                read = count_range(handle.fileno(), bounds[part], bounds[part + 1], mine)
+                read = sum(count_range(handle.fileno(), low, high, mine) for low, high in parts[part])
                 mine.hand_over(workers)
                 unparsed = (mine.reader.unparsed, mine.reader.example) if mine.reader is not None else None
                 payload = pickle.dumps((None, mine.counters, read, mine.lines, mine.stamped, unparsed),
@@ -268,7 +271,7 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
         children.append((pid, reader))
     failure, read = None, 0
     try:
-        read += count_range(handle.fileno(), bounds[0], bounds[1], tally)
+        read += sum(count_range(handle.fileno(), low, high, tally) for low, high in parts[0])
     finally:
         # Every worker is read and reaped, even when this process's own part failed.
         for pid, reader in children:
@@ -286,6 +289,23 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
     if failure is not None:
         raise BotDetectorError('cannot read %s: %s' % (path, failure))
     return read
+
+
+def _parts(handle, start, end, workers, counted_from, contiguous):
+    """The line-aligned ranges of [start, end) each worker counts, in order. With
+    ``counted_from`` (where the lines that count begin; the bytes before are read quickly),
+    [counted_from, end) is shared out evenly, the first worker also taking [start,
+    counted_from). Without (a full scan: the windows' lines, which cost the most, may lie
+    anywhere, and in a time-ordered log lie together at its end), the range is dealt out in
+    stripes in turn, so that each worker gets about as many of them as the others; one
+    range each when ``contiguous`` (w3c: a part's start searches back for its fields)."""
+    if counted_from is not None or contiguous:
+        even = start if counted_from is None else min(max(start, counted_from), end)
+        bounds = [start] + [line_start_after(handle, even + (end - even) * i // workers) for i in range(1, workers)] + [end]
+        return [[(bounds[i], bounds[i + 1])] for i in range(workers)]
+    stripes = workers * max(1, min(MAX_STRIPES, (end - start) // (STRIPE_BYTES * workers)))
+    bounds = [start] + [line_start_after(handle, start + (end - start) * i // stripes) for i in range(1, stripes)] + [end]
+    return [[(bounds[i], bounds[i + 1]) for i in range(worker, stripes, workers)] for worker in range(workers)]
 
 
 class DamagedGzip(Exception):
