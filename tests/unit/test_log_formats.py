@@ -637,3 +637,100 @@ def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines,
     fast, unparsed, every = in_timezone(tz, lambda: counted(True))
     assert (fast, unparsed) == in_timezone(tz, lambda: counted(False))[:2]
     assert fast == every
+
+
+# ---------------------------------------------------------------- property: W3C and HAProxy lines made at once, as one by one
+
+ODD_VALUES = ['-', 'a', '/job/1', 'x"y', 'back\\slash', 'caf\u00e9', 'ctl\x01', 'q=1&r=2', '+', 'Mozilla/5.0+(X11)', '']
+W3C_FIELDS = [b'date', b'time', b's-ip', b'cs-method', b'cs-uri-stem', b'cs-uri-query', b'c-ip', b'cs(User-Agent)',
+              b'cs(Referer)', b'sc-status', b'cs-version', b'sc-bytes', b'cs-username']
+W3C_LINE = st.tuples(st.sampled_from(['2025-11-21', '2025-11-21', '2025-11-1', '2025-13-45', 'x']), st.integers(0, 5),
+                     st.sampled_from(['%02d:07:09', '%02d:07:09', '%d:07:09', '%02d:99:09', '%02d:07:09.5', '%02d:07']),
+                     st.sampled_from(['GET', 'HEAD']), st.sampled_from(['/job/1', '/stelle/2', '/x', '/job/"q', '/job/21/Nov/2025:03']),
+                     st.sampled_from(ADDRESSES + ['a"b']), st.sampled_from(ODD_VALUES), st.sampled_from(ODD_VALUES),
+                     st.integers(-1, 1), st.sampled_from(['', '', '\r', '\r\r']))
+HAPROXY_LINE = st.tuples(st.sampled_from(['', 'Nov 21 04:13:43 lb haproxy[4242]: ', 'x ']), st.sampled_from(ADDRESSES + ['a"b']),
+                         st.integers(0, 5), st.sampled_from(['Nov', 'Foo']), st.sampled_from(ODD_VALUES),
+                         st.sampled_from(['{%s|jobs.example} ', '{%s} ', '', '{%s} {x} ']),
+                         st.sampled_from(['"GET /job/1 HTTP/1.1"', '"GET /job/2', '""', '"G\u00e9T /job/3"']))
+
+
+def _w3c_line(fields, entry):
+    date, hour, clock, method, stem, address, agent, other, extra, end = entry
+    values = {b'date': date, b'time': clock % hour, b'cs-method': method, b'cs-uri-stem': stem, b'c-ip': address,
+              b'cs(User-Agent)': agent}
+    out = [values.get(name, other) for name in fields]
+    out = out[:len(fields) + extra] if extra < 0 else out + ['x'] * extra
+    return (' '.join(v.replace(' ', '+') or '-' for v in out) + end).encode('utf-8')
+
+
+def _haproxy_line(entry):
+    prefix, address, hour, month, agent, capture, request = entry
+    return ('%s%s:41342 [21/%s/2025:%02d:07:09.123] fe be/srv1 10/0/30/69/109 200 512 - - ---- 1/1/1/1/0 0/0 %s%s' % (
+        prefix, address, month, hour, capture % agent if '%' in capture else capture, request)).encode('utf-8')
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(['w3c', 'haproxy']), st.permutations(W3C_FIELDS), st.integers(9, 13),
+       st.lists(W3C_LINE, min_size=1, max_size=25), st.lists(HAPROXY_LINE, min_size=1, max_size=25),
+       st.sampled_from(['UTC', 'Europe/Berlin']))
+# A time whose minutes run into a window's hour; a stamp's text in the URI of a line of another hour.
+@example('w3c', W3C_FIELDS, 13, [('2025-11-21', 2, '%02d:99:09', 'GET', '/job/1', ADDRESSES[0], 'a', '-', 0, '')],
+         [('', ADDRESSES[0], 4, 'Nov', 'a', '', '""')], 'UTC')
+@example('w3c', W3C_FIELDS, 13, [('2025-11-21', 1, '%02d:07:09', 'GET', '/job/21/Nov/2025:03', ADDRESSES[0], 'a', '-', 0, '')],
+         [('', ADDRESSES[0], 4, 'Nov', 'a', '', '""')], 'UTC')
+def test_w3c_and_haproxy_lines_made_at_once_as_one_by_one(fmt, fields, kept, w3c_lines, haproxy_lines, tz):
+    """W3C's and HAProxy's lines are turned into twins by passes over all of them (parse_all):
+    the same twins and unparsed lines as parse, line by line: fields in any order or absent,
+    values that need an escape (a quote, a backslash, non-ASCII, a control), CR LF ends,
+    a field too many or too few, odd dates and times, syslog prefixes, truncated requests;
+    and W3C's hour prefilter leaves out no line that counts."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    fields = list(fields[:kept])
+    if fmt == 'w3c':
+        fields = [b'date', b'time'] + [f for f in fields if f not in (b'date', b'time')]
+        lines = [_w3c_line(fields, entry) for entry in w3c_lines]
+    else:
+        lines = [_haproxy_line(entry) for entry in haproxy_lines]
+    chosen = Settings(log_format=fmt, haproxy_user_agent_capture=1 if fmt == 'haproxy' else None)
+
+    def made(at_once):
+        reader = formats.reader_class(fmt)(chosen)
+        reader.fields = dict((name, i) for i, name in enumerate(fields))
+        if at_once:
+            twins = reader.parse_all(list(lines))
+        else:
+            twins = [t for t in map(reader.parse, lines) if t is not None]
+            reader.unparsed = sum(1 for line in lines if line.strip() and reader.parse(line) is None)
+        return sorted(twins), reader.unparsed
+
+    def counted(prefilter):
+        reader = formats.reader_class(fmt)(chosen)
+        reader.fields = dict((name, i) for i, name in enumerate(fields))
+        if not prefilter:
+            reader.in_windows = lambda lines, joined=None: lines
+        counter = tally.Tally([w.stamp for w in hour_windows(NOW_EPOCH)], rules.LineFilter(chosen.job_prefixes, 'Google'),
+                              reader=reader)
+        data = b'\n'.join(lines) + b'\n'
+        counter.chunk(data, data.rfind(b'\n'))
+        return counter.counters
+    assert in_timezone(tz, lambda: made(True)) == in_timezone(tz, lambda: made(False))
+    assert in_timezone(tz, lambda: counted(True)) == in_timezone(tz, lambda: counted(False))
+
+
+def test_the_w3c_and_haproxy_property_test_counts_lines():
+    """The property test above is not vacuous: its lines can count."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    fields = [b'date', b'time'] + W3C_FIELDS[2:]
+    for fmt, line in (('w3c', _w3c_line(fields, ('2025-11-21', 3, '%02d:07:09', 'GET', '/job/1', ADDRESSES[0],
+                                                 'Mozilla/5.0+(X11)', '-', 0, '\r'))),
+                      ('haproxy', _haproxy_line(('', ADDRESSES[0], 4, 'Nov', 'Mozilla/5.0', '{%s|jobs.example} ',
+                                                 '"GET /job/1 HTTP/1.1"')))):
+        reader = formats.reader_class(fmt)(Settings(log_format=fmt, haproxy_user_agent_capture=1))
+        reader.fields = dict((name, i) for i, name in enumerate(fields))
+        counter = tally.Tally([w.stamp for w in in_timezone('UTC', lambda: hour_windows(NOW_EPOCH))],
+                              rules.LineFilter(Settings().job_prefixes, 'Google'), reader=reader)
+        in_timezone('UTC', lambda: counter.chunk(line + b'\n', len(line)))
+        assert sum(sum(c.values()) for c in counter.counters.values()) == 1, fmt

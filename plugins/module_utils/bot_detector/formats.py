@@ -49,8 +49,7 @@ _MONTH_NUMBER = dict((m, i + 1) for i, m in enumerate(MONTHS))
 _UNSHAPED = {}
 
 
-def _unshaped(marker):
-    """A regex matching ``marker`` not followed by a combined time and its closing quote (cached)."""
+def _unshaped(marker):      # ``marker`` not followed by a combined time and its closing quote
     if marker not in _UNSHAPED:
         _UNSHAPED[marker] = re.compile(re.escape(marker) + b'(?!' + _CLF_BYTES + b'")')
     return _UNSHAPED[marker]
@@ -246,7 +245,7 @@ class Reader:
         if dated is not None and all(dated):
             return lines
         if not marker:      # every line's time is written as the combined format writes it
-            return lines if dated is None else list(compress(lines, dated))
+            return [] if dated is None else list(compress(lines, dated))
         # Without the date: left out only when its time is surely that key's.
         if dated is None:
             undated, kept = lines, []
@@ -257,9 +256,8 @@ class Reader:
         return kept
 
     def dates_in(self, joined):
-        """The texts of the tally's stamps in ``joined`` (lines joined; none in a chunk of other
-        hours). Few stamps (a cold run's two windows): the stamps themselves; more (an
-        incremental run tracks a day of hours): their dates, fewer passes."""
+        """The texts of the tally's stamps in ``joined`` (none in a chunk of other hours): the
+        stamps, or for more than 3 (an incremental run's day of hours) their dates."""
         stamps = self.stamps
         if not stamps:
             return []
@@ -312,15 +310,7 @@ class Reader:
         lines = region.split(b'\n')
         first = next((line for line in lines if line.strip()), None)
         chosen = self.candidates(lines, region)
-        twins = []
-        parse = self.parse
-        for line in chosen:
-            made = parse(line)
-            if made is None:
-                if line.strip():
-                    self._failed(line)
-            else:
-                twins.append(made)
+        twins = self.parse_all(chosen)
         read = bool(twins)
         if not read and first is not None and first not in chosen:
             read = self.parse(first) is not None        # one line tells whether the log is read
@@ -330,6 +320,19 @@ class Reader:
         if twins and not isinstance(twins[0], bytes):
             return '\n'.join(twins).encode('utf-8', 'surrogateescape'), read
         return b'\n'.join(twins), read
+
+    def parse_all(self, lines):
+        """The twins of the lines of ``lines`` that parse; each other one not blank is counted."""
+        twins = []
+        parse = self.parse
+        for line in lines:
+            made = parse(line)
+            if made is None:
+                if line.strip():
+                    self._failed(line)
+            else:
+                twins.append(made)
+        return twins
 
     def shape_check(self, buf, limit, lines, chosen=()):
         """Count lines not even shaped as this format (cheap): the JSON formats' lines not

@@ -39,14 +39,14 @@ LAYOUT_ROLES = ('address', 'time', 'request', 'method', 'uri', 'protocol', 'stat
 Match = type(re.match(b'', b''))
 
 
-def plain_lines(lines):
-    """(the lines holding only PLAIN bytes, the others): one pass over them joined when
+def plain_lines(lines, plain_bytes=PLAIN):
+    """(the lines holding only ``plain_bytes``, the others): one pass over them joined when
     all do."""
     if not lines:
         return lines, []
-    if not b'\n'.join(lines).translate(None, PLAIN):
+    if not b'\n'.join(lines).translate(None, plain_bytes):
         return lines, []
-    plain = list(map(not_, map(bytes.translate, lines, repeat(None), repeat(PLAIN))))
+    plain = list(map(not_, map(bytes.translate, lines, repeat(None), repeat(plain_bytes))))
     return list(compress(lines, plain)), list(compress(lines, map(not_, plain)))
 
 

@@ -8,8 +8,12 @@ from __future__ import absolute_import, division, print_function
 
 import os
 import re
+from itertools import compress, repeat
+from operator import add, eq, itemgetter, not_, truth
 
 from .formats import HEAD_BYTES, Reader, escaped
+from .formats_fast import PLAIN, instants_of, plain_lines
+from .logfile import utc_seconds
 
 __metaclass__ = type
 
@@ -30,9 +34,13 @@ class Traefik(Reader):
         return match.group(1) if match else None
 
 
-_HAPROXY = re.compile(
-    br'(?:^|\s)(\S+):\d+ \[(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}:\d{2}:\d{2})\.\d+\] +\S+ +\S+ +\S+ +(-?\d+) +\+?(-?\d+) '
-    br'+\S+ +\S+ +\S+ +\S+ +\S+ +(?:\{([^}]*)\} +)?(?:\{[^}]*\} +)?"([^"]*)"?\s*$')
+_HAPROXY_LINE = (br'(\S+):\d+ \[((\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}:\d{2}:\d{2}))\.\d+\] +\S+ +\S+ +\S+ +(-?\d+) +\+?(-?\d+) '
+                 br'+\S+ +\S+ +\S+ +\S+ +\S+ +(?:\{([^}]*)\} +)?(?:\{[^}]*\} +)?"([^"]*)"?\s*$')
+_HAPROXY = re.compile(br'(?:^|\s)' + _HAPROXY_LINE)
+# A line without a syslog prefix, matched where it starts: the same match as _HAPROXY's search, faster.
+_HAPROXY_AT_START = re.compile(_HAPROXY_LINE)
+Match = type(re.match(b'', b''))
+_NO_REQUEST = {b'': b'-'}
 
 
 class Haproxy(Reader):
@@ -45,20 +53,78 @@ class Haproxy(Reader):
     def __init__(self, settings):
         super(Haproxy, self).__init__(settings)
         self.capture = settings.haproxy_user_agent_capture
+        self.agents = {}        # request capture blocks read, and their user agent
 
     def parse(self, line):
         match = _HAPROXY.search(line)
         if match is None:
             return None
-        address, day, month, year, clock, status, size, captured, request = match.groups()
-        agent = b'-'
+        address, stamp, day, month, year, clock, status, size, captured, request = match.groups()
+        request = escaped(request) if request else b'-'
+        return b'%s - - [%s] "%s" %s %s "-" "%s"' % (escaped(address), self._when(stamp, day, month, year, clock), request,
+                                                     status, size, self._agent(captured))
+
+    def _agent(self, captured):
+        """The user agent in the request capture block ``captured`` (None: none), escaped."""
         if self.capture and captured is not None:
             fields = captured.split(b'|')
             if len(fields) >= self.capture and fields[self.capture - 1]:
-                agent = escaped(fields[self.capture - 1])
-        when = self.clock.local_fields(day.decode(), month.decode(), year.decode(), clock.decode()).encode('ascii')
-        request = escaped(request) if request else b'-'
-        return b'%s - - [%s] "%s" %s %s "-" "%s"' % (escaped(address), when, request, status, size, agent)
+                return escaped(fields[self.capture - 1])
+        return b'-'
+
+    def _when(self, stamp, day, month, year, clock):
+        """The stamp's time (no zone: local) as combined text, cached per second."""
+        found = self.times.get(stamp)
+        if found is None:
+            if len(self.times) > 65536:
+                self.times.clear()
+            found = self.times[stamp] = self.clock.local_fields(
+                day.decode(), month.decode(), year.decode(), clock.decode()).encode('ascii')
+        return found
+
+    def parse_all(self, lines):
+        """Reader.parse_all, by C-level passes over all of them when nothing needs an escape:
+        matched, cut into columns, the time and user agent looked up in caches."""
+        lines, others = plain_lines(lines)      # a field to escape: those lines one by one
+        twins = Reader.parse_all(self, others)
+        matches = list(map(_HAPROXY_AT_START.match, lines))
+        hits = list(map(truth, matches))
+        if not all(hits):
+            matches = list(map(_HAPROXY.search, lines))
+            hits = list(map(truth, matches))
+        if not all(hits):
+            twins.extend(Reader.parse_all(self, list(compress(lines, map(not_, hits)))))
+            matches = list(compress(matches, hits))
+        if not matches:
+            return twins
+        address, stamp, day, month, year, clock, status, size, captured, request = zip(*map(Match.groups, matches))
+        if b'"' in b''.join(address) or b'"' in b''.join(filter(None, captured)):     # the request holds none
+            return twins + Reader.parse_all(self, list(compress(lines, hits)))
+        times = self.times
+        missing = set(stamp).difference(times)
+        if missing:
+            parts = dict(zip(stamp, zip(day, month, year, clock)))
+            for at in missing:
+                self._when(at, *parts[at])
+        agents = self.agents
+        if len(agents) > 65536:
+            agents.clear()
+        for value in set(captured).difference(agents):
+            agents[value] = self._agent(value)
+        made = zip(address, map(times.__getitem__, stamp), map(_NO_REQUEST.get, request, request), status, size,
+                   map(agents.__getitem__, captured))
+        twins.extend(map(b'%s - - [%s] "%s" %s %s "-" "%s"'.__mod__, made))
+        return twins
+
+
+# A W3C line's date and time as IIS writes them, the first two fields (in_windows): its hour.
+_W3C_HOUR = re.compile(br'\n(\d{4}-\d{2}-\d{2} \d{2}):[0-5]\d:[0-5]\d ')      # after a newline: a fast search
+# The bytes a line's fields may hold as the combined format writes them (formats.escaped's
+# others): its twin is then made without escaping a field (W3C's and Haproxy's parse_all).
+_ESCAPE_FREE = PLAIN.replace(b'"', b'')
+_ABSENT_FIELD = {b'-': b''}     # cs-uri-query and cs-version: '-' when not logged
+_W3C_TWIN_FIELDS = (b'c-ip', b'cs-username', b'date', b'time', b'cs-method', b'cs-uri-stem', b'cs-uri-query',
+                    b'cs-version', b'sc-status', b'sc-bytes', b'cs(Referer)', b'cs(User-Agent)')
 
 
 class W3C(Reader):
@@ -72,6 +138,7 @@ class W3C(Reader):
         super(W3C, self).__init__(settings)
         self.fields = None
         self.left = None        # (file, offset): where this reader's fields are those in force
+        self.placed = {}        # in_windows: UTC hours, whether each meets no window
 
     def start_at(self, fd, start):
         """The fields of the last #Fields: line before ``start`` (none at the file's start),
@@ -112,6 +179,89 @@ class W3C(Reader):
                     out.append(made)
         return b'\n'.join(out), read
 
+    def in_windows(self, lines, joined=None):
+        """The lines that may count: all but those whose date and time, the first two fields
+        as IIS writes them (in UTC), lie in an hour that meets no window and that hold no
+        stamp's text (a URI may). A line whose time has another form is kept: parse decides."""
+        fields, stamps = self.fields, self.stamps
+        if not stamps or not lines or fields is None or fields.get(b'date') != 0 or fields.get(b'time') != 1:
+            return lines
+        if joined is None:
+            joined = b'\n'.join(lines)
+        found = _W3C_HOUR.findall(b'\n' + joined)
+        distinct = set(found)
+        out = set(hour for hour in distinct if self._outside(hour))
+        if not out:
+            return lines
+        texts = self.dates_in(joined)
+        if len(found) == len(lines) and len(out) == len(distinct) and not texts:
+            return []       # each line's hour, none meeting a window (a chunk of other hours)
+        starts = tuple(hour + b':' for hour in out)
+        dropped = list(map(min, map(bytes.startswith, lines, repeat(starts)),
+                           map(truth, map(_W3C_HOUR.match, map(add, repeat(b'\n'), lines)))))
+        if texts:
+            finder = re.compile(b'|'.join(re.escape(text) for text in texts))
+            dropped = list(map(min, dropped, map(not_, map(finder.search, lines))))
+        return list(compress(lines, map(not_, dropped)))
+
+    def _outside(self, hour):
+        """Whether the UTC hour ``hour`` (b'2026-11-21 03') meets no window (cached per stamps)."""
+        key = frozenset(self.stamps)
+        if self.placed.get(None) != key:
+            self.placed = {None: key, 'windows': instants_of(key)}
+        found = self.placed.get(hour)
+        if found is None:
+            start = utc_seconds(int(hour[:4]), int(hour[5:7]), int(hour[8:10]), int(hour[11:13]), 0, 0)
+            found = self.placed[hour] = not any(low < start + 3600 and start < high for low, high in self.placed['windows'])
+        return found
+
+    def parse_all(self, lines):
+        """Reader.parse_all, by C-level passes over all of them when their fields need no
+        escape: split, picked, the request and time put together (a time cached per second)."""
+        fields = self.fields
+        joined = b'\n'.join(lines)
+        if b'\r' in joined:        # CR LF (IIS): parse's rstrip of one, for all at once
+            lines = (joined + b'\n').replace(b'\r\n', b'\n')[:-1].split(b'\n')
+        if fields is None or not lines:
+            return Reader.parse_all(self, lines)
+        lines, others = plain_lines(lines, _ESCAPE_FREE)      # a field to escape: those lines one by one
+        twins = Reader.parse_all(self, others)
+        count = len(fields)
+        rows = list(map(bytes.split, map(add, lines, repeat(b' -')), repeat(b' ')))     # '-': a field not logged
+        shaped = list(map(eq, map(len, rows), repeat(count + 1)))
+        if not all(shaped):
+            twins.extend(Reader.parse_all(self, list(compress(lines, map(not_, shaped)))))
+            rows = list(compress(rows, shaped))
+        if not rows:
+            return twins
+        at = [fields.get(name, count) for name in _W3C_TWIN_FIELDS]
+        ip, user, date, clock, method, stem, query, version, status, size, referer, agent = zip(*map(itemgetter(*at), rows))
+        whens = list(map(add, map(add, date, repeat(b' ')), clock))
+        times = self.times
+        if len(times) > 65536:
+            times.clear()
+        for when in set(whens).difference(times):
+            times[when] = self._when(*when.split(b' '))
+        whens = list(map(times.__getitem__, whens))
+        query = map(_ABSENT_FIELD.get, query, map(add, repeat(b'?'), query))
+        version = map(_ABSENT_FIELD.get, version, map(add, repeat(b' '), version))
+        made = zip(ip, user, whens, method, stem, query, version, status, size, referer, agent)
+        if None in whens:       # no time: those lines do not parse
+            for line in compress(list(compress(lines, shaped)), map(eq, whens, repeat(None))):
+                self._failed(line)
+            made = compress(made, whens)
+        twins.extend(map(b'%s - %s [%s] "%s %s%s%s" %s %s "%s" "%s"'.__mod__, made))
+        return twins
+
+    def _when(self, date, clock):
+        """A line's date and time (UTC) as local combined text; None when they are no time."""
+        try:
+            year, month, day = date.split(b'-')
+            hour, minute, second = clock.split(b':')
+            return self.clock.utc_fields(int(year), int(month), int(day), int(hour), int(minute), int(second[:2])).encode('ascii')
+        except ValueError:
+            return None
+
     def parse(self, line):
         fields = self.fields
         if fields is None:
@@ -123,11 +273,8 @@ class W3C(Reader):
         def get(name):
             at = fields.get(name)
             return values[at] if at is not None else b'-'
-        try:
-            year, month, day = get(b'date').split(b'-')
-            hour, minute, second = get(b'time').split(b':')
-            when = self.clock.utc_fields(int(year), int(month), int(day), int(hour), int(minute), int(second[:2]))
-        except ValueError:
+        when = self._when(get(b'date'), get(b'time'))
+        if when is None:
             return None
         query = get(b'cs-uri-query')
         request = get(b'cs-method') + b' ' + get(b'cs-uri-stem') + (b'?' + query if query != b'-' else b'')
@@ -135,7 +282,7 @@ class W3C(Reader):
         if version != b'-':
             request += b' ' + version
         return b'%s - %s [%s] "%s" %s %s "%s" "%s"' % (
-            escaped(get(b'c-ip')), escaped(get(b'cs-username')), when.encode('ascii'), escaped(request),
+            escaped(get(b'c-ip')), escaped(get(b'cs-username')), when, escaped(request),
             get(b'sc-status'), get(b'sc-bytes'), escaped(get(b'cs(Referer)')), escaped(get(b'cs(User-Agent)')))
 
 
