@@ -109,9 +109,10 @@ class TimeFilter:
         self._windows = (None, None)
         self.placed = {}
 
-    def keep(self, lines, stamps, joined=None):
+    def keep(self, lines, stamps, joined=None, braced=None):
         """The lines of ``lines`` that may count under ``stamps`` (a list, in order).
-        ``joined``: the lines joined by newlines, when at hand."""
+        ``joined``: the lines joined by newlines, when at hand; ``braced``: the same object
+        when each line starts with '{'."""
         if not stamps or not lines:
             return lines
         key = frozenset(stamps)
@@ -127,22 +128,26 @@ class TimeFilter:
         out = set(item for item in set(found) if self._outside(item, windows))
         if not out:
             return lines
-        if len(found) == len(lines) and list(map(bytes.count, lines, repeat(self.head))).count(1) == len(lines):
+        heads = list(map(bytes.count, lines, repeat(self.head))) if len(found) == len(lines) else None
+        if heads is not None and heads.count(1) == len(lines):
             # Each line holds its key once, and so one match: found[i] is line i's.
             hits = list(map(out.__contains__, found))
         else:
             hits = list(map(truth, map(self._dropper(out).search, lines)))
         if not any(hits):
             return lines
-        kept = list(compress(lines, map(not_, hits)))
-        outside = list(compress(lines, hits))
-        joined = b'\n'.join(outside)
+        if all(hits):       # a chunk of other hours: its passes over the lines as they are
+            kept, outside = [], lines
+        else:
+            kept, outside, heads = list(compress(lines, map(not_, hits))), list(compress(lines, hits)), None
+            joined, braced = b'\n'.join(outside), None
         if any(literal in joined for literal in literals):
             back = list(map(truth, map(keeper.search, outside)))
         else:
             back = [False] * len(outside)
-        once = list(map(eq, map(bytes.count, outside, repeat(self.head)), repeat(1)))
-        if self.flat:
+        once = list(map(eq, heads or map(bytes.count, outside, repeat(self.head)), repeat(1)))
+        # Flat (no nested object): one '{' each; when each line starts with one, one count tells.
+        if self.flat and not (joined is braced and len(joined) - len(joined.replace(b'{', b'')) == len(outside)):
             once = list(map(min, once, map(eq, map(bytes.count, outside, repeat(b'{')), repeat(1))))
         kept.extend(compress(outside, map(max, back, map(not_, once))))
         return kept

@@ -158,7 +158,7 @@ class NginxJson(JsonReader):
 
     def in_windows(self, lines, joined=None):
         if self.time_filter is not None:
-            return self.time_filter.keep(lines, self.stamps, joined)
+            return self.time_filter.keep(lines, self.stamps, joined, self.braced)
         return JsonReader.in_windows(self, lines, joined)
 
     def translate(self, buf, limit):

@@ -17,6 +17,8 @@ from .logfile import utc_seconds
 
 __metaclass__ = type
 
+Match = type(re.match(b'', b''))
+
 
 _TRAEFIK = re.compile(br'^(\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \S+ \S+ "[^"]*" "[^"]*")'
                       br'(?: \d+ "[^"]*" "[^"]*" \d+ms)?\s*$')
@@ -33,13 +35,21 @@ class Traefik(Reader):
         match = _TRAEFIK.match(line)
         return match.group(1) if match else None
 
+    def parse_all(self, lines):
+        """Reader.parse_all, by C-level passes over all of them: matched, the twin cut out."""
+        matches = list(map(_TRAEFIK.match, lines))
+        hits = list(map(truth, matches))
+        if all(hits):
+            return list(map(Match.group, matches, repeat(1)))
+        twins = Reader.parse_all(self, list(compress(lines, map(not_, hits))))
+        return twins + list(map(Match.group, compress(matches, hits), repeat(1)))
+
 
 _HAPROXY_LINE = (br'(\S+):\d+ \[((\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}:\d{2}:\d{2}))\.\d+\] +\S+ +\S+ +\S+ +(-?\d+) +\+?(-?\d+) '
                  br'+\S+ +\S+ +\S+ +\S+ +\S+ +(?:\{([^}]*)\} +)?(?:\{[^}]*\} +)?"([^"]*)"?\s*$')
 _HAPROXY = re.compile(br'(?:^|\s)' + _HAPROXY_LINE)
 # A line without a syslog prefix, matched where it starts: the same match as _HAPROXY's search, faster.
 _HAPROXY_AT_START = re.compile(_HAPROXY_LINE)
-Match = type(re.match(b'', b''))
 _NO_REQUEST = {b'': b'-'}
 
 
