@@ -6,6 +6,7 @@ the unparsed lines' count, warning and metric, and a forged X-Forwarded-For."""
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -352,7 +353,7 @@ def test_w3c_fields_may_change_mid_file(tmp_path):
 JSON_TIMES = ['2025-11-21T%02d:%02d:%02d+00:00', '2025-11-21T%02d:%02d:%02d.5Z', '2025-11-21T%02d:%02d:%02d+05:30',
               '21/Nov/2025:%02d:%02d:%02d +0000']
 ODD = st.sampled_from(['none', 'unicode_escape', 'quote', 'backslash', 'raw_utf8', 'order', 'missing', 'spaces', 'stamp_in_referer',
-                       'twice', 'nested', 'bad_byte', 'bad_time', 'number'])
+                       'twice', 'nested', 'bad_byte', 'bad_time', 'number', 'escape_makes_stamp', 'escaped_path', 'nan_status'])
 JSON_REQUEST = st.tuples(st.sampled_from(ADDRESSES), st.integers(1, 5), st.integers(0, 59), st.sampled_from(PATHS),
                          st.sampled_from(AGENTS), ODD)
 
@@ -386,7 +387,10 @@ def _odd_json_line(fmt, time_form, request):
         doc[key] = 'yesterday'
     elif odd == 'number' and fmt == 'nginx_json':
         doc['status'] = 200
-    text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'), ensure_ascii=odd != 'raw_utf8')
+    elif odd == 'escape_makes_stamp' and fmt == 'nginx_json':   # the twin's '\xC2\xA2' then '1/Nov/2025:04'
+        doc['http_referer'] = '\u00a21/Nov/2025:04'
+    text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'),
+                      ensure_ascii=odd not in ('raw_utf8', 'escape_makes_stamp'))
     if odd == 'unicode_escape':     # not in the path: the needles are written as themselves (formats.needles_of)
         text = text.replace(json.dumps(agent)[1:-1], json.dumps(agent)[1:-1].replace('o', '\\u006f').replace('M', '\\u004D'))
     elif odd == 'quote':
@@ -395,6 +399,10 @@ def _odd_json_line(fmt, time_form, request):
         text = text.replace(json.dumps(agent)[1:-1], 'x\\\\y')
     elif odd == 'twice':
         text = text[:-1] + ',"%s":%s}' % (key, json.dumps(JSON_TIMES[0] % (4, 2, 2)) if key != 'ts' else str(NOW_EPOCH - 30))
+    elif odd == 'escaped_path':     # a JSON writer may escape any character: the path is not there as text
+        text = text.replace('/job/', '/jo\\u0062/').replace('/stelle', '/st\\u0065lle')
+    elif odd == 'nan_status':       # json.loads reads NaN: a status no server writes
+        text = text.replace('"status":"200"', '"status":NaN').replace('"status":200', '"status":NaN')
     data = text.encode('utf-8')
     if odd == 'bad_byte':
         data = data.replace(b'GET', b'G\xffT', 1)
@@ -404,6 +412,19 @@ def _odd_json_line(fmt, time_form, request):
 @hsettings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(JSON_REQUEST, min_size=1, max_size=40), st.sampled_from(['nginx_json', 'caddy', 'traefik_json']),
        st.integers(0, 3), st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
+# A path spelt with an escape; an escape that makes a stamp's text; a status json.loads reads as NaN.
+@example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'escaped_path')], 'nginx_json', 3, 'UTC')
+@example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'escaped_path')], 'nginx_json', 0, 'UTC')
+@example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'escaped_path')], 'caddy', 0, 'UTC')
+@example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'escaped_path')], 'traefik_json', 0, 'UTC')
+@example([(ADDRESSES[1], 1, 5, '/job/1', AGENTS[0], 'escape_makes_stamp')], 'nginx_json', 3, 'UTC')
+@example([(ADDRESSES[1], 1, 5, '/job/1', AGENTS[0], 'escape_makes_stamp')], 'nginx_json', 0, 'UTC')
+@example([(ADDRESSES[1], 1, 5, '/job/1', AGENTS[0], 'escape_makes_stamp')], 'caddy', 0, 'UTC')
+@example([(ADDRESSES[1], 1, 5, '/job/1', AGENTS[0], 'escape_makes_stamp')], 'traefik_json', 0, 'UTC')
+@example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'nan_status')], 'nginx_json', 3, 'UTC')
+@example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'nan_status')], 'nginx_json', 0, 'UTC')
+@example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'nan_status')], 'caddy', 0, 'UTC')
+@example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'nan_status')], 'traefik_json', 0, 'UTC')
 def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, tz):
     """The prefilters (the window's time, the needles) and the fast layout of nginx_json
     count each chunk as decoding every line with json.loads and counting its twin does:
@@ -558,79 +579,101 @@ def test_the_json_time_filter_keeps_every_line_of_the_windows_across_dst_nights(
 
 # ---------------------------------------------------------------- property: a chunk of other hours, nginx_json's $time_local
 
-OTHER_HOURS_ODD = st.sampled_from(['plain', 'plain', 'iso_in_window', 'msec_in_window', 'twice', 'nested', 'escaped',
+OTHER_HOURS_ODD = st.sampled_from(['plain', 'plain', 'other_key_in_window', 'msec_in_window', 'twice', 'nested', 'escaped',
                                    'number', 'spaces', 'bad_time', 'no_time', 'blank', 'not_json', 'brace_in_value',
-                                   'marker_in_value', 'escaped_key', 'no_brace'])
+                                   'marker_in_value', 'escaped_key', 'no_brace', 'twice_no_address', 'escape_makes_stamp'])
 
 
-def _other_hours_line(address, hour, minute, agent, odd):
-    """A line whose $time_local (if any) is of ``hour``, outside the windows, or an odd one
-    that takes its time elsewhere: from another key (in the windows), an escaped or nested
-    $time_local, a number."""
-    outside = '21/Nov/2025:%02d:%02d:07 +0000' % (hour, minute)
-    doc = {'remote_addr': address, 'time_local': outside, 'request': 'GET /job/%d HTTP/1.1' % minute, 'status': '200',
+def _other_hours_line(address, hour, minute, agent, odd, form='clf'):
+    """A line whose time (``form``: $time_local, or $time_iso8601), if any, is of ``hour``,
+    outside the windows, or an odd one that takes its time elsewhere: from another key (in
+    the windows), an escaped or nested time key, a number."""
+    key, written = ('time_local', '%d/%b/%Y:%H:%M:%S +0000') if form == 'clf' else ('time_iso8601', '%Y-%m-%dT%H:%M:%S+00:00')
+    midnight = NOW_EPOCH - (4 * 3600 + 13 * 60 + 43)
+    outside = time.strftime(written, time.gmtime(midnight + hour * 3600 + minute * 60 + 7))
+    doc = {'remote_addr': address, key: outside, 'request': 'GET /job/%d HTTP/1.1' % minute, 'status': '200',
            'body_bytes_sent': '5', 'http_referer': '', 'http_user_agent': agent}
     inside = NOW_EPOCH - 600 - minute
+    escaped_inside = time.strftime(written, time.gmtime(inside)).replace('/', '\\/').replace('-', '\\u002d')
     if odd == 'blank':
         return b''
     if odd == 'not_json':
         return b'GET /job/1 from %s' % address.encode()
-    if odd in ('iso_in_window', 'msec_in_window', 'nested', 'no_time'):
-        doc.pop('time_local')
-        if odd == 'iso_in_window':
-            doc['time_iso8601'] = time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime(inside))
+    if odd in ('other_key_in_window', 'msec_in_window', 'nested', 'no_time'):
+        doc.pop(key)
+        if odd == 'other_key_in_window':
+            doc['time_iso8601' if form == 'clf' else '@timestamp'] = time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime(inside))
         elif odd in ('msec_in_window', 'nested'):
             doc['msec'] = '%d.123' % inside
             if odd == 'nested':
-                doc['upstream'] = {'time_local': outside}
+                doc['upstream'] = {key: outside}
     elif odd == 'number':
-        doc['time_local'] = inside
+        doc[key] = inside
     elif odd == 'bad_time':
-        doc['time_local'] = 'yesterday'
+        doc[key] = 'yesterday'
     elif odd == 'brace_in_value':
         doc['http_user_agent'] = agent + ' {x}'
     elif odd == 'marker_in_value':
-        doc['http_referer'] = '"time_local":"%s"' % outside
-    text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'))
-    if odd == 'twice':
-        text = text[:-1] + ',"time_local":"21/Nov/2025:%02d:00:00 +0000"}' % ((hour + 1) % 3)
-    elif odd == 'escaped':        # the windows' time, its slashes escaped (a JSON writer may): no date as text
-        text = text.replace(json.dumps(outside)[1:-1], time.strftime('%d\\/%b\\/%Y:%H:%M:%S +0000', time.gmtime(inside)))
-    elif odd == 'escaped_key':    # a second $time_local, its name escaped: the one decoding keeps
-        text = text[:-1] + time.strftime(',"time\\u005flocal":"%d\\/%b\\/%Y:%H:%M:%S +0000"}', time.gmtime(inside))
+        doc['http_referer'] = '"%s":"%s"' % (key, outside)
+    elif odd == 'twice_no_address':     # does not parse: unparsed as the rule line by line says
+        doc.pop('remote_addr')
+    elif odd == 'escape_makes_stamp':   # the twin's '\xC2\xA2' then '1/Nov/2025:04': a window's stamp (UTC)
+        doc['http_referer'] = '\u00a21/Nov/2025:04'
+    text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'), ensure_ascii=odd != 'escape_makes_stamp')
+    if odd in ('twice', 'twice_no_address'):
+        text = text[:-1] + ',"%s":"%s"}' % (key, time.strftime(written, time.gmtime(midnight + (hour + 1) % 3 * 3600)))
+    elif odd == 'escaped':        # the windows' time, escaped (a JSON writer may): no date as text
+        text = text.replace(json.dumps(outside)[1:-1], escaped_inside)
+    elif odd == 'escaped_key':    # a second time key, its name escaped: the one decoding keeps
+        text = text[:-1] + ',"%s":"%s"}' % (key.replace('_', '\\u005f'), escaped_inside)
     elif odd == 'no_brace':       # not an object (with a nested one, as many '{' as lines)
         text = text[1:]
-    return text.encode('ascii')
+    return text.encode('utf-8')
 
 
 @hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(ADDRESSES), st.integers(0, 2), st.integers(0, 59), st.sampled_from(AGENTS[:3]),
-                          OTHER_HOURS_ODD), min_size=1, max_size=30), st.sampled_from(['UTC', 'America/New_York']))
-# As many '{' as lines, but not one each; as many $time_local as lines, but not one each; an escaped name.
+                          OTHER_HOURS_ODD), min_size=1, max_size=30), st.sampled_from(['clf', 'iso']),
+       st.sampled_from(['UTC', 'America/New_York']))
+# As many '{' as lines, but not one each; as many time keys as lines, but not one each; an escaped name.
 @example([(ADDRESSES[0], 1, 5, AGENTS[0], 'no_brace'), (ADDRESSES[1], 2, 6, AGENTS[0], 'nested'),
-          (ADDRESSES[2], 0, 7, AGENTS[0], 'plain')], 'UTC')
-@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'twice'), (ADDRESSES[1], 2, 6, AGENTS[0], 'iso_in_window')], 'UTC')
-@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'escaped_key'), (ADDRESSES[1], 2, 6, AGENTS[0], 'plain')], 'UTC')
-def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines, tz):
-    """nginx_json with $time_local: a chunk holding no date of the windows is left out at
-    once (Reader._all_dated_by, passes over it joined) only where each of its lines would be
-    on its own (Reader._dated_by): the counts and the unparsed lines are those of the rule
-    line by line, and the counts those of decoding every line, with odd lines that take
-    their time from another key, a nested object, an escape or a number."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally, formats_json
+          (ADDRESSES[2], 0, 7, AGENTS[0], 'plain')], 'clf', 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'twice'), (ADDRESSES[1], 2, 6, AGENTS[0], 'other_key_in_window')], 'clf', 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'escaped_key'), (ADDRESSES[1], 2, 6, AGENTS[0], 'plain')], 'clf', 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'nested'), (ADDRESSES[1], 2, 6, AGENTS[0], 'plain')], 'iso', 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'twice_no_address')], 'clf', 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'escape_makes_stamp')], 'clf', 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'escape_makes_stamp')], 'iso', 'UTC')
+def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines, form, tz):
+    """nginx_json, after a chunk that taught the log's layout and time key: a chunk of other
+    hours than the windows' is left out by passes over it joined (formats_fast.all_dated_by
+    for a $time_local, TimeFilter.keep for $time_iso8601) only where each of its lines would
+    be on its own: the counts are those of decoding every line, and for $time_local the counts
+    and unparsed lines are those of the rule line by line (formats_fast.dated_by), with odd lines
+    that take their time from another key, a nested object, an escape or a number."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally, formats_fast, formats_json
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
-    data = b'\n'.join(_other_hours_line(*line) for line in lines) + b'\n'
+    data = b'\n'.join(_other_hours_line(*(line + (form,))) for line in lines) + b'\n'
     settings = Settings(log_format='nginx_json')
     line_filter = rules.LineFilter(settings.job_prefixes, 'Google')
 
     def counted(at_once):
         stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+        first = _other_hours_line(ADDRESSES[0], 3, 30, AGENTS[0], 'plain', form) + b'\n'     # its layout is learnt
+        if form == 'clf':       # a time in the windows
+            first = re.sub(br'\d\d/Nov/2025:\d\d', stamps[0], first)
         reader = formats.reader_class('nginx_json')(settings)
-        if not at_once:
-            reader._all_dated_by = lambda *args: False      # pylint: disable=protected-access
         counter = tally.Tally(stamps, line_filter, reader=reader)
-        counter.chunk(data, data.rfind(b'\n'))
-        twins = [formats_json.JsonReader.parse(reader, line) for line in data.split(b'\n')[:-1]]
+        at_once_rule = formats_fast.all_dated_by
+        if not at_once:
+            formats_fast.all_dated_by = lambda *args: False
+        try:
+            for chunk in (first, data):
+                counter.chunk(chunk, chunk.rfind(b'\n'))
+        finally:
+            formats_fast.all_dated_by = at_once_rule
+        assert reader.layout and (reader.time_filter is None) == (form == 'clf')
+        twins = [formats_json.JsonReader.parse(reader, line) for line in (first + data).split(b'\n')[:-1]]
         every = tally.Tally(stamps, line_filter)
         every.chunk(b'\n'.join(t.encode('utf-8', 'surrogateescape') for t in twins if t is not None))
         return counter.counters, reader.unparsed, every.counters
@@ -734,3 +777,58 @@ def test_the_w3c_and_haproxy_property_test_counts_lines():
                               rules.LineFilter(Settings().job_prefixes, 'Google'), reader=reader)
         in_timezone('UTC', lambda: counter.chunk(line + b'\n', len(line)))
         assert sum(sum(c.values()) for c in counter.counters.values()) == 1, fmt
+
+
+def test_a_raw_line_holds_the_probe_of_every_stamp_its_twin_holds():
+    """An escape in a twin ('\\xA2') ends with hex digits, which with the raw text after it
+    ('1/Nov/2026:04') may spell a stamp ('21/Nov/2026:04') the raw line does not hold: the
+    windows' passes look for formats.probe of each stamp, which the raw line then holds."""
+    for day in range(1, 32):
+        for stamp in (b'%02d/Nov/2026:04' % day, b'%02d/Nov/2026:' % day):
+            for byte in range(256):
+                for cut in range(3):
+                    raw = bytes((byte,)) + stamp[cut:]
+                    if stamp in formats.escaped(raw):
+                        assert formats.probe(stamp) in raw, (stamp, raw)
+    assert formats.probe(b'21/Nov/2026:04') == b'1/Nov/2026:04'
+    assert formats.probe(b'12/Nov/2026:04') == b'/Nov/2026:04'      # \x12, a control byte
+
+
+@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(REQUEST, st.sampled_from([None, None, None, b'garbage /job/1', b'{"request":"GET /job/2"}', b'',
+                                                    b'{not json /stelle/3'])), min_size=1, max_size=60),
+       st.sampled_from(logformats.FORMATS), st.integers(0, 5), st.lists(st.integers(1, 60), max_size=6),
+       st.sampled_from(['UTC', 'Europe/Berlin']))
+def test_the_counts_and_unparsed_lines_do_not_depend_on_the_chunks(requests, fmt, style, cuts, tz):
+    """A log read in one chunk or cut into several at any lines (as reads of 1 MiB, forked
+    workers and incremental runs cut it): the same counts and the same unparsed lines, with
+    lines of no format among them, the reader made as a run makes it (its layout and time
+    key learnt from the log's start)."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+
+    def counted():
+        lines = []
+        for (address, offset, method, path, agent, referer), odd in requests:
+            lines.append(('%s - - [%s] "%s %s HTTP/1.1" 200 %d "%s" "%s"' % (
+                address, loggen.clf_time(NOW_EPOCH + offset), method, path, len(path), referer,
+                agent.replace('"', "'").replace('\\', '/'))).encode('utf-8'))
+        data = logformats.render_log(fmt, b'\n'.join(lines) + b'\n', style)[0].split(b'\n')[:-1]
+        for at, ((dummy, odd), dummy2) in enumerate(zip(requests, list(data))):
+            if odd is not None:
+                data.insert(at + 1, odd)
+        settings = Settings(log_format=fmt, haproxy_user_agent_capture=1 if fmt == 'haproxy' else None)
+        stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+        found = []
+        for bounds in ([0, len(data)], [0] + sorted(set(c % (len(data) + 1) for c in cuts)) + [len(data)]):
+            reader = formats.reader_class(fmt)(settings)
+            reader = reader.bind(b'\n'.join(data)[:formats.HEAD_BYTES]) if reader.needs_head else reader
+            counter = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), reader=reader)
+            for low, high in zip(bounds, bounds[1:]):
+                if high > low:
+                    chunk = b'\n'.join(data[low:high]) + b'\n'
+                    counter.chunk(chunk, len(chunk) - 1)
+            found.append((counter.counters, reader.unparsed))
+        return found
+    whole, cut = in_timezone(tz, counted)
+    assert whole == cut

@@ -23,7 +23,7 @@ import os
 import re
 import time
 from itertools import compress, repeat
-from operator import contains, eq, not_, truth
+from operator import contains, not_, truth
 
 from .clock import MONTHS
 from .errors import bad_option
@@ -38,7 +38,8 @@ HEAD_BYTES = 64 * 1024      # what auto and w3c read of a log's start
 # Bytes nginx escapes in a combined log's fields (escape=default): ", \, controls, non-ASCII.
 _ESCAPE = re.compile(b'[\x00-\x1f"\\\\\x7f-\xff]')
 _ESCAPE_TEXT = re.compile('[\x00-\x1f"\\\\\x7f-\U0010ffff]')
-# A needle must be written as itself in any format (JSON escapes none of these characters).
+# A needle written as itself in any format (nginx's escape=json escapes none of these characters;
+# a JSON line holding an escape is decoded all the same: Reader._with_needles).
 _PLAIN_NEEDLE = re.compile(r"^[A-Za-z0-9/._~:%=?+,;!*'()@$ -]+$")
 _ISO = re.compile(r'(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?(Z|[+-]\d{2}:?\d{2})?$')
 _CLF_TIME = re.compile(r'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}$')
@@ -46,13 +47,16 @@ _CLF_BYTES = br'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}'
 _MONTH_NUMBER = dict((m, i + 1) for i, m in enumerate(MONTHS))
 
 
-_UNSHAPED = {}
+# The hex digits of the bytes escaped (escaped): a twin's '\xA2' then '1/Nov/2026:04' holds
+# the stamp '21/Nov/2026:04' that its raw line ('\xc2\xa2' then the text) does not.
+_ESCAPED_HEX = set(b'%02X' % byte for byte in range(256) if _ESCAPE.match(bytes((byte,))))
 
 
-def _unshaped(marker):      # ``marker`` not followed by a combined time and its closing quote
-    if marker not in _UNSHAPED:
-        _UNSHAPED[marker] = re.compile(re.escape(marker) + b'(?!' + _CLF_BYTES + b'")')
-    return _UNSHAPED[marker]
+def probe(text):
+    """What a raw line holds when its twin holds ``text`` (a stamp or date, starting with
+    its day's two digits): ``text`` but its first digit, which an escape may end with, or
+    both, when they are an escaped byte's hex."""
+    return text[2:] if text[:2] in _ESCAPED_HEX else text[1:]
 
 
 def escaped(field):
@@ -67,7 +71,7 @@ def text_field(value):
     if value is None or value == '':
         return '-'
     if not isinstance(value, str):
-        value = str(value) if not isinstance(value, float) or value != int(value) else str(int(value))
+        value = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)     # NaN: 'nan'
     if _ESCAPE_TEXT.search(value) is None:
         return value
     return escaped(value.encode('utf-8', 'surrogateescape')).decode('ascii')
@@ -175,7 +179,8 @@ class Reader:
 
     name = None
     json = False
-    needs_head = False
+    needs_head = False          # bind(head) before reading (reader_for)
+    contiguous_parts = False    # forked workers read one part each (w3c: a part's start searches back)
     # A line's own time is written as the combined format writes it: a line without the
     # text of a stamp or date the tally counts ('21/Nov/2026:04') cannot be counted (in_windows).
     # b'': every line's; a key: only in a line holding it, where nothing is escaped.
@@ -251,57 +256,34 @@ class Reader:
             undated, kept = lines, []
         else:
             undated, kept = list(compress(lines, map(not_, dated))), list(compress(lines, dated))
-        if not self._all_dated_by(marker, undated, joined if dated is None else None, self.braced):
-            kept.extend(compress(undated, map(not_, self._dated_by(marker, undated))))
+        from . import formats_fast      # JSON formats only (and a cycle at the top)
+        if not formats_fast.all_dated_by(marker, undated, joined if dated is None else None, self.braced):
+            kept.extend(compress(undated, map(not_, formats_fast.dated_by(marker, undated))))
         return kept
 
     def dates_in(self, joined):
-        """The texts of the tally's stamps in ``joined`` (none in a chunk of other hours): the
-        stamps, or for more than 3 (an incremental run's day of hours) their dates."""
+        """The probes (``probe``) of the tally's stamps in ``joined`` (none in a chunk of other
+        hours): of the stamps, or for more than 3 (an incremental run's day of hours) their dates."""
         stamps = self.stamps
         if not stamps:
             return []
         dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
-        return [date for date in sorted(dates) if date in joined]
-
-    @staticmethod
-    def _all_dated_by(marker, lines, joined=None, braced=None):
-        """Whether every line of ``lines``, none holding a date of the windows, surely has
-        its time in the text after ``marker`` (a JSON key), told by passes over them joined
-        (a chunk of other hours: most of a day's log): no escape anywhere, each line one
-        '{', its first byte, and ``marker`` at least once, each followed by a time as the
-        combined format writes it (the line's time is the last; all are of other hours).
-        False: some line may not be (_dated_by tells which)."""
-        if joined is None:
-            joined = b'\n'.join(lines)
-        count = len(lines)
-        return (b'\\' not in joined and len(joined) - len(joined.replace(b'{', b'')) == count
-                and (joined is braced or (joined[:1] == b'{' and joined.count(b'\n{') == count - 1))
-                and all(map(contains, lines, repeat(marker))) and _unshaped(marker).search(joined) is None)
-
-    @staticmethod
-    def _dated_by(marker, lines):
-        """Whether each line's time is surely the combined time text after ``marker`` (a JSON
-        key): the key once, its value that text, no escape, no nested object (C passes)."""
-        shaped = re.compile(re.escape(marker) + _CLF_BYTES + b'"')
-        return list(map(all, zip(map(not_, map(contains, lines, repeat(b'\\'))), map(truth, map(shaped.search, lines)),
-                                 map(eq, map(bytes.count, lines, repeat(marker)), repeat(1)),
-                                 map(eq, map(bytes.count, lines, repeat(b'{')), repeat(1)))))
+        return [date for date in sorted(set(map(probe, dates))) if date in joined]
 
     def _with_needles(self, lines):
-        if self.needles is None:
+        """The lines holding a needle; in JSON, also those holding an escape, which may spell one."""
+        if self.needles is None or not lines:
             return lines
-        if len(self.needles) == 1:
-            return list(compress(lines, map(contains, lines, repeat(self.needles[0]))))
         joined = b'\n'.join(lines)
         present = [n for n in self.needles if n in joined]
-        if not present:
-            return []
-        if len(present) == 1:
-            return list(compress(lines, map(contains, lines, repeat(present[0]))))
-        # Several paths: one regex pass.
-        finder = re.compile(b'|'.join(re.escape(n) for n in present))
-        return list(compress(lines, map(finder.search, lines)))
+        if len(present) > 1:        # several paths: one regex pass
+            finder = re.compile(b'|'.join(re.escape(n) for n in present))
+            hits = list(map(truth, map(finder.search, lines)))
+        else:
+            hits = list(map(contains, lines, repeat(present[0]))) if present else [False] * len(lines)
+        if self.json and b'\\' in joined:
+            hits = list(map(max, hits, map(contains, lines, repeat(b'\\'))))
+        return list(compress(lines, hits))
 
     def translate(self, buf, limit):
         """The twins (joined by newlines) of the whole lines of ``buf[:limit]``, and whether
@@ -314,8 +296,6 @@ class Reader:
         read = bool(twins)
         if not read and first is not None and first not in chosen:
             read = self.parse(first) is not None        # one line tells whether the log is read
-            if not read and not self.json:
-                self._failed(first)
         self.shape_check(buf, limit, lines, chosen)
         if twins and not isinstance(twins[0], bytes):
             return '\n'.join(twins).encode('utf-8', 'surrogateescape'), read

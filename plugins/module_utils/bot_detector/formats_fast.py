@@ -18,9 +18,9 @@ from __future__ import absolute_import, division, print_function
 import json
 import re
 from itertools import compress, repeat
-from operator import eq, itemgetter, not_, truth
+from operator import contains, eq, itemgetter, not_, truth
 
-from .formats import _CLF_BYTES, _ESCAPE_TEXT, _ISO
+from .formats import _CLF_BYTES, _ESCAPE_TEXT, _ISO, probe
 from .logfile import utc_seconds
 
 __metaclass__ = type
@@ -117,7 +117,7 @@ class TimeFilter:
             return lines
         key = frozenset(stamps)
         if self._windows[0] != key:
-            texts = sorted(key)
+            texts = sorted(set(map(probe, key)))
             literals = [b'\\'] + texts + self.before
             self._windows = (key, (instants_of(key), re.compile(b'|'.join(re.escape(s) for s in literals)), literals))
             self.placed = {}
@@ -282,3 +282,36 @@ class Layout:
             return b'', slow
         # A value holds no quote: '""' is an empty referer or user agent, '-' in the twin.
         return b'\n'.join(map(self.template.__mod__, rows)).replace(b'""', b'"-"'), slow
+
+
+_UNSHAPED = {}
+
+
+def _unshaped(marker):      # ``marker`` not followed by a combined time and its closing quote
+    if marker not in _UNSHAPED:
+        _UNSHAPED[marker] = re.compile(re.escape(marker) + b'(?!' + _CLF_BYTES + b'")')
+    return _UNSHAPED[marker]
+
+
+def all_dated_by(marker, lines, joined=None, braced=None):
+    """Whether every line of ``lines``, none holding a date of the windows, surely has
+    its time in the text after ``marker`` (a JSON key), told by passes over them joined
+    (a chunk of other hours: most of a day's log): no escape anywhere, each line one
+    '{', its first byte, and ``marker`` once, followed by a time as the combined format
+    writes it. False: some line may not be (dated_by tells which)."""
+    if joined is None:
+        joined = b'\n'.join(lines)
+    count = len(lines)
+    return (b'\\' not in joined and len(joined) - len(joined.replace(b'{', b'')) == count
+            and (joined is braced or (joined[:1] == b'{' and joined.count(b'\n{') == count - 1))
+            and joined.count(marker) == count and all(map(contains, lines, repeat(marker)))
+            and _unshaped(marker).search(joined) is None)
+
+
+def dated_by(marker, lines):
+    """Whether each line's time is surely the combined time text after ``marker`` (a JSON
+    key): the key once, its value that text, no escape, no nested object (C passes)."""
+    shaped = re.compile(re.escape(marker) + _CLF_BYTES + b'"')
+    return list(map(all, zip(map(not_, map(contains, lines, repeat(b'\\'))), map(truth, map(shaped.search, lines)),
+                             map(eq, map(bytes.count, lines, repeat(marker)), repeat(1)),
+                             map(eq, map(bytes.count, lines, repeat(b'{')), repeat(1)))))

@@ -143,6 +143,7 @@ class NginxJson(JsonReader):
     """nginx ``log_format ... escape=json`` (or any JSON object per line)."""
 
     name = 'nginx_json'
+    needs_head = True
 
     def __init__(self, settings):
         super(NginxJson, self).__init__(settings)
@@ -153,8 +154,19 @@ class NginxJson(JsonReader):
         self.plans = {}
         if keys['time'][0] == 'time_local':
             self.date_marker = b'"time_local":"'
-        self.layout = None          # (regex, group numbers) of the log's lines: see _fast
+        self.layout = None          # formats_fast.Layout of the log's lines (False: none; None: not yet learnt)
         self.time_filter = None     # formats_fast.TimeFilter of the time key the log's lines use
+
+    def bind(self, head):
+        """This reader, with the layout and time key of the first line of ``head`` (the log's
+        start) that decodes, or none: learnt once, before anything is read, so every chunk and
+        forked worker reads the same way (a line the windows' pass keeps or leaves out)."""
+        self.layout = False
+        for line in head.split(b'\n')[:20]:
+            if _decode(line) is not None:
+                self._learn(line)
+                break
+        return self
 
     def in_windows(self, lines, joined=None):
         if self.time_filter is not None:

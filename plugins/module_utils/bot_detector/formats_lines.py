@@ -143,6 +143,7 @@ class W3C(Reader):
 
     name = 'w3c'
     needs_head = True
+    contiguous_parts = True
 
     def __init__(self, settings):
         super(W3C, self).__init__(settings)

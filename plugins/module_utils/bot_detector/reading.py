@@ -246,7 +246,7 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
     import pickle       # only runs that fork pay for it
     if tally.session is not None and not tally.session.ready():
         tally.session = None        # no directory for spilled counts: they stay in memory
-    parts = _parts(handle, start, end, workers, counted_from, getattr(tally.reader, 'needs_head', False))
+    parts = _parts(handle, start, end, workers, counted_from, getattr(tally.reader, 'contiguous_parts', False))
     children = []
     for part in range(1, workers):
         reader, writer = os.pipe()
