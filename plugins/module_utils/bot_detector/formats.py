@@ -196,6 +196,7 @@ class Reader:
         self.times = {}             # JSON formats: time values read, and their combined text
         self.stamps = None          # the stamps the tally counts (Tally.chunk sets them)
         self.braced = None          # JSON formats: the chunk, when each of its lines starts with '{'
+        self.dated = (None, None)   # (the chunk last asked, dates_in's answer)
         if settings.trusted_proxies and self.json:
             from .formats_json import TrustedProxies
             self.proxies = TrustedProxies(settings.trusted_proxies)
@@ -267,8 +268,10 @@ class Reader:
         stamps = self.stamps
         if not stamps:
             return []
-        dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
-        return [date for date in sorted(set(map(probe, dates))) if date in joined]
+        if self.dated[0] is not joined:     # asked again of the same chunk: the same answer
+            dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
+            self.dated = (joined, [date for date in sorted(set(map(probe, dates))) if date in joined])
+        return self.dated[1]
 
     def _with_needles(self, lines):
         """The lines holding a needle; in JSON, also those holding an escape, which may spell one."""

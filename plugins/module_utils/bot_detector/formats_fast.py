@@ -294,24 +294,24 @@ def _unshaped(marker):      # ``marker`` not followed by a combined time and its
 
 
 def all_dated_by(marker, lines, joined=None, braced=None):
-    """Whether every line of ``lines``, none holding a date of the windows, surely has
-    its time in the text after ``marker`` (a JSON key), told by passes over them joined
-    (a chunk of other hours: most of a day's log): no escape anywhere, each line one
-    '{', its first byte, and ``marker`` once, followed by a time as the combined format
-    writes it. False: some line may not be (dated_by tells which)."""
+    """Whether dated_by holds for every line of ``lines`` (none holding a date of the
+    windows), told by passes over them joined (a chunk of other hours: most of a day's log):
+    no escape anywhere, one '{' each, its first byte, ``marker`` in each, and every ``marker``
+    followed by a time as the combined format writes it. False: some line may not be
+    (dated_by tells which)."""
     if joined is None:
         joined = b'\n'.join(lines)
     count = len(lines)
     return (b'\\' not in joined and len(joined) - len(joined.replace(b'{', b'')) == count
             and (joined is braced or (joined[:1] == b'{' and joined.count(b'\n{') == count - 1))
-            and joined.count(marker) == count and all(map(contains, lines, repeat(marker)))
-            and _unshaped(marker).search(joined) is None)
+            and all(map(contains, lines, repeat(marker))) and _unshaped(marker).search(joined) is None)
 
 
 def dated_by(marker, lines):
-    """Whether each line's time is surely the combined time text after ``marker`` (a JSON
-    key): the key once, its value that text, no escape, no nested object (C passes)."""
-    shaped = re.compile(re.escape(marker) + _CLF_BYTES + b'"')
-    return list(map(all, zip(map(not_, map(contains, lines, repeat(b'\\'))), map(truth, map(shaped.search, lines)),
-                             map(eq, map(bytes.count, lines, repeat(marker)), repeat(1)),
+    """Whether each line's time is surely a time after ``marker`` (a JSON key) as the combined
+    format writes it: no escape, no nested object, the key there, and after each time it is
+    (the line's is the last: none holds a date of the windows, so none can count)."""
+    unshaped = _unshaped(marker)
+    return list(map(all, zip(map(not_, map(contains, lines, repeat(b'\\'))), map(contains, lines, repeat(marker)),
+                             map(not_, map(unshaped.search, lines)),
                              map(eq, map(bytes.count, lines, repeat(b'{')), repeat(1)))))
