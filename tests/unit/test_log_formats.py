@@ -832,3 +832,66 @@ def test_the_counts_and_unparsed_lines_do_not_depend_on_the_chunks(requests, fmt
         return found
     whole, cut = in_timezone(tz, counted)
     assert whole == cut
+
+
+# ---------------------------------------------------------------- property: the JSON layouts' twins are those of decoding
+
+LAYOUT_VALUES = st.sampled_from(['"a"', '""', '"GET"', '"/job/1"', '"x y"', '200', '0', '-0', '0200', '-5', '2e2', '200.0',
+                                 'true', 'null', '{"a":1}', '["x"]', '"caf\u00e9"', '"q\\"x"', '"2025-11-21T04:05:06+00:00"',
+                                 '"2025-11-21T04:05:06"', '"1.5"'])
+
+
+@hsettings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(['nginx_json', 'traefik_json']), st.integers(0, 1), st.data(), st.sampled_from(['UTC', 'Asia/Kolkata']))
+def test_the_json_layouts_make_the_twins_decoding_makes(fmt, spaces, data, tz):
+    """nginx_json's and traefik_json's layout (formats_fast.Layout, learnt from the log's
+    first line) makes, for each line it matches, the twin that decoding the line makes
+    (JSON's number forms, types, escapes, empty values, missing or added keys, blanks); the
+    lines it does not match are left to decoding."""
+    if fmt == 'traefik_json':
+        base = {'ClientHost': '"198.51.100.7"', 'DownstreamContentSize': '5', 'DownstreamStatus': '200',
+                'RequestMethod': '"GET"', 'RequestPath': '"/job/1"', 'RequestProtocol': '"HTTP/1.1"',
+                'StartLocal': '"2025-11-21T04:05:06+00:00"', 'StartUTC': '"2025-11-21T04:05:06Z"',
+                'request_Referer': '"https://x.example/"', 'request_User-Agent': '"Mozilla/5.0"', 'level': '"info"',
+                'Duration': '1200'}
+        base = dict(item for item in base.items() if item[0] not in data.draw(st.sets(st.sampled_from(
+            ['RequestProtocol', 'request_Referer', 'RequestPath', 'Duration']))))
+    else:
+        base = {'remote_addr': '"198.51.100.7"', 'time_iso8601': '"2025-11-21T04:05:06+00:00"', 'request': '"GET /job/1 HTTP/1.1"',
+                'status': '"200"', 'body_bytes_sent': '"5"', 'http_referer': '""', 'http_user_agent': '"Mozilla/5.0"'}
+    changes = data.draw(st.lists(st.dictionaries(st.sampled_from(sorted(base) + ['extra', 'OriginStatus']), LAYOUT_VALUES,
+                                                 max_size=3), min_size=1, max_size=20))
+    sep = (', ', ': ') if spaces else (',', ':')
+
+    def render(values):
+        return ('{' + sep[0].join('"%s"%s%s' % (k, sep[1], v) for k, v in values.items()) + '}').encode('utf-8')
+    lines = [render(base)] + [render(dict(base, **change)) for change in changes]
+
+    def made():
+        reader = formats.reader_class(fmt)(Settings(log_format=fmt)).bind(lines[0])
+        assert reader.layout, 'the first line has a layout'
+        fast, slow = reader.layout.twins(list(lines), reader)
+        matched = [line for line in lines if line not in slow]
+        expected = sorted(t.encode('utf-8', 'surrogateescape') for t in map(reader.parse, matched) if t is not None)
+        return sorted(fast.split(b'\n')) if fast else [], expected, len(matched)
+    fast, expected, matched = in_timezone(tz, made)
+    assert fast == expected
+    assert matched >= 1
+
+
+@pytest.mark.parametrize('change', [{'level': '0200'}, {'Duration': '-'}, {'DownstreamStatus': '0200'}, {'DownstreamStatus': '-0'},
+                                    {'DownstreamContentSize': '5.0'}, {'DownstreamStatus': '"200"'}, {'level': '["x", {"y": 1}]'}])
+def test_the_traefik_layout_leaves_odd_values_to_decoding(change):
+    """Values JSON does not read, or reads otherwise than their text: the layout's twin is
+    decoding's, or the line is left to decoding."""
+    base = {'ClientHost': '"198.51.100.7"', 'DownstreamContentSize': '5', 'DownstreamStatus': '200', 'RequestMethod': '"GET"',
+            'RequestPath': '"/job/1"', 'RequestProtocol': '"HTTP/1.1"', 'StartLocal': '"2025-11-21T04:05:06+00:00"',
+            'request_User-Agent': '"Mozilla/5.0"', 'level': '"info"', 'Duration': '1200'}
+
+    def render(values):
+        return ('{' + ','.join('"%s":%s' % item for item in values.items()) + '}').encode('utf-8')
+    line = render(dict(base, **change))
+    reader = formats.reader_class('traefik_json')(Settings(log_format='traefik_json')).bind(render(base))
+    fast, slow = in_timezone('UTC', lambda: reader.layout.twins([line], reader))
+    made = in_timezone('UTC', lambda: reader.parse(line))
+    assert (fast or None) == (None if slow else made.encode())

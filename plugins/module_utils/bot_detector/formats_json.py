@@ -64,27 +64,63 @@ def decode_all(lines):
 
 class JsonReader(Reader):
     json = True
+    layout = False      # formats_fast.Layout of the log's lines (False: none; None: not yet learnt)
+
+    def bind(self, head):
+        """This reader, with the layout (and nginx_json's time key) of the first line of ``head``
+        (the log's start) that decodes, or none: learnt once, before anything is read, so every
+        chunk and forked worker reads the same way (a line the windows' pass keeps or leaves out)."""
+        self.layout = False
+        for line in head.split(b'\n')[:20]:
+            if _decode(line) is not None:
+                self._learn(line)
+                break
+        return self
 
     def translate(self, buf, limit):
+        """The twins of the lines that may count: those of the log's usual layout
+        (formats_fast.Layout, nginx_json's and traefik_json's) matched by one regex and made
+        without decoding them, the rest decoded (json.loads of them as one array)."""
+        layout = self.layout if self.proxies is None else False        # X-Forwarded-For: decoded
         region = buf[:limit] if limit is not None and limit < len(buf) else buf
         lines = region.split(b'\n')
         self.braced_chunk(region, lines)
-        chosen = self.candidates(lines, region)
+        if layout and layout.clf and self.dates_in(region):
+            # A chunk of the windows' hours, the log's time its $time_local: the lines of the
+            # layout become twins without the windows' pass (the tally keeps those holding a
+            # stamp, as it would have); only the others go through it.
+            chosen = self._with_needles(lines)
+            fast, slow = layout.twins(chosen, self)
+            slow = self.in_windows(slow)
+        else:
+            chosen = self.candidates(lines, region)
+            for line in chosen[:8] if layout is None else ():
+                self._learn(line)
+                if self.layout is not None:
+                    layout = self.layout
+                    break
+            fast, slow = layout.twins(chosen, self) if layout else (b'', chosen)
         twins = []
-        make = self.twin_of
-        for line, doc in zip(chosen, decode_all(chosen)):
-            made = make(doc) if doc is not None else None
+        for line, doc in zip(slow, decode_all(slow)):
+            made = self.twin_of(doc) if doc is not None else None
             if made is None:
                 self._failed(line)
             else:
                 twins.append(made)
-        read = bool(twins)
+        read = bool(twins) or bool(fast)
         if not read:
             first = next((line for line in lines if line.strip()), None)
             read = first is not None and self.parse(first) is not None
-        self.shape_check(buf, limit, lines, chosen)
+        self.shape_check(buf, limit, lines, slow)     # the layout's lines start with '{'
         self.braced = None
-        return '\n'.join(twins).encode('utf-8', 'surrogateescape'), read
+        text = '\n'.join(twins).encode('utf-8', 'surrogateescape')
+        if fast:
+            text = fast + (b'\n' + text if text else b'')
+        return text, read
+
+    def _learn(self, line):
+        """The layout of ``line`` (False: none)."""
+        self.layout = False
 
     def parse(self, line):
         doc = _decode(line)
@@ -154,65 +190,13 @@ class NginxJson(JsonReader):
         self.plans = {}
         if keys['time'][0] == 'time_local':
             self.date_marker = b'"time_local":"'
-        self.layout = None          # formats_fast.Layout of the log's lines (False: none; None: not yet learnt)
+        self.layout = None          # not yet learnt (JsonReader.bind, or the first lines read)
         self.time_filter = None     # formats_fast.TimeFilter of the time key the log's lines use
-
-    def bind(self, head):
-        """This reader, with the layout and time key of the first line of ``head`` (the log's
-        start) that decodes, or none: learnt once, before anything is read, so every chunk and
-        forked worker reads the same way (a line the windows' pass keeps or leaves out)."""
-        self.layout = False
-        for line in head.split(b'\n')[:20]:
-            if _decode(line) is not None:
-                self._learn(line)
-                break
-        return self
 
     def in_windows(self, lines, joined=None):
         if self.time_filter is not None:
             return self.time_filter.keep(lines, self.stamps, joined, self.braced)
         return JsonReader.in_windows(self, lines, joined)
-
-    def translate(self, buf, limit):
-        """As JsonReader's, but the lines of the log's usual layout (the keys of its first
-        line, in their order, every value a string without escapes) are matched by one
-        regex and turned into twins without decoding them (_fast); the rest are decoded."""
-        if self.proxies is not None:
-            return JsonReader.translate(self, buf, limit)
-        region = buf[:limit] if limit is not None and limit < len(buf) else buf
-        lines = region.split(b'\n')
-        self.braced_chunk(region, lines)
-        if self.layout and self.layout.clf and self.dates_in(region):
-            # A chunk of the windows' hours, the log's time its $time_local: the lines of the
-            # layout become twins without the windows' pass (the tally keeps those holding a
-            # stamp, as it would have); only the others go through it.
-            chosen = self._with_needles(lines)
-            fast, slow = self.layout.twins(chosen, self)
-            slow = self.in_windows(slow)
-        else:
-            chosen = self.candidates(lines, region)
-            for line in chosen[:8] if self.layout is None else ():
-                self._learn(line)
-                if self.layout is not None:
-                    break
-            fast, slow = self.layout.twins(chosen, self) if self.layout else (b'', chosen)
-        twins = []
-        for line, doc in zip(slow, decode_all(slow)):
-            made = self.twin_of(doc) if doc is not None else None
-            if made is None:
-                self._failed(line)
-            else:
-                twins.append(made)
-        read = bool(twins) or bool(fast)
-        if not read:
-            first = next((line for line in lines if line.strip()), None)
-            read = first is not None and self.parse(first) is not None
-        self.shape_check(buf, limit, lines, slow)     # the layout's lines start with '{'
-        self.braced = None
-        text = '\n'.join(twins).encode('utf-8', 'surrogateescape')
-        if fast:
-            text = fast + (b'\n' + text if text else b'')
-        return text, read
 
     def _learn(self, line):
         """The layout of ``line`` (formats_fast.Layout; False: none) and the time filter
@@ -306,10 +290,17 @@ class TraefikJson(JsonReader):
     """Traefik's access log with ``format: json`` (headers kept as request_<Name>)."""
 
     name = 'traefik_json'
+    needs_head = True
 
     def __init__(self, settings):
         super(TraefikJson, self).__init__(settings)
         self.time_filter = TimeFilter('StartLocal', 'iso')
+        self.layout = None
+
+    def _learn(self, line):
+        doc = _decode(line)
+        if doc is not None:
+            self.layout = Layout.of_traefik(line, doc)
 
     def in_windows(self, lines, joined=None):
         """Lines whose StartLocal (the time the twin takes first) is in no counted hour: out."""
