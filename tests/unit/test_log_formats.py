@@ -895,3 +895,49 @@ def test_the_traefik_layout_leaves_odd_values_to_decoding(change):
     fast, slow = in_timezone('UTC', lambda: reader.layout.twins([line], reader))
     made = in_timezone('UTC', lambda: reader.parse(line))
     assert (fast or None) == (None if slow else made.encode())
+
+
+CADDY_HEADERS = st.lists(st.sampled_from([('User-Agent', '["Mozilla/5.0"]'), ('User-Agent', '["curl/8"]'),
+                                          ('Referer', '["https://y.example/"]'), ('User-Agent', '["a", "b"]'), ('User-Agent', '[""]'),
+                                          ('User-Agent', '[]'), ('Referer', '["https://x.example/"]'), ('Referer', '[""]'),
+                                          ('Referer', '["r1", "r2"]'), ('Accept', '["*/*"]'), ('X-User-Agent', '["x"]'),
+                                          ('Cookie', '["a=1", "b=2"]')]), max_size=5)
+CADDY_VALUES = st.sampled_from(['"x"', '""', '0', '200', '-0', '0200', '1.5', '1795234000.25', '1e9', 'true', 'null', '"200"',
+                                '{"a": 1}', '"caf\u00e9"', '"q\\"x"'])
+
+
+CADDY_CHANGED = st.sampled_from(['ts', 'status', 'size', 'level', 'client_ip', 'remote_ip', 'method', 'uri', 'proto', 'host'])
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(CADDY_HEADERS, st.dictionaries(CADDY_CHANGED, CADDY_VALUES, max_size=2)), min_size=1, max_size=15),
+       st.booleans(), st.sampled_from(['UTC', 'Europe/Berlin']))
+@example([([('User-Agent', '["a"]')], {'ts': '0200'}), ([('User-Agent', '["a"]')], {'status': '0200'}),
+          ([('User-Agent', '["a"]'), ('User-Agent', '["curl/8"]')], {})], True, 'UTC')
+def test_the_caddy_layout_makes_the_twins_decoding_makes(lines, with_client_ip, tz):
+    """Caddy's layout (formats_fast.CaddyLayout, learnt from the log's first line) makes, for
+    each line it matches, the twin that decoding makes: headers in any order, twice, with
+    several values or none, other types and number forms; the others are left to decoding."""
+    request_keys = ['remote_ip', 'remote_port'] + (['client_ip'] if with_client_ip else []) + ['proto', 'method', 'host', 'uri']
+
+    def render(headers, changes):
+        values = ['198.51.100.7', '41342'] + (['203.0.113.9'] if with_client_ip else []) + ['HTTP/1.1', 'GET', 'jobs.example', '/job/1']
+        request = dict((k, '"%s"' % v) for k, v in zip(request_keys, values))
+        request.update((k, v) for k, v in changes.items() if k in request)
+        request['headers'] = '{%s}' % ','.join('"%s":%s' % h for h in headers)
+        top = {'level': '"info"', 'ts': '1795234000.5', 'logger': '"http.log.access"',
+               'request': '{%s}' % ','.join('"%s":%s' % item for item in request.items()), 'size': '5', 'status': '200'}
+        top.update((k, v) for k, v in changes.items() if k in top and k != 'request')
+        return ('{%s}' % ','.join('"%s":%s' % item for item in top.items())).encode('utf-8')
+    first = render([('User-Agent', '["Mozilla/5.0"]'), ('Accept', '["*/*"]')], {})
+    raw = [first] + [render(headers, changes) for headers, changes in lines]
+
+    def made():
+        reader = formats.reader_class('caddy')(Settings(log_format='caddy')).bind(first)
+        assert reader.layout, 'the first line has a layout'
+        fast, slow = reader.layout.twins(list(raw), reader)
+        matched = [line for line in raw if line not in slow]
+        expected = sorted(t.encode('utf-8', 'surrogateescape') for t in map(reader.parse, matched) if t is not None)
+        return sorted(fast.split(b'\n')) if fast else [], expected
+    fast, expected = in_timezone(tz, made)
+    assert fast == expected

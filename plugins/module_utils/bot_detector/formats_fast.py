@@ -18,7 +18,7 @@ from __future__ import absolute_import, division, print_function
 import json
 import re
 from itertools import compress, repeat
-from operator import contains, eq, itemgetter, not_, truth
+from operator import add, contains, eq, itemgetter, not_, truth
 
 from .formats import _CLF_BYTES, _ESCAPE_TEXT, _ISO, probe
 from .logfile import utc_seconds
@@ -285,13 +285,7 @@ class Layout:
         into columns and formatted by C-level passes over all of them; a time converted
         by ``reader.when``, cached in ``reader.times``."""
         lines, slow = plain_lines(lines)     # a value with an escape, a control or non-ASCII: decoded
-        matches = list(map(self.pattern.match, lines))
-        hits = list(map(truth, matches))
-        if all(hits):
-            rows = list(map(self.pick, map(Match.groups, matches)))
-        else:
-            slow.extend(compress(lines, map(not_, hits)))
-            rows = list(map(self.pick, map(Match.groups, compress(matches, hits))))
+        rows, lines = self._rows(lines, slow)
         if rows and not self.clf:
             times = reader.times
             if len(times) > 65536:
@@ -303,7 +297,7 @@ class Layout:
             stamps = list(map(times.__getitem__, whens))
             if None in stamps:      # no time: those lines are decoded (and fail there)
                 keep = list(map(truth, stamps))
-                slow.extend(compress(list(compress(lines, hits)), map(not_, keep)))
+                slow.extend(compress(lines, map(not_, keep)))
                 rows, stamps = list(compress(rows, keep)), list(compress(stamps, keep))
             if rows:        # none left when no line had a time
                 table = list(zip(*rows))
@@ -313,6 +307,89 @@ class Layout:
             return b'', slow
         # A value holds no quote: '""' is an empty referer or user agent, '-' in the twin.
         return b'\n'.join(map(self.template.__mod__, rows)).replace(b'""', b'"-"'), slow
+
+    def _rows(self, lines, slow):
+        """(the twins' columns of the lines the pattern matches, those lines); the others
+        go to ``slow``."""
+        matches = list(map(self.pattern.match, lines))
+        hits = list(map(truth, matches))
+        if not all(hits):
+            slow.extend(compress(lines, map(not_, hits)))
+            matches, lines = list(compress(matches, hits)), list(compress(lines, hits))
+        return list(map(self.pick, map(Match.groups, matches))), lines
+
+
+# Caddy's headers object (values without quotes): any, each a list of text, the user agent's
+# and the referer's captured where one holds one value (twice: the first header, then the
+# others; a header there twice is left to decoding, Caddy.twin_of's other path).
+_CADDY_HEADER = (b'(?:"User-Agent":\\["([^"]+)"\\]|"Referer":\\["([^"]+)"\\]|'
+                 b'"[^"]*":\\[(?:"[^"]*"(?:,"[^"]*")*)?\\])')
+_CADDY_HEADERS = b'\\{((?:' + _CADDY_HEADER + b'(?:,' + _CADDY_HEADER + b')*)?)\\}'
+_NO_REFERER = {None: b''}
+
+
+class CaddyLayout(Layout):
+    """Caddy's usual line (formats_json.Caddy): its keys in its order, the request an object
+    of text values and its headers (any, each a list of text), ``ts`` a number, status and
+    size integers. The user agent and referer are found in the headers of each line."""
+
+    @classmethod
+    def of(cls, line, doc):
+        """The layout of ``line`` (decoded: ``doc``), or False."""
+        request = doc.get('request')
+        if not isinstance(request, dict) or not isinstance(request.get('headers'), dict):
+            return False
+        address = 'client_ip' if 'client_ip' in request else 'remote_ip'
+        texts = [value for key, value in request.items() if key != 'headers']
+        if (json.dumps(doc, separators=(',', ':')).encode('utf-8') != line or not request.get(address)
+                or not all(isinstance(value, str) for value in texts) or 'method' not in request
+                or doc.get('ts').__class__ not in (int, float) or doc.get('status').__class__ is not int
+                or doc.get('size').__class__ is not int
+                or any(isinstance(value, (dict, list)) for key, value in doc.items() if key != 'request')):
+            return False
+        roles = {address: _VALUE_SOME, 'method': _VALUE_ANY, 'uri': _VALUE_ANY, 'proto': _VALUE_ANY}
+        inner = []
+        for key in request:
+            value = _CADDY_HEADERS if key == 'headers' else (
+                b'"(' + roles[key] + b')"' if key in roles else b'"[^"]*"')
+            inner.append(b'"' + re.escape(key.encode('ascii')) + b'":' + value)
+        parts = []
+        for key in doc:
+            value = {'ts': b'(-?(?:0|[1-9]\\d*)(?:\\.\\d+)?(?:[eE][-+]?\\d+)?)', 'status': b'(' + _INTEGER + b')',
+                     'size': b'(' + _INTEGER + b')', 'request': b'\\{' + b','.join(inner) + b'\\}'}.get(key, _SCALAR)
+            parts.append(b'"' + re.escape(key.encode('ascii')) + b'":' + value)
+        pattern = re.compile(b'\\{' + b','.join(parts) + b'\\}[ \\t\\r]*()$')
+        grouped = []        # the pattern's groups in order: the headers' five (the object, two pairs)
+        for key in doc:
+            if key == 'request':
+                for inner_key in request:
+                    grouped.extend(['headers', 'agent', 'referer', 'agent2', 'referer2'] if inner_key == 'headers' else
+                                   [inner_key] if inner_key in roles else [])
+            elif key in ('ts', 'status', 'size'):
+                grouped.append(key)
+        at = dict((key, grouped.index(key)) for key in grouped)
+        columns = [at[address], at['ts'], at['method'], at.get('uri', len(grouped))] + ([at['proto']] if 'proto' in at else []) + [
+            at['status'], at['size'], at['headers'], at['referer'], at['referer2'], at['agent'], at['agent2']]
+        proto = b'%s' if 'proto' in request else b'-'
+        return cls(pattern, itemgetter(*columns), b'%s - - [%s] "%s %s ' + proto + b'" %s %s "%s" "%s"', False)
+
+    def _rows(self, lines, slow):
+        """Layout's, the headers' five columns replaced by the referer ('' when none) and the
+        user agent, for a line with one of each header at most (the user agent there)."""
+        rows, lines = Layout._rows(self, lines, slow)
+        if not rows:
+            return rows, lines
+        headers, referers, referers2, agents, agents2 = list(zip(*map(itemgetter(-5, -4, -3, -2, -1), rows)))
+        referers = [a or b for a, b in zip(referers, referers2)]
+        agents = [a or b for a, b in zip(agents, agents2)]
+        usual = list(map(min, map(eq, map(bytes.count, headers, repeat(b'"User-Agent":')), repeat(1)), map(truth, agents),
+                         map(eq, map(bytes.count, headers, repeat(b'"Referer":')), map(truth, referers))))
+        if not all(usual):      # a header twice, with several values or none: decoded
+            slow.extend(compress(lines, map(not_, usual)))
+            rows, lines = list(compress(rows, usual)), list(compress(lines, usual))
+            agents, referers = list(compress(agents, usual)), list(compress(referers, usual))
+        columns = zip(map(_NO_REFERER.get, referers, referers), agents)
+        return list(map(add, map(itemgetter(slice(0, -5)), rows), columns)), lines
 
 
 _UNSHAPED = {}

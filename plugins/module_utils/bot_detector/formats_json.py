@@ -15,7 +15,7 @@ from itertools import compress, repeat
 from operator import itemgetter, not_
 
 from .formats import _ESCAPE_TEXT, Reader, text_field, twin
-from .formats_fast import LAYOUT_ROLES, Layout, TimeFilter, plain_twin, second_of, time_filter
+from .formats_fast import LAYOUT_ROLES, CaddyLayout, Layout, TimeFilter, plain_twin, second_of, time_filter
 
 __metaclass__ = type
 
@@ -251,10 +251,17 @@ class Caddy(JsonReader):
     an object with its headers."""
 
     name = 'caddy'
+    needs_head = True
 
     def __init__(self, settings):
         super(Caddy, self).__init__(settings)
         self.time_filter = TimeFilter('ts', 'epoch', flat=False)    # its request is an object
+        self.layout = None
+
+    def _learn(self, line):
+        doc = _decode(line)
+        if doc is not None:
+            self.layout = CaddyLayout.of(line, doc)
 
     def in_windows(self, lines, joined=None):
         """Lines whose epoch ``ts`` falls in an hour the tally counts, or that hold a stamp's
