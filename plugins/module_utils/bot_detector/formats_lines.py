@@ -129,8 +129,9 @@ class Haproxy(Reader):
 
 # A W3C line's date and time as IIS writes them, the first two fields (in_windows): its hour.
 _W3C_HOUR = re.compile(br'\n(\d{4}-\d{2}-\d{2} \d{2}):[0-5]\d:[0-5]\d ')      # after a newline: a fast search
-# The bytes a line's fields may hold as the combined format writes them (formats.escaped's
-# others): its twin is then made without escaping a field (W3C's and Haproxy's parse_all).
+# The bytes a W3C line's fields may hold as the combined format writes them (formats.escaped's
+# others): its twin is then made without escaping a field (W3C.parse_all; HAProxy's lines quote
+# the request, so Haproxy.parse_all takes plain_lines' bytes and looks for a quote elsewhere).
 _ESCAPE_FREE = PLAIN.replace(b'"', b'')
 _ABSENT_FIELD = {b'-': b''}     # cs-uri-query and cs-version: '-' when not logged
 _W3C_TWIN_FIELDS = (b'c-ip', b'cs-username', b'date', b'time', b'cs-method', b'cs-uri-stem', b'cs-uri-query',
