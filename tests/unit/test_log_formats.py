@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings as hsettings, strat
 import loggen
 import logformats
 from conftest import ROOT, Files, in_timezone, mask_dates, mask_duration, run_core, run_reference
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats, run
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats, formats_lines, run
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import Settings
 
 FIXTURES = ROOT / 'tests' / 'formats'
@@ -512,7 +512,8 @@ def test_w3c_fields_before_a_place_searched_back_block_by_block(tmp_path, monkey
         fd = handle.fileno()
         found = [formats_lines.fields_before(fd, at) for at in (0, content.index(b'1 2'), content.index(b'#Fields: c'),
                                                                 content.index(b'5 6'), content.index(b'8 9'))]
-    assert found == [None, {b'a': 0, b'b': 1}, {b'a': 0, b'b': 1}, {b'c': 0, b'd': 1, b'e': 2}, {b'c': 0, b'd': 1, b'e': 2}]
+    assert found == [None, {b'a': 0, b'b': 1, None: 2}, {b'a': 0, b'b': 1, None: 2}, {b'c': 0, b'd': 1, b'e': 2, None: 3},
+                     {b'c': 0, b'd': 1, b'e': 2, None: 3}]
 
 
 def test_a_time_no_clock_can_show_is_an_unparsed_line_not_a_failed_run(tmp_path, files):
@@ -740,7 +741,7 @@ def test_w3c_and_haproxy_lines_made_at_once_as_one_by_one(fmt, fields, kept, w3c
 
     def made(at_once):
         reader = formats.reader_class(fmt)(chosen)
-        reader.fields = dict((name, i) for i, name in enumerate(fields))
+        reader.fields = formats_lines.W3C._fields(b'#Fields: ' + b' '.join(fields))
         if at_once:
             twins = reader.parse_all(list(lines))
         else:
@@ -750,7 +751,7 @@ def test_w3c_and_haproxy_lines_made_at_once_as_one_by_one(fmt, fields, kept, w3c
 
     def counted(prefilter):
         reader = formats.reader_class(fmt)(chosen)
-        reader.fields = dict((name, i) for i, name in enumerate(fields))
+        reader.fields = formats_lines.W3C._fields(b'#Fields: ' + b' '.join(fields))
         if not prefilter:
             reader.in_windows = lambda lines, joined=None: lines
         counter = tally.Tally([w.stamp for w in hour_windows(NOW_EPOCH)], rules.LineFilter(chosen.job_prefixes, 'Google'),
@@ -772,7 +773,7 @@ def test_the_w3c_and_haproxy_property_test_counts_lines():
                       ('haproxy', _haproxy_line(('', ADDRESSES[0], 4, 'Nov', 'Mozilla/5.0', '{%s|jobs.example} ',
                                                  '"GET /job/1 HTTP/1.1"')))):
         reader = formats.reader_class(fmt)(Settings(log_format=fmt, haproxy_user_agent_capture=1))
-        reader.fields = dict((name, i) for i, name in enumerate(fields))
+        reader.fields = formats_lines.W3C._fields(b'#Fields: ' + b' '.join(fields))
         counter = tally.Tally([w.stamp for w in in_timezone('UTC', lambda: hour_windows(NOW_EPOCH))],
                               rules.LineFilter(Settings().job_prefixes, 'Google'), reader=reader)
         in_timezone('UTC', lambda: counter.chunk(line + b'\n', len(line)))
@@ -941,3 +942,77 @@ def test_the_caddy_layout_makes_the_twins_decoding_makes(lines, with_client_ip, 
         return sorted(fast.split(b'\n')) if fast else [], expected
     fast, expected = in_timezone(tz, made)
     assert fast == expected
+
+
+# ---------------------------------------------------------------- odd lines a hunt for cases that break the fast paths found
+
+_N = (b'{"remote_addr":"198.51.100.1","time_local":"21/Nov/2025:01:00:00 +0000","request":"GET /job/1 HTTP/1.1","status":"200",'
+      b'"body_bytes_sent":"5","http_referer":"","http_user_agent":"Mozilla"%s}\n')
+_M = (b'{"remote_addr":"198.51.100.1","msec":%s,"request":"GET /job/1 HTTP/1.1","status":"200","body_bytes_sent":"5",'
+      b'"http_referer":"","http_user_agent":"Mozilla"}\n')
+_ISO_LINE = (b'{"remote_addr":"198.51.100.1","time_iso8601":"%s","request":"GET /job/1 HTTP/1.1","status":"200",'
+             b'"body_bytes_sent":"5","http_referer":"","http_user_agent":"Mozilla"}\n')
+_TRAEFIK_LINE = (b'{"ClientHost":"198.51.100.1","StartLocal":"%s","RequestMethod":"GET","RequestPath":"/job/1",'
+                 b'"RequestProtocol":"HTTP/1.1","DownstreamStatus":200,"DownstreamContentSize":5,"request_User-Agent":"Mozilla"}\n')
+_CADDY_LINE = (b'{"level":"info","ts":%s,"request":{"remote_ip":"198.51.100.1","client_ip":"198.51.100.1","proto":"HTTP/1.1",'
+               b'"method":"GET","uri":"/job/1","headers":{"User-Agent":["Mozilla"]}},"size":5,"status":200}\n')
+_W3C_HEAD = b'#Fields: date time c-ip cs-method cs-uri-stem cs-uri-query cs(User-Agent) sc-status\n'
+_MISALIGNED = (b'{"remote_addr":"198.51.100.1","time_local":"21/Nov/2025:04:00:00 +0000","request":"GET /job/1 HTTP/1.1",'
+               b'"status":"200","body_bytes_sent":"5","http_referer":"a\nb/job/","http_user_agent":"Mozilla"},{}\n')
+
+
+@pytest.mark.parametrize('fmt, data, extra', [
+    ('nginx_json', _ISO_LINE % b'2025-11-21T01:00:00+00:00' + _ISO_LINE % b'2025-11-21T02:59:60+00:00', {}),     # leap second
+    ('traefik_json', _TRAEFIK_LINE % b'2025-11-21T01:00:00Z' + _TRAEFIK_LINE % b'2025-11-21T02:59:60Z', {}),
+    ('nginx_json', _M % b'"1763600000.000"' + _M % b'"1763693999.99999999"', {}),      # a fraction rounding up
+    ('nginx_json', _M % b'"1763600000.000"' + _M % b'1763693999.99999999', {}),
+    ('caddy', _CADDY_LINE % b'1763600000.5' + _CADDY_LINE % b'1763693999.99999999', {}),
+    ('nginx_json', _N % b'' + _N % b',"time_local":1763694000', {}),        # the time key twice, as JSON keeps the last
+    ('nginx_json', _N % b'' + _N % b',"time_local" :"21/Nov/2025:04:00:00 +0000"', {}),
+    ('nginx_json', _M % b'"1763600000.000"' + (_M % b'"1763600000.000"')[:-2] + b',"msec" :"1763694000.000"}\n', {}),
+    ('nginx_json', _M % b'"1763600000.000"' + (_M % b'"1763600000.000"')[:-2] + b',"time_local" :"21/Nov/2025:04:00:00 +0000"}\n', {}),
+    ('caddy', _CADDY_LINE % b'1763600000.5' + (_CADDY_LINE % b'1763600000.5')[:-2] + b',"ts" :1763694000.5}\n', {}),
+    ('nginx_json', _N % b'' + (_N % b'').replace(b'"Mozilla"', u'["\ue021/Nov/2025:04"]'.encode('utf-8')), {}),     # a list
+    ('traefik_json', _TRAEFIK_LINE % b'2025-11-21T01:00:00Z' + (_TRAEFIK_LINE % b'2025-11-21T01:00:00Z').replace(
+        b'"Mozilla"', u'["\ue021/Nov/2025:04"]'.encode('utf-8')), {}),
+    ('caddy', _CADDY_LINE % b'1763600000.5' + (_CADDY_LINE % b'1763600000.5').replace(
+        b'["Mozilla"]', u'[["\ue021/Nov/2025:04"]]'.encode('utf-8')), {}),
+    ('nginx_json', _N % b'' + json.dumps(dict(json.loads(_N % b''), time_local='21/Nov/2025:04:00:00 +0000'),
+                                         separators=(',', ':')).encode('utf-16-le') + b'\n', {}),       # UTF-16
+    ('nginx_json', (_N % b'').replace(b'01:00:00', b'04:00:00') + _MISALIGNED, {}),      # one array of lines: misread
+    ('w3c', _W3C_HEAD + b'2025-11-21 99999999999999999999:00:00 198.51.100.1 GET /job/1 - Mozilla 200\n', {}),
+    ('w3c', _W3C_HEAD + b'99999999999-11-21 04:00:00 198.51.100.1 GET /job/1 - Mozilla 200\n'
+     + b'2025-11-21 04:00:00 198.51.100.2 GET /job/1 - Mozilla 200\n', {}),
+    ('w3c', b'#Fields: date date time c-ip\n2025-11-21 2025-11-21 04:00:00\n2025-11-21 2025-11-21 04:00:00 198.51.100.1\n', {}),
+    ('w3c', _W3C_HEAD + b'2025-11-21 04:00:00 198.51.100.1 GET /jobs id=5 Mozilla 200\n', {'job_prefixes': ['GET /jobs?id=']}),
+])
+def test_odd_lines_found_by_a_hunt_count_as_parsing_every_line(fmt, data, extra):
+    """Each found by a hunt for cases that break the fast paths: the run counts as parsing
+    (or decoding) every line and counting its twin, in one chunk and a chunk per line, the
+    same unparsed lines both ways, and nothing raises."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    settings = Settings(log_format=fmt, **extra)
+
+    def counted(chunks):
+        reader = formats.reader_class(fmt)(settings)
+        reader = reader.bind(data[:formats.HEAD_BYTES]) if reader.needs_head else reader
+        counter = tally.Tally([w.stamp for w in hour_windows(NOW_EPOCH)], rules.LineFilter(settings.job_prefixes, 'Google'),
+                              reader=reader)
+        for chunk in chunks:
+            counter.chunk(chunk, chunk.rfind(b'\n'))
+        return counter.counters, reader.unparsed
+
+    def every():
+        reader = formats.reader_class(fmt)(settings)
+        reader = reader.bind(data[:formats.HEAD_BYTES]) if reader.needs_head else reader
+        twins = [reader.parse(line) for line in data.split(b'\n')[:-1] if not line.startswith(b'#')]
+        counter = tally.Tally([w.stamp for w in hour_windows(NOW_EPOCH)], rules.LineFilter(settings.job_prefixes, 'Google'))
+        counter.chunk(b'\n'.join(t if isinstance(t, bytes) else t.encode('utf-8', 'surrogateescape') for t in twins if t))
+        return counter.counters
+    whole = in_timezone('UTC', lambda: counted([data]))
+    lines = data.split(b'\n')[:-1]
+    head = 1 if fmt == 'w3c' else 0
+    by_line = in_timezone('UTC', lambda: counted([b'\n'.join(lines[:head + 1]) + b'\n'] + [line + b'\n' for line in lines[head + 1:]]))
+    assert whole == by_line
+    assert whole[0] == in_timezone('UTC', every)

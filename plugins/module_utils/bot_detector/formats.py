@@ -19,6 +19,7 @@ and W3C; vhost_combined and auto live here.
 
 from __future__ import absolute_import, division, print_function
 
+import json
 import os
 import re
 import time
@@ -70,7 +71,9 @@ def text_field(value):
     """A decoded (JSON) value as escaped text: '-' when absent or empty."""
     if value is None or value == '':
         return '-'
-    if not isinstance(value, str):
+    if isinstance(value, (list, dict)):     # as JSON: Python's repr would escape with any hex digits
+        value = json.dumps(value, ensure_ascii=False)
+    elif not isinstance(value, str):
         value = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)     # NaN: 'nan'
     if _ESCAPE_TEXT.search(value) is None:
         return value
@@ -139,14 +142,15 @@ class LocalTime:
         return '%s/%s/%s:%s %s' % (day, month, year, clock, zone)
 
 
-def needles_of(job_prefixes, json_escapes):
+def needles_of(job_prefixes, json_escapes, query_apart=False):
     """The texts a raw line must hold one of to have a twin that holds a job prefix: each
     prefix's path ('GET /job/' -> '/job/'), as the formats log the path apart from the
-    method. None (every line is decoded) when a prefix holds a character a format may
-    escape."""
+    method (with ``query_apart``, W3C, up to its '?'). None (every line is decoded) when a
+    prefix holds a character a format may escape."""
     found = []
     for prefix in job_prefixes:
         path = prefix.split(' ', 1)[1] if ' ' in prefix else prefix
+        path = path.split('?', 1)[0] if query_apart else path
         if not path or (json_escapes and _PLAIN_NEEDLE.match(path) is None) or not path.isascii():
             return None
         found.append(path.encode('ascii'))
@@ -181,6 +185,7 @@ class Reader:
     json = False
     needs_head = False          # bind(head) before reading (reader_for)
     contiguous_parts = False    # forked workers read one part each (w3c: a part's start searches back)
+    query_apart = False         # the URI's query logged apart from its path (w3c)
     # A line's own time is written as the combined format writes it: a line without the
     # text of a stamp or date the tally counts ('21/Nov/2026:04') cannot be counted (in_windows).
     # b'': every line's; a key: only in a line holding it, where nothing is escaped.
@@ -188,7 +193,7 @@ class Reader:
 
     def __init__(self, settings):
         self.settings = settings
-        self.needles = needles_of(settings.job_prefixes, self.json)
+        self.needles = needles_of(settings.job_prefixes, self.json, self.query_apart)
         self.clock = LocalTime()
         self.unparsed = 0
         self.example = None

@@ -105,8 +105,9 @@ class TimeFilter:
             self.finder = re.compile(head + br'"(\d{4}-\d{2}-\d{2}[T ]\d{2}):' + _MINUTE + br'(Z|[+-]\d{2}:?\d{2})"')
         else:
             self.finder = re.compile(head + br'"?(\d{1,9})\d{2}(?:\.\d*)?"?[,}]')
-        self.head, self.pattern_head = b'"' + key.encode('ascii') + b'":', head
-        self.before = [b'"' + k.encode('ascii') + b'":' for k in before]
+        # The key, counted and looked for as a name: JSON allows a blank before its colon.
+        self.head, self.pattern_head = b'"' + key.encode('ascii') + b'"', head
+        self.before = [b'"' + k.encode('ascii') + b'"' for k in before]
         self.flat = flat
         self._windows = (None, None)
         self.placed = {}
@@ -173,10 +174,10 @@ class TimeFilter:
         return found
 
     def _span(self, item):
-        """[start, end) epoch seconds of ``item``; None when it is no time."""
-        if self.kind != 'iso':
+        """[start, end) epoch seconds of the times ``item`` stands for; None when it is no time."""
+        if self.kind != 'iso':       # and a second more: a fraction may round up into it
             start = int(item) * 100
-            return start, start + 100
+            return start, start + 101
         hour, zone = item
         match = _ISO_HOUR.match(hour)
         if match is None:
@@ -186,7 +187,7 @@ class TimeFilter:
             return None
         offset = 0 if zone == b'Z' else (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60) * (-1 if zone[:1] == b'-' else 1)
         start = utc_seconds(year, month, day, hour, 0, 0) - offset
-        return start, start + 3600
+        return start, start + 3601      # a leap second, 59:60, is the next hour's first
 
 
 def instants_of(stamps):
@@ -395,17 +396,19 @@ class CaddyLayout(Layout):
 _UNSHAPED = {}
 
 
-def _unshaped(marker):      # ``marker`` not followed by a combined time and its closing quote
+def _unshaped(marker):
+    """A regex of the key of ``marker`` ('"time_local":"') not followed by its colon and a
+    combined time in quotes: a blank before the colon, another type of value, its name a value."""
     if marker not in _UNSHAPED:
-        _UNSHAPED[marker] = re.compile(re.escape(marker) + b'(?!' + _CLF_BYTES + b'")')
+        _UNSHAPED[marker] = re.compile(re.escape(marker[:-2]) + b'(?!:"' + _CLF_BYTES + b'")')
     return _UNSHAPED[marker]
 
 
 def all_dated_by(marker, lines, joined=None, braced=None):
     """Whether dated_by holds for every line of ``lines`` (none holding a date of the
     windows), told by passes over them joined (a chunk of other hours: most of a day's log):
-    no escape anywhere, one '{' each, its first byte, ``marker`` in each, and every ``marker``
-    followed by a time as the combined format writes it. False: some line may not be
+    no escape anywhere, one '{' each, its first byte, ``marker`` in each, and its key nowhere
+    but before a time as the combined format writes it. False: some line may not be
     (dated_by tells which)."""
     if joined is None:
         joined = b'\n'.join(lines)
@@ -417,8 +420,8 @@ def all_dated_by(marker, lines, joined=None, braced=None):
 
 def dated_by(marker, lines):
     """Whether each line's time is surely a time after ``marker`` (a JSON key) as the combined
-    format writes it: no escape, no nested object, the key there, and after each time it is
-    (the line's is the last: none holds a date of the windows, so none can count)."""
+    format writes it: no escape, no nested object, the key there, and each time it is, before
+    such a time (the line's is the last: none holds a date of the windows, so none can count)."""
     unshaped = _unshaped(marker)
     return list(map(all, zip(map(not_, map(contains, lines, repeat(b'\\'))), map(contains, lines, repeat(marker)),
                              map(not_, map(unshaped.search, lines)),

@@ -40,31 +40,27 @@ _ABSENT = '\x00absent'       # a key no log has: a plan's stand-in for a role th
 
 
 def _decode(line):
+    """The object of one line, or None. UTF-8 (a BOM allowed), as the job paths' pass reads it:
+    json.loads of bytes would also take UTF-16 and UTF-32."""
     try:
-        doc = json.loads(line)
+        doc = json.loads(line.decode('utf-8-sig'))
     except ValueError:
         return None
     return doc if isinstance(doc, dict) else None
 
 
 def decode_all(lines):
-    """Each line's object, or None: all in one json.loads of them as one array (the parser's
-    per-call cost once per chunk), or line by line when that fails (a line that is not
-    JSON, or not one value)."""
-    if not lines:
-        return []
-    try:
-        docs = json.loads(b'[' + b','.join(lines) + b']')
-    except ValueError:
-        docs = None
-    if docs is None or len(docs) != len(lines):
-        docs = list(map(_decode, lines))
-    return [doc if isinstance(doc, dict) else None for doc in docs]
+    """Each line's object, or None, line by line: one array of the lines joined could pair
+    values with other lines (a line ending in an open array, another holding two values)."""
+    return list(map(_decode, lines))
 
 
 class JsonReader(Reader):
     json = True
-    layout = False      # formats_fast.Layout of the log's lines (False: none; None: not yet learnt)
+    needs_head = True   # bind: the layout learnt from the log's start
+    layout = None       # formats_fast.Layout of the log's lines (False: none; None: not yet learnt)
+    layout_of = None    # the format's Layout of a line and its doc (None: every line decoded)
+    time_filter = None  # formats_fast.TimeFilter of the log's time key
 
     def bind(self, head):
         """This reader, with the layout (and nginx_json's time key) of the first line of ``head``
@@ -120,7 +116,16 @@ class JsonReader(Reader):
 
     def _learn(self, line):
         """The layout of ``line`` (False: none)."""
-        self.layout = False
+        doc = _decode(line)
+        if doc is not None:
+            self.layout = self.layout_of(line, doc) if self.layout_of else False
+
+    def in_windows(self, lines, joined=None):
+        """Lines whose time (its key's, a TimeFilter's) is in a counted hour, or that hold a
+        stamp's probe, or whose time this cannot read: the others cannot count."""
+        if self.time_filter is not None:
+            return self.time_filter.keep(lines, self.stamps, joined, self.braced)
+        return Reader.in_windows(self, lines, joined)
 
     def parse(self, line):
         doc = _decode(line)
@@ -179,7 +184,6 @@ class NginxJson(JsonReader):
     """nginx ``log_format ... escape=json`` (or any JSON object per line)."""
 
     name = 'nginx_json'
-    needs_head = True
 
     def __init__(self, settings):
         super(NginxJson, self).__init__(settings)
@@ -190,13 +194,6 @@ class NginxJson(JsonReader):
         self.plans = {}
         if keys['time'][0] == 'time_local':
             self.date_marker = b'"time_local":"'
-        self.layout = None          # not yet learnt (JsonReader.bind, or the first lines read)
-        self.time_filter = None     # formats_fast.TimeFilter of the time key the log's lines use
-
-    def in_windows(self, lines, joined=None):
-        if self.time_filter is not None:
-            return self.time_filter.keep(lines, self.stamps, joined, self.braced)
-        return JsonReader.in_windows(self, lines, joined)
 
     def _learn(self, line):
         """The layout of ``line`` (formats_fast.Layout; False: none) and the time filter
@@ -241,8 +238,8 @@ class NginxJson(JsonReader):
 
 def _header(headers, name):
     values = headers.get(name) if isinstance(headers, dict) else None
-    if isinstance(values, list):
-        return ', '.join(str(v) for v in values) if values else None
+    if isinstance(values, list):        # a value not text as JSON (formats.text_field's reason)
+        return ', '.join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in values) if values else None
     return values
 
 
@@ -251,22 +248,11 @@ class Caddy(JsonReader):
     an object with its headers."""
 
     name = 'caddy'
-    needs_head = True
+    layout_of = CaddyLayout.of
 
     def __init__(self, settings):
         super(Caddy, self).__init__(settings)
         self.time_filter = TimeFilter('ts', 'epoch', flat=False)    # its request is an object
-        self.layout = None
-
-    def _learn(self, line):
-        doc = _decode(line)
-        if doc is not None:
-            self.layout = CaddyLayout.of(line, doc)
-
-    def in_windows(self, lines, joined=None):
-        """Lines whose epoch ``ts`` falls in an hour the tally counts, or that hold a stamp's
-        text (a referer may), or whose ``ts`` this cannot read: the others cannot count."""
-        return self.time_filter.keep(lines, self.stamps, joined)
 
     def twin_of(self, doc):
         if not isinstance(doc.get('request'), dict):
@@ -297,21 +283,11 @@ class TraefikJson(JsonReader):
     """Traefik's access log with ``format: json`` (headers kept as request_<Name>)."""
 
     name = 'traefik_json'
-    needs_head = True
+    layout_of = Layout.of_traefik
 
     def __init__(self, settings):
         super(TraefikJson, self).__init__(settings)
-        self.time_filter = TimeFilter('StartLocal', 'iso')
-        self.layout = None
-
-    def _learn(self, line):
-        doc = _decode(line)
-        if doc is not None:
-            self.layout = Layout.of_traefik(line, doc)
-
-    def in_windows(self, lines, joined=None):
-        """Lines whose StartLocal (the time the twin takes first) is in no counted hour: out."""
-        return self.time_filter.keep(lines, self.stamps, joined)
+        self.time_filter = TimeFilter('StartLocal', 'iso')      # the time the twin takes first
 
     def twin_of(self, doc):
         when = self.when(doc.get('StartLocal'))

@@ -145,6 +145,7 @@ class W3C(Reader):
     name = 'w3c'
     needs_head = True
     contiguous_parts = True
+    query_apart = True
 
     def __init__(self, settings):
         super(W3C, self).__init__(settings)
@@ -172,7 +173,11 @@ class W3C(Reader):
 
     @staticmethod
     def _fields(line):
-        return dict((name, i) for i, name in enumerate(line[len(b'#Fields:'):].split()))
+        """{field name: its column (the last, a name given twice)}, and under None the count of columns."""
+        names = line[len(b'#Fields:'):].split()
+        fields = dict((name, i) for i, name in enumerate(names))
+        fields[None] = len(names)
+        return fields
 
     def translate(self, buf, limit):
         chunk = buf[:limit] if limit is not None and limit < len(buf) else buf
@@ -236,9 +241,9 @@ class W3C(Reader):
             lines = (joined + b'\n').replace(b'\r\n', b'\n')[:-1].split(b'\n')
         if fields is None or not lines:
             return Reader.parse_all(self, lines)
-        lines, others = plain_lines(lines, _ESCAPE_FREE)      # a field to escape: those lines one by one
-        twins = Reader.parse_all(self, others)
-        count = len(fields)
+        lines, others = plain_lines(list(compress(lines, map(bytes.strip, lines))), _ESCAPE_FREE)   # blank: none
+        twins = Reader.parse_all(self, others)      # a field to escape: those lines one by one
+        count = fields[None]
         rows = list(map(bytes.split, map(add, lines, repeat(b' -')), repeat(b' ')))     # '-': a field not logged
         shaped = list(map(eq, map(len, rows), repeat(count + 1)))
         if not all(shaped):
@@ -271,7 +276,7 @@ class W3C(Reader):
             year, month, day = date.split(b'-')
             hour, minute, second = clock.split(b':')
             return self.clock.utc_fields(int(year), int(month), int(day), int(hour), int(minute), int(second[:2])).encode('ascii')
-        except ValueError:
+        except (ValueError, OverflowError, OSError):    # OSError: a year no clock shows
             return None
 
     def parse(self, line):
@@ -279,7 +284,7 @@ class W3C(Reader):
         if fields is None:
             return None
         values = line.rstrip(b'\r').split(b' ')
-        if len(values) != len(fields):
+        if len(values) != fields[None]:
             return None
 
         def get(name):
