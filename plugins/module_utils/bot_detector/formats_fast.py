@@ -25,8 +25,9 @@ from .logfile import utc_seconds
 
 __metaclass__ = type
 
-# Minutes and seconds LocalTime.iso8601 reads (a time it refuses is kept: another key may tell).
-_MINUTE = br'[0-5]\d:(?:[0-5]\d|60)(?:[.,]\d+)?'
+# Minutes and seconds of an hour's times LocalTime.iso8601 reads; a leap second (:60, the next
+# minute's first) is not matched, so its line is kept (the tally decides).
+_MINUTE = br'[0-5]\d:[0-5]\d(?:[.,]\d+)?'
 _ISO_HOUR = re.compile(br'(\d{4})-(\d{2})-(\d{2})[T ](\d{2})$')
 # Printable ASCII but backslash, and the newline that joins lines: the bytes a fast
 # layout's values may hold as the combined format writes them (formats.escaped's others).
@@ -187,7 +188,7 @@ class TimeFilter:
             return None
         offset = 0 if zone == b'Z' else (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60) * (-1 if zone[:1] == b'-' else 1)
         start = utc_seconds(year, month, day, hour, 0, 0) - offset
-        return start, start + 3601      # a leap second, 59:60, is the next hour's first
+        return start, start + 3600
 
 
 def instants_of(stamps):
