@@ -2,14 +2,15 @@
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fast paths of the JSON formats (issue 27): the lines of a chunk whose own time lies
-in no hour the tally counts, left out before any of them is decoded (TimeFilter), and the
-lines of an nginx JSON log's usual layout turned into twins without decoding them (Layout).
+in no hour the tally counts, left out before any of them is decoded (TimeFilter; for nginx's
+$time_local, all_dated_by and dated_by), and the lines of a log's usual layout turned into
+twins without decoding them (Layout: nginx JSON's, Traefik's; CaddyLayout).
 
 A line's time is read by one regex over the chunk's lines joined (``TimeFilter.finder``):
 only its distinct values, an hour of ISO-8601 text with its zone or a hundred seconds of
 an epoch (a few per chunk), are placed in time. When one of them meets no window, the
 lines holding it are left out by C-level passes, unless the line could still count or be
-read otherwise: it holds a backslash (an escape), a stamp's text (a referer may), its time
+read otherwise: it holds a backslash (an escape), a stamp's probe (a referer may), its time
 key more than once, a time key that comes first (``before``), or (``flat``) a nested
 object. Such lines are kept: the tally decides on them, as on every other line."""
 

@@ -5,8 +5,9 @@
 ``log_json_fields``), Caddy's access log and Traefik's JSON access log; and the trusted
 proxies whose X-Forwarded-For names the client.
 
-Only the lines formats.Reader.candidates keeps are decoded (json.loads, in C); the rest
-are only checked to start with '{'."""
+Only the lines formats.Reader.candidates keeps are read: those of the log's usual layout
+(formats_fast) by one regex, the others decoded (json.loads, in C); the rest are only checked
+to start with '{'."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -75,8 +76,8 @@ class JsonReader(Reader):
 
     def translate(self, buf, limit):
         """The twins of the lines that may count: those of the log's usual layout
-        (formats_fast.Layout, nginx_json's and traefik_json's) matched by one regex and made
-        without decoding them, the rest decoded (json.loads of them as one array)."""
+        (formats_fast.Layout, CaddyLayout) matched by one regex and made without decoding
+        them, the rest decoded one by one."""
         layout = self.layout if self.proxies is None else False        # X-Forwarded-For: decoded
         region = buf[:limit] if limit is not None and limit < len(buf) else buf
         lines = region.split(b'\n')
