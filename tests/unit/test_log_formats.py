@@ -907,15 +907,19 @@ CADDY_VALUES = st.sampled_from(['"x"', '""', '0', '200', '-0', '0200', '1.5', '1
                                 '{"a": 1}', '"caf\u00e9"', '"q\\"x"'])
 
 
-CADDY_CHANGED = st.sampled_from(['ts', 'status', 'size', 'level', 'client_ip', 'remote_ip', 'method', 'uri', 'proto', 'host'])
+CADDY_CHANGED = st.sampled_from(['ts', 'status', 'size', 'level', 'client_ip', 'remote_ip', 'method', 'uri', 'proto', 'host', 'tls',
+                                 'resp_headers'])
 
 
 @hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(CADDY_HEADERS, st.dictionaries(CADDY_CHANGED, CADDY_VALUES, max_size=2)), min_size=1, max_size=15),
-       st.booleans(), st.sampled_from(['UTC', 'Europe/Berlin']))
+       st.booleans(), st.booleans(), st.sampled_from(['UTC', 'Europe/Berlin']))
 @example([([('User-Agent', '["a"]')], {'ts': '0200'}), ([('User-Agent', '["a"]')], {'status': '0200'}),
-          ([('User-Agent', '["a"]'), ('User-Agent', '["curl/8"]')], {})], True, 'UTC')
-def test_the_caddy_layout_makes_the_twins_decoding_makes(lines, with_client_ip, tz):
+          ([('User-Agent', '["a"]'), ('User-Agent', '["curl/8"]')], {})], True, True, 'UTC')
+@example([([('User-Agent', '["a"]')], {'tls': '{"a": [1]}'}), ([('User-Agent', '["a"]')], {'resp_headers': '{"X": [1]}'}),
+          ([('User-Agent', '["a"]')], {'resp_headers': '{"X": 0200}'}), ([('User-Agent', '["a"]')], {'tls': '{"a":0200}'})],
+         True, True, 'UTC')
+def test_the_caddy_layout_makes_the_twins_decoding_makes(lines, with_client_ip, with_objects, tz):
     """Caddy's layout (formats_fast.CaddyLayout, learnt from the log's first line) makes, for
     each line it matches, the twin that decoding makes: headers in any order, twice, with
     several values or none, other types and number forms; the others are left to decoding."""
@@ -924,10 +928,14 @@ def test_the_caddy_layout_makes_the_twins_decoding_makes(lines, with_client_ip, 
     def render(headers, changes):
         values = ['198.51.100.7', '41342'] + (['203.0.113.9'] if with_client_ip else []) + ['HTTP/1.1', 'GET', 'jobs.example', '/job/1']
         request = dict((k, '"%s"' % v) for k, v in zip(request_keys, values))
+        if with_objects:    # as Caddy logs HTTPS requests and its response headers
+            request['tls'] = '{"resumed":false,"version":772,"cipher_suite":4865,"proto":"h2","server_name":"jobs.example"}'
         request.update((k, v) for k, v in changes.items() if k in request)
         request['headers'] = '{%s}' % ','.join('"%s":%s' % h for h in headers)
         top = {'level': '"info"', 'ts': '1795234000.5', 'logger': '"http.log.access"',
                'request': '{%s}' % ','.join('"%s":%s' % item for item in request.items()), 'size': '5', 'status': '200'}
+        if with_objects:
+            top['resp_headers'] = '{"Server":["Caddy"],"Content-Type":["text/html; charset=utf-8"]}'
         top.update((k, v) for k, v in changes.items() if k in top and k != 'request')
         return ('{%s}' % ','.join('"%s":%s' % item for item in top.items())).encode('utf-8')
     first = render([('User-Agent', '["Mozilla/5.0"]'), ('Accept', '["*/*"]')], {})

@@ -329,6 +329,21 @@ _CADDY_HEADER = (b'(?:"User-Agent":\\["([^"]+)"\\]|"Referer":\\["([^"]+)"\\]|'
                  b'"[^"]*":\\[(?:"[^"]*"(?:,"[^"]*")*)?\\])')
 _CADDY_HEADERS = b'\\{((?:' + _CADDY_HEADER + b'(?:,' + _CADDY_HEADER + b')*)?)\\}'
 _NO_REFERER = {None: b''}
+# Another key's object in Caddy's line: headers (``resp_headers``), or scalars only (``tls``).
+_ANY_HEADERS = b'\\{(?:"[^"]*":\\[(?:"[^"]*"(?:,"[^"]*")*)?\\](?:,"[^"]*":\\[(?:"[^"]*"(?:,"[^"]*")*)?\\])*)?\\}'
+_FLAT_OBJECT = b'\\{(?:"[^"]*":' + _SCALAR + b'(?:,"[^"]*":' + _SCALAR + b')*)?\\}'
+
+
+def _other_value(value):
+    """The pattern of a value of Caddy's line that its twin does not take (JSON as Caddy writes
+    it): a scalar, a headers object, an object of scalars; None for another."""
+    if isinstance(value, dict):
+        if all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in value.values()):
+            return _ANY_HEADERS
+        if not any(isinstance(v, (dict, list)) for v in value.values()):
+            return _FLAT_OBJECT
+        return None
+    return None if isinstance(value, list) else _SCALAR
 
 
 class CaddyLayout(Layout):
@@ -343,24 +358,24 @@ class CaddyLayout(Layout):
         if not isinstance(request, dict) or not isinstance(request.get('headers'), dict):
             return False
         address = 'client_ip' if 'client_ip' in request else 'remote_ip'
-        texts = [value for key, value in request.items() if key != 'headers']
+        roles = {address: _VALUE_SOME, 'method': _VALUE_ANY, 'uri': _VALUE_ANY, 'proto': _VALUE_ANY}
         if (json.dumps(doc, separators=(',', ':')).encode('utf-8') != line or not request.get(address)
-                or not all(isinstance(value, str) for value in texts) or 'method' not in request
+                or not all(isinstance(request.get(key, ''), str) for key in roles) or 'method' not in request
                 or doc.get('ts').__class__ not in (int, float) or doc.get('status').__class__ is not int
                 or doc.get('size').__class__ is not int
-                or any(isinstance(value, (dict, list)) for key, value in doc.items() if key != 'request')):
+                or any(_other_value(value) is None for key, value in request.items() if key != 'headers')
+                or any(_other_value(value) is None for key, value in doc.items() if key != 'request')):
             return False
-        roles = {address: _VALUE_SOME, 'method': _VALUE_ANY, 'uri': _VALUE_ANY, 'proto': _VALUE_ANY}
         inner = []
-        for key in request:
+        for key, item in request.items():
             value = _CADDY_HEADERS if key == 'headers' else (
-                b'"(' + roles[key] + b')"' if key in roles else b'"[^"]*"')
+                b'"(' + roles[key] + b')"' if key in roles else _other_value(item))
             inner.append(b'"' + re.escape(key.encode('ascii')) + b'":' + value)
         parts = []
-        for key in doc:
+        for key, item in doc.items():
             value = {'ts': b'(-?(?:0|[1-9]\\d*)(?:\\.\\d+)?(?:[eE][-+]?\\d+)?)', 'status': b'(' + _INTEGER + b')',
-                     'size': b'(' + _INTEGER + b')', 'request': b'\\{' + b','.join(inner) + b'\\}'}.get(key, _SCALAR)
-            parts.append(b'"' + re.escape(key.encode('ascii')) + b'":' + value)
+                     'size': b'(' + _INTEGER + b')', 'request': b'\\{' + b','.join(inner) + b'\\}'}.get(key)
+            parts.append(b'"' + re.escape(key.encode('ascii')) + b'":' + (value or _other_value(item)))
         pattern = re.compile(b'\\{' + b','.join(parts) + b'\\}[ \\t\\r]*()$')
         grouped = []        # the pattern's groups in order: the headers' five (the object, two pairs)
         for key in doc:
