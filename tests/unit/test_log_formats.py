@@ -580,7 +580,7 @@ def test_the_json_time_filter_keeps_every_line_of_the_windows_across_dst_nights(
 
 # ---------------------------------------------------------------- property: a chunk of other hours, nginx_json's $time_local
 
-OTHER_HOURS_ODD = st.sampled_from(['plain', 'plain', 'other_key_in_window', 'msec_in_window', 'twice', 'nested', 'escaped',
+OTHER_HOURS_ODD = st.sampled_from(['plain', 'plain', 'other_key_in_window', 'msec_in_window', 'twice', 'twice_in_window', 'nested', 'escaped',
                                    'number', 'spaces', 'bad_time', 'no_time', 'blank', 'not_json', 'brace_in_value',
                                    'marker_in_value', 'escaped_key', 'no_brace', 'twice_no_address', 'escape_makes_stamp'])
 
@@ -623,6 +623,9 @@ def _other_hours_line(address, hour, minute, agent, odd, form='clf'):
     text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'), ensure_ascii=odd != 'escape_makes_stamp')
     if odd in ('twice', 'twice_no_address'):
         text = text[:-1] + ',"%s":"%s"}' % (key, time.strftime(written, time.gmtime(midnight + (hour + 1) % 3 * 3600)))
+    elif odd == 'twice_in_window':  # the key again, the one decoding keeps: a time in the windows in another form
+        text = text[:-1] + ',"%s":%s}' % (key, json.dumps(time.strftime('%Y-%m-%dT%H:%M:%S+00:00' if form == 'clf' else
+                                                                         '%d/%b/%Y:%H:%M:%S +0000', time.gmtime(inside))))
     elif odd == 'escaped':        # the windows' time, escaped (a JSON writer may): no date as text
         text = text.replace(json.dumps(outside)[1:-1], escaped_inside)
     elif odd == 'escaped_key':    # a second time key, its name escaped: the one decoding keeps
@@ -643,6 +646,8 @@ def _other_hours_line(address, hour, minute, agent, odd, form='clf'):
 @example([(ADDRESSES[0], 1, 5, AGENTS[0], 'escaped_key'), (ADDRESSES[1], 2, 6, AGENTS[0], 'plain')], 'clf', 'UTC')
 @example([(ADDRESSES[0], 1, 5, AGENTS[0], 'nested'), (ADDRESSES[1], 2, 6, AGENTS[0], 'plain')], 'iso', 'UTC')
 @example([(ADDRESSES[0], 1, 5, AGENTS[0], 'twice_no_address')], 'clf', 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'plain'), (ADDRESSES[1], 2, 6, AGENTS[0], 'nested')], 'clf', 'UTC')
+@example([(ADDRESSES[0], 1, 5, AGENTS[0], 'twice_in_window'), (ADDRESSES[1], 2, 6, AGENTS[0], 'plain')], 'clf', 'UTC')
 @example([(ADDRESSES[0], 1, 5, AGENTS[0], 'escape_makes_stamp')], 'clf', 'UTC')
 @example([(ADDRESSES[0], 1, 5, AGENTS[0], 'escape_makes_stamp')], 'iso', 'UTC')
 def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines, form, tz):
@@ -681,6 +686,31 @@ def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines,
     fast, unparsed, every = in_timezone(tz, lambda: counted(True))
     assert (fast, unparsed) == in_timezone(tz, lambda: counted(False))[:2]
     assert fast == every
+
+
+
+def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by_its_key():
+    """formats_fast.all_dated_by, the passes over a chunk as it is: True for lines of the usual
+    shape, whatever follows ``end`` (the chunk is left out with no line split off), and with
+    an odd line anywhere among them True only where formats_fast.dated_by holds for each line."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_fast
+    marker = b'"time_local":"'
+    plain = [_other_hours_line(ADDRESSES[i % 3], i % 3, i, AGENTS[i % 2], 'plain') for i in range(5)]
+    text = b'\n'.join(plain)
+    for tail in (b'', b'\n', b'\n{"remote_addr":"1.2.3.4","time_local":"2026-11-21T04:00:00+00:00', b'\nx\\{{'):
+        assert formats_fast.all_dated_by(marker, text + tail, len(text))
+    odd_kinds = [k for k in OTHER_HOURS_ODD.elements if k != 'plain']
+    taken = set()
+    for kind in odd_kinds:
+        for at in range(len(plain) + 1):
+            lines = plain[:at] + [_other_hours_line(ADDRESSES[0], 1, 30, AGENTS[0], kind)] + plain[at:]
+            text = b'\n'.join(lines)
+            if formats_fast.all_dated_by(marker, text, len(text)):
+                assert all(formats_fast.dated_by(marker, lines)), (kind, at)
+                taken.add(kind)
+    # Each other odd line sends the chunk line by line; this one is dated by its key (the stamp its
+    # referer spells is the probes' to find: Reader.dates_in).
+    assert taken == set(['escape_makes_stamp'])
 
 
 # ---------------------------------------------------------------- property: W3C and HAProxy lines made at once, as one by one

@@ -201,7 +201,7 @@ class Reader:
         self.times = {}             # JSON formats: time values read, and their combined text
         self.stamps = None          # the stamps the tally counts (Tally.chunk sets them)
         self.braced = None          # JSON formats: the chunk, when each of its lines starts with '{'
-        self.dated = (None, None)   # (the chunk last asked, dates_in's answer)
+        self.dated = (None, None, None)     # (the chunk last asked, its end, dates_in's answer)
         if settings.trusted_proxies and self.json:
             from .formats_json import TrustedProxies
             self.proxies = TrustedProxies(settings.trusted_proxies)
@@ -263,20 +263,22 @@ class Reader:
         else:
             undated, kept = list(compress(lines, map(not_, dated))), list(compress(lines, dated))
         from . import formats_fast      # JSON formats only (and a cycle at the top)
-        if not formats_fast.all_dated_by(marker, undated, joined if dated is None else None, self.braced):
+        text = joined if dated is None else b'\n'.join(undated)
+        if not formats_fast.all_dated_by(marker, text, len(text)):
             kept.extend(compress(undated, map(not_, formats_fast.dated_by(marker, undated))))
         return kept
 
-    def dates_in(self, joined):
-        """The probes (``probe``) of the tally's stamps in ``joined`` (none in a chunk of other
-        hours): of the stamps, or for more than 3 (an incremental run's day of hours) their dates."""
+    def dates_in(self, joined, end=None):
+        """The probes (``probe``) of the tally's stamps in ``joined[:end]`` (none in a chunk of
+        other hours): of the stamps, or for more than 3 (an incremental run's day of hours) their dates."""
         stamps = self.stamps
         if not stamps:
             return []
-        if self.dated[0] is not joined:     # asked again of the same chunk: the same answer
+        end = len(joined) if end is None else end
+        if self.dated[0] is not joined or self.dated[1] != end:     # asked again of the same chunk: the same answer
             dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
-            self.dated = (joined, [date for date in sorted(set(map(probe, dates))) if date in joined])
-        return self.dated[1]
+            self.dated = (joined, end, [date for date in sorted(set(map(probe, dates))) if joined.find(date, 0, end) != -1])
+        return self.dated[2]
 
     def _with_needles(self, lines):
         """The lines holding a needle; in JSON, also those holding an escape, which may spell one."""

@@ -16,6 +16,7 @@ from itertools import compress, repeat
 from operator import itemgetter, not_
 
 from .formats import _ESCAPE_TEXT, Reader, text_field, twin
+from . import formats_fast
 from .formats_fast import LAYOUT_ROLES, CaddyLayout, Layout, TimeFilter, plain_twin, second_of, time_filter
 
 __metaclass__ = type
@@ -79,6 +80,12 @@ class JsonReader(Reader):
         (formats_fast.Layout, CaddyLayout) matched by one regex and made without decoding
         them, the rest decoded one by one."""
         layout = self.layout if self.proxies is None else False        # X-Forwarded-For: decoded
+        end = len(buf) if limit is None else min(limit, len(buf))
+        if self.date_marker and self.stamps and not self.dates_in(buf, end) and formats_fast.all_dated_by(self.date_marker, buf, end):
+            # A chunk of other hours (most of a day's log), each line's time its $time_local:
+            # none can count, and none is unparsed (each starts with '{'). No line is split off.
+            newline = buf.find(b'\n', 0, end)
+            return b'', self.parse(buf[:end if newline == -1 else newline]) is not None
         region = buf[:limit] if limit is not None and limit < len(buf) else buf
         lines = region.split(b'\n')
         self.braced_chunk(region, lines)
