@@ -624,8 +624,8 @@ def _other_hours_line(address, hour, minute, agent, odd, form='clf'):
     if odd in ('twice', 'twice_no_address'):
         text = text[:-1] + ',"%s":"%s"}' % (key, time.strftime(written, time.gmtime(midnight + (hour + 1) % 3 * 3600)))
     elif odd == 'twice_in_window':  # the key again, the one decoding keeps: a time in the windows in another form
-        text = text[:-1] + ',"%s":%s}' % (key, json.dumps(time.strftime('%Y-%m-%dT%H:%M:%S+00:00' if form == 'clf' else
-                                                                         '%d/%b/%Y:%H:%M:%S +0000', time.gmtime(inside))))
+        other_form = '%Y-%m-%dT%H:%M:%S+00:00' if form == 'clf' else '%d/%b/%Y:%H:%M:%S +0000'
+        text = text[:-1] + ',"%s":%s}' % (key, json.dumps(time.strftime(other_form, time.gmtime(inside))))
     elif odd == 'escaped':        # the windows' time, escaped (a JSON writer may): no date as text
         text = text.replace(json.dumps(outside)[1:-1], escaped_inside)
     elif odd == 'escaped_key':    # a second time key, its name escaped: the one decoding keeps
@@ -686,7 +686,6 @@ def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines,
     fast, unparsed, every = in_timezone(tz, lambda: counted(True))
     assert (fast, unparsed) == in_timezone(tz, lambda: counted(False))[:2]
     assert fast == every
-
 
 
 def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by_its_key():
@@ -875,7 +874,7 @@ LAYOUT_VALUES = st.sampled_from(['"a"', '""', '"GET"', '"/job/1"', '"x y"', '200
 @hsettings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(['nginx_json', 'traefik_json']), st.integers(0, 1), st.data(), st.sampled_from(['UTC', 'Asia/Kolkata']))
 def test_the_json_layouts_make_the_twins_decoding_makes(fmt, spaces, data, tz):
-    """nginx_json's and traefik_json's layout (formats_fast.Layout, learnt from the log's
+    """nginx_json's and traefik_json's layout (formats_layout.Layout, learnt from the log's
     first line) makes, for each line it matches, the twin that decoding the line makes
     (JSON's number forms, types, escapes, empty values, missing or added keys, blanks); the
     lines it does not match are left to decoding."""
@@ -896,7 +895,11 @@ def test_the_json_layouts_make_the_twins_decoding_makes(fmt, spaces, data, tz):
 
     def render(values):
         return ('{' + sep[0].join('"%s"%s%s' % (k, sep[1], v) for k, v in values.items()) + '}').encode('utf-8')
-    lines = [render(base)] + [render(dict(base, **change)) for change in changes]
+    # Text around a line: before its '{' it is no JSON (x), or a blank JSON allows; after it, the same.
+    frames = data.draw(st.lists(st.sampled_from([('', ''), ('', ''), ('x', ''), (' ', ''), ('', 'x'), ('', ' \r')]),
+                                min_size=len(changes), max_size=len(changes)))
+    lines = [render(base)] + [b'%s%s%s' % (before.encode(), render(dict(base, **change)), after.encode())
+                              for change, (before, after) in zip(changes, frames)]
 
     def made():
         reader = formats.reader_class(fmt)(Settings(log_format=fmt)).bind(lines[0])
@@ -950,7 +953,7 @@ CADDY_CHANGED = st.sampled_from(['ts', 'status', 'size', 'level', 'client_ip', '
           ([('User-Agent', '["a"]')], {'resp_headers': '{"X": 0200}'}), ([('User-Agent', '["a"]')], {'tls': '{"a":0200}'})],
          True, True, 'UTC')
 def test_the_caddy_layout_makes_the_twins_decoding_makes(lines, with_client_ip, with_objects, tz):
-    """Caddy's layout (formats_fast.CaddyLayout, learnt from the log's first line) makes, for
+    """Caddy's layout (formats_layout.CaddyLayout, learnt from the log's first line) makes, for
     each line it matches, the twin that decoding makes: headers in any order, twice, with
     several values or none, other types and number forms; the others are left to decoding."""
     request_keys = ['remote_ip', 'remote_port'] + (['client_ip'] if with_client_ip else []) + ['proto', 'method', 'host', 'uri']

@@ -268,17 +268,27 @@ class Reader:
             kept.extend(compress(undated, map(not_, formats_fast.dated_by(marker, undated))))
         return kept
 
-    def dates_in(self, joined, end=None):
+    def dates_in(self, joined, end=None, first=False):
         """The probes (``probe``) of the tally's stamps in ``joined[:end]`` (none in a chunk of
-        other hours): of the stamps, or for more than 3 (an incremental run's day of hours) their dates."""
+        other hours): of the stamps, or for more than 3 (an incremental run's day of hours) their
+        dates. With ``first``, only the first found (a chunk of the windows' hours is then not
+        searched to its end for the others)."""
         stamps = self.stamps
         if not stamps:
             return []
         end = len(joined) if end is None else end
-        if self.dated[0] is not joined or self.dated[1] != end:     # asked again of the same chunk: the same answer
-            dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
-            self.dated = (joined, end, [date for date in sorted(set(map(probe, dates))) if joined.find(date, 0, end) != -1])
-        return self.dated[2]
+        if self.dated[0] is joined and self.dated[1] == end:     # asked again of the same chunk: the same answer
+            return self.dated[2]
+        dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
+        probes = sorted(set(map(probe, dates)))
+        found = []
+        for date in probes:
+            if joined.find(date, 0, end) != -1:
+                found.append(date)
+                if first:
+                    return found
+        self.dated = (joined, end, found)
+        return found
 
     def _with_needles(self, lines):
         """The lines holding a needle; in JSON, also those holding an escape, which may spell one."""

@@ -6,7 +6,7 @@
 proxies whose X-Forwarded-For names the client.
 
 Only the lines formats.Reader.candidates keeps are read: those of the log's usual layout
-(formats_fast) by one regex, the others decoded (json.loads, in C); the rest are only checked
+(formats_layout) by C-level passes, the others decoded (json.loads, in C); the rest are only checked
 to start with '{'."""
 
 from __future__ import absolute_import, division, print_function
@@ -17,7 +17,8 @@ from operator import itemgetter, not_
 
 from .formats import _ESCAPE_TEXT, Reader, text_field, twin
 from . import formats_fast
-from .formats_fast import LAYOUT_ROLES, CaddyLayout, Layout, TimeFilter, plain_twin, second_of, time_filter
+from .formats_fast import TimeFilter, plain_twin, second_of, time_filter
+from .formats_layout import LAYOUT_ROLES, CaddyLayout, Layout
 
 __metaclass__ = type
 
@@ -60,7 +61,7 @@ def decode_all(lines):
 class JsonReader(Reader):
     json = True
     needs_head = True   # bind: the layout learnt from the log's start
-    layout = None       # formats_fast.Layout of the log's lines (False: none; None: not yet learnt)
+    layout = None       # formats_layout.Layout of the log's lines (False: none; None: not yet learnt)
     layout_of = None    # the format's Layout of a line and its doc (None: every line decoded)
     time_filter = None  # formats_fast.TimeFilter of the log's time key
 
@@ -77,11 +78,12 @@ class JsonReader(Reader):
 
     def translate(self, buf, limit):
         """The twins of the lines that may count: those of the log's usual layout
-        (formats_fast.Layout, CaddyLayout) matched by one regex and made without decoding
+        (formats_layout.Layout, CaddyLayout) matched by one regex and made without decoding
         them, the rest decoded one by one."""
         layout = self.layout if self.proxies is None else False        # X-Forwarded-For: decoded
         end = len(buf) if limit is None else min(limit, len(buf))
-        if self.date_marker and self.stamps and not self.dates_in(buf, end) and formats_fast.all_dated_by(self.date_marker, buf, end):
+        dated = self.dates_in(buf, end, first=True)
+        if self.date_marker and self.stamps and not dated and formats_fast.all_dated_by(self.date_marker, buf, end):
             # A chunk of other hours (most of a day's log), each line's time its $time_local:
             # none can count, and none is unparsed (each starts with '{'). No line is split off.
             newline = buf.find(b'\n', 0, end)
@@ -89,12 +91,11 @@ class JsonReader(Reader):
         region = buf[:limit] if limit is not None and limit < len(buf) else buf
         lines = region.split(b'\n')
         self.braced_chunk(region, lines)
-        if layout and layout.clf and self.dates_in(region):
+        if layout and layout.clf and dated:
             # A chunk of the windows' hours, the log's time its $time_local: the lines of the
             # layout become twins without the windows' pass (the tally keeps those holding a
             # stamp, as it would have); only the others go through it.
-            chosen = self._with_needles(lines)
-            fast, slow = layout.twins(chosen, self)
+            fast, slow = layout.twins(self._with_needles(lines), self)
             slow = self.in_windows(slow)
         else:
             chosen = self.candidates(lines, region)
@@ -204,7 +205,7 @@ class NginxJson(JsonReader):
             self.date_marker = b'"time_local":"'
 
     def _learn(self, line):
-        """The layout of ``line`` (formats_fast.Layout; False: none) and the time filter
+        """The layout of ``line`` (formats_layout.Layout; False: none) and the time filter
         of its time key."""
         doc = _decode(line)
         if doc is None:

@@ -12,7 +12,8 @@ from itertools import compress, repeat
 from operator import add, eq, itemgetter, not_, truth
 
 from .formats import HEAD_BYTES, Reader, escaped
-from .formats_fast import PLAIN, instants_of, plain_lines
+from .formats_fast import instants_of
+from .formats_layout import PLAIN, plain_lines
 from .logfile import utc_seconds
 
 __metaclass__ = type
