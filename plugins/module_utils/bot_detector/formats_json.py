@@ -88,9 +88,9 @@ class JsonReader(Reader):
             # none can count, and none is unparsed (each starts with '{'). No line is split off.
             newline = buf.find(b'\n', 0, end)
             return b'', self.parse(buf[:end if newline == -1 else newline]) is not None
-        region = buf[:limit] if limit is not None and limit < len(buf) else buf
-        lines = region.split(b'\n')
-        self.braced_chunk(region, lines)
+        lines = buf.split(b'\n')
+        if end < len(buf):
+            lines.pop()     # the unfinished line after ``limit`` (no copy of the chunk without it)
         if layout and layout.clf and dated:
             # A chunk of the windows' hours, the log's time its $time_local: the lines of the
             # layout become twins without the windows' pass (the tally keeps those holding a
@@ -98,6 +98,8 @@ class JsonReader(Reader):
             fast, slow = layout.twins(self._with_needles(lines), self)
             slow = self.in_windows(slow)
         else:
+            region = buf[:end] if end < len(buf) else buf
+            self.braced_chunk(region, lines)
             chosen = self.candidates(lines, region)
             for line in chosen[:8] if layout is None else ():
                 self._learn(line)
