@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 import os
 import re
+import signal
 import zlib
 
 from .errors import BotDetectorError
@@ -247,13 +248,14 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
     if tally.session is not None and not tally.session.ready():
         tally.session = None        # no directory for spilled counts: they stay in memory
     parts = _parts(handle, start, end, workers, counted_from, getattr(tally.reader, 'contiguous_parts', False))
-    children = []
+    children, parent = [], os.getpid()
     for part in range(1, workers):
         reader, writer = os.pipe()
         pid = os.fork()
         if pid == 0:                                    # child: count one part, send it, leave
             status = 0
             try:
+                _end_with(parent)
                 os.close(reader)
                 mine = tally.fresh()
                 read = sum(count_range(handle.fileno(), low, high, mine) for low, high in parts[part])
@@ -289,6 +291,20 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
     if failure is not None:
         raise BotDetectorError('cannot read %s: %s' % (path, failure))
     return read
+
+
+def _end_with(parent):
+    """A forked worker ends when its run does: a run killed with kill -9 cannot end its
+    workers, which would count on and hold its spill directory's lock (spill.py) for nothing.
+    Linux's PR_SET_PDEATHSIG kills this process with its parent; set only now, the parent may
+    be gone already."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError, TypeError):        # no prctl (another system): the check below only
+        pass
+    if os.getppid() != parent:
+        os._exit(1)  # pylint: disable=protected-access
 
 
 def _parts(handle, start, end, workers, counted_from, contiguous):
