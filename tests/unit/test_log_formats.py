@@ -580,7 +580,8 @@ def test_the_json_time_filter_keeps_every_line_of_the_windows_across_dst_nights(
 
 # ---------------------------------------------------------------- property: a chunk of other hours, nginx_json's $time_local
 
-OTHER_HOURS_ODD = st.sampled_from(['plain', 'plain', 'other_key_in_window', 'msec_in_window', 'twice', 'twice_in_window', 'nested', 'escaped',
+OTHER_HOURS_ODD = st.sampled_from(['plain', 'plain', 'other_key_in_window', 'first_key_in_window', 'msec_in_window', 'twice',
+                                   'twice_in_window', 'nested', 'escaped',
                                    'number', 'spaces', 'bad_time', 'no_time', 'blank', 'not_json', 'brace_in_value',
                                    'marker_in_value', 'escaped_key', 'no_brace', 'twice_no_address', 'escape_makes_stamp'])
 
@@ -608,6 +609,8 @@ def _other_hours_line(address, hour, minute, agent, odd, form='clf'):
             doc['msec'] = '%d.123' % inside
             if odd == 'nested':
                 doc['upstream'] = {key: outside}
+    elif odd == 'first_key_in_window':     # a time key before the log's (ISO: time_local, its value ISO, no date as text)
+        doc['time_local' if form == 'iso' else 'time_iso8601'] = time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime(inside))
     elif odd == 'number':
         doc[key] = inside
     elif odd == 'bad_time':
@@ -670,14 +673,14 @@ def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines,
             first = re.sub(br'\d\d/Nov/2025:\d\d', stamps[0], first)
         reader = formats.reader_class('nginx_json')(settings)
         counter = tally.Tally(stamps, line_filter, reader=reader)
-        at_once_rule = formats_fast.all_dated_by
+        at_once_rules = formats_fast.all_dated_by, formats_fast.TimeFilter.all_outside
         if not at_once:
-            formats_fast.all_dated_by = lambda *args: False
+            formats_fast.all_dated_by = formats_fast.TimeFilter.all_outside = lambda *args: False
         try:
             for chunk in (first, data):
                 counter.chunk(chunk, chunk.rfind(b'\n'))
         finally:
-            formats_fast.all_dated_by = at_once_rule
+            formats_fast.all_dated_by, formats_fast.TimeFilter.all_outside = at_once_rules
         assert reader.layout and (reader.time_filter is None) == (form == 'clf')
         twins = [formats_json.JsonReader.parse(reader, line) for line in (first + data).split(b'\n')[:-1]]
         every = tally.Tally(stamps, line_filter)
@@ -707,9 +710,42 @@ def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by
             if formats_fast.all_dated_by(marker, text, len(text)):
                 assert all(formats_fast.dated_by(marker, lines)), (kind, at)
                 taken.add(kind)
-    # Each other odd line sends the chunk line by line; this one is dated by its key (the stamp its
-    # referer spells is the probes' to find: Reader.dates_in).
-    assert taken == set(['escape_makes_stamp'])
+    # Each other odd line sends the chunk line by line; these are dated by their key (the stamp a
+    # referer spells is the probes' to find: Reader.dates_in; $time_local comes before $time_iso8601).
+    assert taken == set(['escape_makes_stamp', 'first_key_in_window'])
+
+
+def test_a_chunk_of_other_hours_is_told_at_once_only_where_the_time_filter_leaves_out_each_line():
+    """formats_fast.TimeFilter.all_outside, the passes over a chunk as it is ($time_iso8601):
+    True for lines of the usual shape in other hours than the windows', whatever follows
+    ``end``, and with an odd line anywhere among them True only where TimeFilter.keep leaves out
+    each line; False when a line's time is in the windows."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_fast
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+    time_filter = formats_fast.TimeFilter('time_iso8601', 'iso', ('time_local',))
+    # In time order, as a log's chunk: its first line's hour and its last's (the times all_outside
+    # places), one hour or two.
+    for hours in ((1, 1, 1, 1, 1), (0, 0, 0, 1, 1)):
+        plain = [_other_hours_line(ADDRESSES[i % 3], hour, i, AGENTS[i % 2], 'plain', 'iso') for i, hour in enumerate(hours)]
+        text = b'\n'.join(plain)
+        for tail in (b'', b'\n', b'\n{"time_iso8601":"2025-11-21T04:00:00+00:00"', b'\nx\\{{'):
+            assert time_filter.all_outside(text + tail, len(text), stamps)
+    window = _other_hours_line(ADDRESSES[0], 3, 30, AGENTS[0], 'plain', 'iso')
+    window = re.sub(br'\d{4}-\d\d-\d\dT\d\d', time.strftime('%Y-%m-%dT%H', time.gmtime(NOW_EPOCH - 600)).encode(), window)
+    assert time_filter.keep([window], stamps) == [window]
+    taken = set()
+    for kind in [k for k in OTHER_HOURS_ODD.elements if k != 'plain'] + ['window']:
+        odd = window if kind == 'window' else _other_hours_line(ADDRESSES[0], 1, 30, AGENTS[0], kind, 'iso')
+        plain = plain[:1] * len(plain)      # one hour: an odd line's time, first or last, is the other one placed
+        for at in range(len(plain) + 1):
+            lines = plain[:at] + [odd] + plain[at:]
+            text = b'\n'.join(lines)
+            # As JsonReader.translate asks it: of a chunk holding no stamp's probe.
+            if not any(formats.probe(stamp) in text for stamp in stamps) and time_filter.all_outside(text, len(text), stamps):
+                assert time_filter.keep(lines, stamps) == [], (kind, at)
+                taken.add(kind)
+    assert taken == set()       # each odd line sends the chunk line by line
 
 
 # ---------------------------------------------------------------- property: W3C and HAProxy lines made at once, as one by one

@@ -89,7 +89,7 @@ class TimeFilter:
         self.before = [b'"' + k.encode('ascii') + b'"' for k in before]
         self.flat = flat
         self._windows = (None, None)
-        self.placed = {}
+        self.placed, self.shaped = {}, {}      # items placed in time; all_outside's regexes by items
 
     def keep(self, lines, stamps, joined=None, braced=None):
         """The lines of ``lines`` that may count under ``stamps`` (a list, in order).
@@ -97,13 +97,7 @@ class TimeFilter:
         when each line starts with '{'."""
         if not stamps or not lines:
             return lines
-        key = frozenset(stamps)
-        if self._windows[0] != key:
-            texts = sorted(set(map(probe, key)))
-            literals = [b'\\'] + texts + self.before
-            self._windows = (key, (instants_of(key), re.compile(b'|'.join(re.escape(s) for s in literals)), literals))
-            self.placed = {}
-        windows, keeper, literals = self._windows[1]
+        windows, keeper, literals = self._windows_of(stamps)
         if joined is None:
             joined = b'\n'.join(lines)
         found = self.finder.findall(joined)
@@ -133,6 +127,48 @@ class TimeFilter:
             once = list(map(min, once, map(eq, map(bytes.count, outside, repeat(b'{')), repeat(1))))
         kept.extend(compress(outside, map(max, back, map(not_, once))))
         return kept
+
+    def _windows_of(self, stamps):
+        """(the instants of ``stamps``, a regex of the texts that keep a line, those texts), cached."""
+        key = frozenset(stamps)
+        if self._windows[0] != key:
+            texts = sorted(set(map(probe, key)))
+            literals = [b'\\'] + texts + self.before
+            self._windows = (key, (instants_of(key), re.compile(b'|'.join(re.escape(s) for s in literals)), literals))
+            self.placed, self.shaped = {}, {}
+        return self._windows[1]
+
+    def all_outside(self, text, end, stamps):
+        """Whether keep leaves out every line of ``text[:end]`` (whole lines, holding no probe of
+        ``stamps``: the caller's search), told by passes over the text as it is (a chunk of other
+        hours, most of a day's log): no escape, no key that comes first; one '{' a line (when
+        flat), its first byte, and the key once; the times of a few lines (the first, the last and
+        seven between) in no counted hour, and each line's one of them (a regex of those times, the
+        rest of the line and the next line's '{': as many matches as newlines). Else False: keep
+        tells line by line."""
+        if not text.startswith(b'{') or text.find(b'\\', 0, end) != -1 or any(text.find(k, 0, end) != -1 for k in self.before):
+            return False
+        windows = self._windows_of(stamps)[0]
+        lines = len(text) - len(text.replace(b'\n', b'')) - text.count(b'\n', end) + 1
+        if (self.flat and len(text) - len(text.replace(b'{', b'')) - text.count(b'{', end) != lines) or (
+                text.count(self.head, 0, end) != lines):
+            return False
+        found = []
+        for at in range(0, end, max(1, end // 8)):     # the times of a few lines, the first and the last among them
+            start = text.rfind(b'\n', 0, at) + 1 if at else 0
+            stop = text.find(b'\n', at, end)
+            found.append(self.finder.search(text, start, end if stop == -1 else stop))
+        found.append(self.finder.search(text, text.rfind(b'\n', 0, end) + 1, end))
+        if None in found:
+            return False
+        items = frozenset(match.groups() if self.kind == 'iso' else match.group(1) for match in found)
+        if not all(self._outside(item, windows) for item in items):
+            return False
+        if items not in self.shaped:
+            if len(self.shaped) > 64:
+                self.shaped.clear()
+            self.shaped[items] = re.compile(self._dropper(items).pattern + br'()[^\n]*\n\{')
+        return len(self.shaped[items].findall(text, 0, end)) == lines - 1
 
     def _dropper(self, out):
         """A regex matching the key with one of the values of ``out``."""

@@ -83,9 +83,12 @@ class JsonReader(Reader):
         layout = self.layout if self.proxies is None else False        # X-Forwarded-For: decoded
         end = len(buf) if limit is None else min(limit, len(buf))
         dated = self.dates_in(buf, end, first=True)
-        if self.date_marker and self.stamps and not dated and formats_fast.all_dated_by(self.date_marker, buf, end):
-            # A chunk of other hours (most of a day's log), each line's time its $time_local:
-            # none can count, and none is unparsed (each starts with '{'). No line is split off.
+        if self.stamps and not dated and (
+                self.time_filter.all_outside(buf, end, self.stamps) if self.time_filter is not None else
+                self.date_marker and formats_fast.all_dated_by(self.date_marker, buf, end)):
+            # A chunk of other hours (most of a day's log), each line's time its $time_local's or
+            # its time key's: none can count, and none is unparsed (each starts with '{'). No line
+            # is split off.
             newline = buf.find(b'\n', 0, end)
             return b'', self.parse(buf[:end if newline == -1 else newline]) is not None
         lines = buf.split(b'\n')
