@@ -724,28 +724,36 @@ def test_a_chunk_of_other_hours_is_told_at_once_only_where_the_time_filter_leave
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
     stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
     time_filter = formats_fast.TimeFilter('time_iso8601', 'iso', ('time_local',))
-    # In time order, as a log's chunk: its first line's hour and its last's (the times all_outside
-    # places), one hour or two.
-    for hours in ((1, 1, 1, 1, 1), (0, 0, 0, 1, 1)):
-        plain = [_other_hours_line(ADDRESSES[i % 3], hour, i, AGENTS[i % 2], 'plain', 'iso') for i, hour in enumerate(hours)]
-        text = b'\n'.join(plain)
-        for tail in (b'', b'\n', b'\n{"time_iso8601":"2025-11-21T04:00:00+00:00"', b'\nx\\{{'):
-            assert time_filter.all_outside(text + tail, len(text), stamps)
-    window = _other_hours_line(ADDRESSES[0], 3, 30, AGENTS[0], 'plain', 'iso')
-    window = re.sub(br'\d{4}-\d\d-\d\dT\d\d', time.strftime('%Y-%m-%dT%H', time.gmtime(NOW_EPOCH - 600)).encode(), window)
-    assert time_filter.keep([window], stamps) == [window]
-    taken = set()
-    for kind in [k for k in OTHER_HOURS_ODD.elements if k != 'plain'] + ['window']:
-        odd = window if kind == 'window' else _other_hours_line(ADDRESSES[0], 1, 30, AGENTS[0], kind, 'iso')
+    for first in (False, True):         # the key where _other_hours_line has it, or first (matched at each line's start)
+        def line(*args):
+            made = _other_hours_line(*args)
+            key = re.search(br'"time_iso8601":"[^"]*",', made)        # moved as text: an odd line stays odd
+            if not first or key is None or not made.startswith(b'{'):
+                return made
+            return b'{' + key.group(0) + made[1:key.start()] + made[key.end():]
+        # In time order, as a log's chunk: its first line's hour and its last's (the times all_outside
+        # places), one hour or two.
+        for hours in ((1, 1, 1, 1, 1), (0, 0, 0, 1, 1)):
+            plain = [line(ADDRESSES[i % 3], hour, i, AGENTS[i % 2], 'plain', 'iso') for i, hour in enumerate(hours)]
+            assert plain[0].startswith(b'{"time_iso8601"') == first
+            text = b'\n'.join(plain)
+            for tail in (b'', b'\n', b'\n{"time_iso8601":"2025-11-21T04:00:00+00:00"', b'\nx\\{{'):
+                assert time_filter.all_outside(text + tail, len(text), stamps)
+        window = line(ADDRESSES[0], 3, 30, AGENTS[0], 'plain', 'iso')
+        window = re.sub(br'\d{4}-\d\d-\d\dT\d\d', time.strftime('%Y-%m-%dT%H', time.gmtime(NOW_EPOCH - 600)).encode(), window)
+        assert time_filter.keep([window], stamps) == [window]
+        taken = set()
         plain = plain[:1] * len(plain)      # one hour: an odd line's time, first or last, is the other one placed
-        for at in range(len(plain) + 1):
-            lines = plain[:at] + [odd] + plain[at:]
-            text = b'\n'.join(lines)
-            # As JsonReader.translate asks it: of a chunk holding no stamp's probe.
-            if not any(formats.probe(stamp) in text for stamp in stamps) and time_filter.all_outside(text, len(text), stamps):
-                assert time_filter.keep(lines, stamps) == [], (kind, at)
-                taken.add(kind)
-    assert taken == set()       # each odd line sends the chunk line by line
+        for kind in [k for k in OTHER_HOURS_ODD.elements if k != 'plain'] + ['window']:
+            odd = window if kind == 'window' else line(ADDRESSES[0], 1, 30, AGENTS[0], kind, 'iso')
+            for at in range(len(plain) + 1):
+                lines = plain[:at] + [odd] + plain[at:]
+                text = b'\n'.join(lines)
+                # As JsonReader.translate asks it: of a chunk holding no stamp's probe.
+                if not any(formats.probe(stamp) in text for stamp in stamps) and time_filter.all_outside(text, len(text), stamps):
+                    assert time_filter.keep(lines, stamps) == [], (kind, at, first)
+                    taken.add(kind)
+        assert taken == set()       # each odd line sends the chunk line by line
 
 
 # ---------------------------------------------------------------- property: W3C and HAProxy lines made at once, as one by one

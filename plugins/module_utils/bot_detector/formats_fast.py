@@ -87,6 +87,11 @@ class TimeFilter:
         # The key, counted and looked for as a name: JSON allows a blank before its colon.
         self.head, self.pattern_head = b'"' + key.encode('ascii') + b'"', head
         self.before = [b'"' + k.encode('ascii') + b'"' for k in before]
+        # all_outside's needles: five bytes are looked for faster than a longer text (CPython's
+        # search for six or more takes another loop): the key's name's last five, counted; of each
+        # key that comes first, five its own name does not hold, looked for (else all of it).
+        self.head_part = self.head[-6:-1] if len(self.head) > 6 else self.head
+        self.before_parts = [next((k[i:i + 5] for i in range(len(k) - 4) if k[i:i + 5] not in self.head), k) for k in self.before]
         self.flat = flat
         self._windows = (None, None)
         self.placed, self.shaped = {}, {}      # items placed in time; all_outside's regexes by items
@@ -138,37 +143,47 @@ class TimeFilter:
             self.placed, self.shaped = {}, {}
         return self._windows[1]
 
-    def all_outside(self, text, end, stamps):
-        """Whether keep leaves out every line of ``text[:end]`` (whole lines, holding no probe of
-        ``stamps``: the caller's search), told by passes over the text as it is (a chunk of other
-        hours, most of a day's log): no escape, no key that comes first; one '{' a line (when
-        flat), its first byte, and the key once; the times of a few lines (the first, the last and
-        seven between) in no counted hour, and each line's one of them (a regex of those times, the
-        rest of the line and the next line's '{': as many matches as newlines). Else False: keep
-        tells line by line."""
-        if not text.startswith(b'{') or text.find(b'\\', 0, end) != -1 or any(text.find(k, 0, end) != -1 for k in self.before):
-            return False
-        windows = self._windows_of(stamps)[0]
-        lines = len(text) - len(text.replace(b'\n', b'')) - text.count(b'\n', end) + 1
-        if (self.flat and len(text) - len(text.replace(b'{', b'')) - text.count(b'{', end) != lines) or (
-                text.count(self.head, 0, end) != lines):
-            return False
+    def sampled(self, text, end, stamps):
+        """The times of a few lines of ``text[:end]`` (the first, the last and seven between; None
+        when one has none) and whether each is in no counted hour: (frozenset, bool)."""
         found = []
-        for at in range(0, end, max(1, end // 8)):     # the times of a few lines, the first and the last among them
+        for at in range(0, end, max(1, end // 8)):
             start = text.rfind(b'\n', 0, at) + 1 if at else 0
             stop = text.find(b'\n', at, end)
             found.append(self.finder.search(text, start, end if stop == -1 else stop))
         found.append(self.finder.search(text, text.rfind(b'\n', 0, end) + 1, end))
         if None in found:
-            return False
+            return None
         items = frozenset(match.groups() if self.kind == 'iso' else match.group(1) for match in found)
-        if not all(self._outside(item, windows) for item in items):
+        windows = self._windows_of(stamps)[0]
+        return items, all(self._outside(item, windows) for item in items)
+
+    def all_outside(self, text, end, stamps, sampled=None):
+        """Whether keep leaves out every line of ``text[:end]`` (whole lines, holding no probe of
+        ``stamps``: the caller's search), told by passes over the text as it is (a chunk of other
+        hours, most of a day's log): the times ``sampled`` (its answer, or asked here) in no
+        counted hour; no escape, no key that comes first; one '{' a line (when flat), its first
+        byte, and the key once; each line's time one of them (a regex of those times, the rest
+        of the line and the next line's '{': as many matches as newlines; when the key comes
+        first, a regex of the next line's '{' and its key with one of those times). Else False:
+        keep tells line by line."""
+        sampled = self.sampled(text, end, stamps) if sampled is None else sampled
+        if sampled is None or not sampled[1] or not text.startswith(b'{') or text.find(b'\\', 0, end) != -1 or any(
+                text.find(k, 0, end) != -1 for k in self.before_parts):
             return False
-        if items not in self.shaped:
+        lines = len(text) - len(text.replace(b'\n', b'')) - text.count(b'\n', end) + 1
+        if (self.flat and len(text) - len(text.replace(b'{', b'')) - text.count(b'{', end) != lines) or (
+                text.count(self.head_part, 0, end) != lines):
+            return False
+        # The key first (the chunk's first line tells): matched at each line's start, not looked for.
+        first = text.startswith(b'{' + self.head + b':')
+        key = (sampled[0], first)
+        if key not in self.shaped:
             if len(self.shaped) > 64:
                 self.shaped.clear()
-            self.shaped[items] = re.compile(self._dropper(items).pattern + br'()[^\n]*\n\{')
-        return len(self.shaped[items].findall(text, 0, end)) == lines - 1
+            dropper = self._dropper(sampled[0]).pattern      # (the first line's key: its sampled time)
+            self.shaped[key] = re.compile(b'\\n\\{' + dropper + b'()' if first else dropper + br'()[^\n]*\n\{')
+        return len(self.shaped[key].findall(text, 0, end)) == lines - 1
 
     def _dropper(self, out):
         """A regex matching the key with one of the values of ``out``."""

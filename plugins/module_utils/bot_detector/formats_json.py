@@ -82,9 +82,12 @@ class JsonReader(Reader):
         them, the rest decoded one by one."""
         layout = self.layout if self.proxies is None else False        # X-Forwarded-For: decoded
         end = len(buf) if limit is None else min(limit, len(buf))
-        dated = self.dates_in(buf, end, first=True)
+        dated, sampled = bool(self.dates_in(buf, end, first=True)), None
+        if self.stamps and not dated and self.time_filter is not None:
+            sampled = self.time_filter.sampled(buf, end, self.stamps)
+            dated = sampled is not None and not sampled[1]      # a line's time (of nine) in a counted hour
         if self.stamps and not dated and (
-                self.time_filter.all_outside(buf, end, self.stamps) if self.time_filter is not None else
+                self.time_filter.all_outside(buf, end, self.stamps, sampled) if self.time_filter is not None else
                 self.date_marker and formats_fast.all_dated_by(self.date_marker, buf, end)):
             # A chunk of other hours (most of a day's log), each line's time its $time_local's or
             # its time key's: none can count, and none is unparsed (each starts with '{'). No line
@@ -94,10 +97,10 @@ class JsonReader(Reader):
         lines = buf.split(b'\n')
         if end < len(buf):
             lines.pop()     # the unfinished line after ``limit`` (no copy of the chunk without it)
-        if layout and layout.clf and dated:
-            # A chunk of the windows' hours, the log's time its $time_local: the lines of the
-            # layout become twins without the windows' pass (the tally keeps those holding a
-            # stamp, as it would have); only the others go through it.
+        if layout and dated and (layout.clf or self.time_filter is not None):
+            # A chunk of the windows' hours: the lines of the layout become twins without the
+            # windows' pass (the tally keeps those holding a stamp; a line that pass leaves out
+            # has none in its twin), only the others go through it.
             fast, slow = layout.twins(self._with_needles(lines), self)
             slow = self.in_windows(slow)
         else:
