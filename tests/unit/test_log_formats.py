@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, example, given, settings as hsettings, strat
 import loggen
 import logformats
 from conftest import ROOT, Files, in_timezone, mask_dates, mask_duration, run_core, run_reference
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats, formats_lines, run
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats, formats_json, formats_lines, rules, run, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_stamp, hour_windows
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import Settings
 
 FIXTURES = ROOT / 'tests' / 'formats'
@@ -1101,3 +1102,159 @@ def test_odd_lines_found_by_a_hunt_count_as_parsing_every_line(fmt, data, extra)
     by_line = in_timezone('UTC', lambda: counted([b'\n'.join(lines[:head + 1]) + b'\n'] + [line + b'\n' for line in lines[head + 1:]]))
     assert whole == by_line
     assert whole[0] == in_timezone('UTC', every)
+
+
+# ---------------------------------------------------------------- found by a third hunt (busy logs, odd zones)
+# Reproducers written before the fixes; expected values from decoding every line, or the same
+# log in other chunks.
+_MSEC = (b'{"remote_addr":"198.51.100.%d","msec":"%d.%03d","request":"GET /job/%d HTTP/1.1","status":"200",'
+         b'"body_bytes_sent":"5","http_referer":"","http_user_agent":"Mozilla/5.0"}')
+_CADDY = (b'{"level":"info","ts":%s,"logger":"http.log.access","request":{"remote_ip":"198.51.100.%d","remote_port":"41342",'
+          b'"client_ip":"198.51.100.%d","proto":"HTTP/1.1","method":"GET","host":"jobs.example","uri":"/job/%d",'
+          b'"headers":{"User-Agent":["Mozilla/5.0"],"Accept":["*/*"]}},"size":5,"status":200}')
+_ISO = (b'{"remote_addr":"%s","time_iso8601":"%s","request":"GET /job/1 HTTP/1.1","status":"200","body_bytes_sent":"5",'
+        b'"http_referer":"","http_user_agent":"Mozilla/5.0"}')
+
+
+def _nonzero(counters):
+    """{stamp: {address: count}} without zero entries."""
+    return dict((stamp, dict((k, v) for k, v in counter.items() if v)) for stamp, counter in counters.items())
+
+
+def _decoding_every_line(fmt, lines, stamps, tracked=(), **extra):
+    """The counts of decoding (parsing) every line on its own and counting its twin as combined."""
+    settings = Settings(log_format=fmt, **extra)
+    data = b'\n'.join(lines) + b'\n'
+    reader = formats.reader_class(fmt)(settings)
+    reader = reader.bind(data[:formats.HEAD_BYTES]) if reader.needs_head else reader
+    parse = (lambda line: formats_json.JsonReader.parse(reader, line)) if reader.json else reader.parse
+    twins = [parse(line) for line in lines]
+    counter = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), tracked)
+    counter.chunk(b'\n'.join(t if isinstance(t, bytes) else t.encode('utf-8', 'surrogateescape') for t in twins if t))
+    return _nonzero(counter.counters)
+
+
+def _in_chunks_of(fmt, lines, stamps, size, tracked=(), **extra):
+    """The counts of one reader (as a run, or a follower, keeps it) over the log cut into
+    chunks of ``size`` lines, each as reading.count_range hands it to Tally.chunk."""
+    settings = Settings(log_format=fmt, **extra)
+    data = b'\n'.join(lines) + b'\n'
+    reader = formats.reader_class(fmt)(settings)
+    reader = reader.bind(data[:formats.HEAD_BYTES]) if reader.needs_head else reader
+    counter = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), tracked, reader=reader)
+    for low in range(0, len(lines), size):
+        chunk = b'\n'.join(lines[low:low + size]) + b'\n'
+        counter.chunk(chunk, len(chunk) - 1)
+    return _nonzero(counter.counters), reader.unparsed
+
+
+def _msec_lines(count):
+    """A busy nginx_json log with $msec (as nginx writes it, in quotes): 20 requests a
+    second over the windows' hours, each with its own millisecond."""
+    return [_MSEC % (i % 40, NOW_EPOCH - 3000 + i // 20, (i * 37) % 1000, i) for i in range(count)]
+
+# the time caches (reader.times)
+
+
+def test_a_busy_msec_log_counts_as_decoding_every_line():
+    """nginx_json with $msec, 40000 lines read in chunks of 4000 (a 7 MB log in 1 MiB reads).
+    Expected: the counts of decoding every line. Got: KeyError from Layout.twins
+    (formats_layout.py:133, ``map(times.__getitem__, columns[1])``). The loop just above
+    fills ``reader.times`` for each new time value, and ``reader.when`` (formats_json.py:176)
+    clears that same dict when it holds more than 65536 entries: the loop's own entries made
+    before the clear are gone when they are looked up. Each distinct time adds two entries
+    (its bytes for the layout, its text for when), so a log of ~33000 distinct times within the
+    windows crashes the run (and a follower, whose reader lives on, after ~33000 lines)."""
+    stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+    lines = _msec_lines(40000)
+    expected = in_timezone('UTC', lambda: _decoding_every_line('nginx_json', lines, stamps))
+    assert sum(expected[stamps[0]].values()) > 30000
+    got, unparsed = in_timezone('UTC', lambda: _in_chunks_of('nginx_json', lines, stamps, 4000))
+    assert (got, unparsed) == (expected, 0)
+
+
+def test_a_busy_caddy_log_read_a_few_lines_at_a_time_counts_as_decoding_every_line():
+    """Caddy (its ``ts`` a float with a fraction: every line's time distinct), 34000 lines read
+    by one reader 500 lines at a time, as a follower or a run's successive reads do. Expected:
+    the counts of decoding every line. Got: KeyError in Layout.twins (formats_layout.py:133):
+    the chunk during which reader.times passes 65536 entries has its own entries cleared by
+    JsonReader.when (formats_json.py:176) before Layout.twins looks them up."""
+    stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+    lines = [_CADDY % (repr(NOW_EPOCH - 3000 + i * 0.0731 + 0.000123).encode(), i % 30, i % 30, i) for i in range(34000)]
+    expected = in_timezone('UTC', lambda: _decoding_every_line('caddy', lines, stamps))
+    assert sum(map(len, expected.values())) > 0
+    got, unparsed = in_timezone('UTC', lambda: _in_chunks_of('caddy', lines, stamps, 500))
+    assert (got, unparsed) == (expected, 0)
+
+
+def test_the_command_reads_a_busy_msec_log_as_its_twin_log(tmp_path):
+    """The command itself on a 7 MB nginx_json log with $msec (40000 requests in 2000 s,
+    one reader over 1 MiB reads, no fork): it must end as the same command on the log's twins
+    read as combined (the twins made by decoding every line). Got: exit status 1 and a Python
+    traceback ending in KeyError (formats_layout.py:133, Layout.twins; see the test above)."""
+    lines = _msec_lines(40000)
+    log, twins = tmp_path / 'access.json', tmp_path / 'twins.log'
+    log.write_bytes(b'\n'.join(lines) + b'\n')
+    reader = formats.reader_class('nginx_json')(Settings(log_format='nginx_json')).bind(lines[0])
+    made = in_timezone('UTC', lambda: [formats_json.JsonReader.parse(reader, line) for line in lines])
+    twins.write_bytes('\n'.join(made).encode('utf-8') + b'\n')
+    common = ['--now', NOW, '--threshold', '50', '--check', '--json']
+    theirs = run_core(Files(tmp_path / 'b').options() + common + ['--log-format', 'combined', twins])
+    assert theirs.returncode == 0, theirs.stderr
+    ours = run_core(Files(tmp_path / 'a').options() + common + ['--log-format', 'nginx_json', log])
+    assert ours.returncode == 0, ours.stderr[-300:]
+    assert json.loads(ours.stdout)['blocked'] == json.loads(theirs.stdout)['blocked']
+
+
+def test_a_busy_haproxy_log_over_a_day_of_tracked_hours_counts_as_parsing_every_line():
+    """The same cache defect in HAProxy's batch path (formats_lines.Haproxy.parse_all): an
+    incremental run's tally tracks the day's other hours, so a day-long log's lines of every
+    hour are parsed; 70000 seconds of one request a second, read in chunks of 4000 lines.
+    Expected: the counts of parsing every line. Got: KeyError at formats_lines.py:127
+    (``map(times.__getitem__, stamp)``): the loop over the missing seconds calls
+    Haproxy._when, which clears ``self.times`` past 65536 entries, dropping the seconds the
+    same loop filled before."""
+    now = NOW_EPOCH + 19 * 3600
+    lines = [b'haproxy[1]: 198.51.100.%d:33317 [%s.%03d] http-in static/srv1 10/0/30/69/109 200 2750 - - ---- 1/1/1/1/0 0/0 '
+             b'{Mozilla} "GET /job/1 HTTP/1.1"' % (i % 200, time.strftime('%d/%b/%Y:%H:%M:%S', time.gmtime(now - 68580 + i)).encode(),
+                                                   i % 1000) for i in range(70000)]
+    stamps = [w.stamp for w in hour_windows(now)]
+    tracked = [hour_stamp(now - k * 3600).encode('ascii') for k in range(2, 20)]
+    expected = in_timezone('UTC', lambda: _decoding_every_line('haproxy', lines, stamps, tracked, haproxy_user_agent_capture=1))
+    got, unparsed = in_timezone('UTC', lambda: _in_chunks_of('haproxy', lines, stamps, 4000, tracked, haproxy_user_agent_capture=1))
+    assert (got, unparsed) == (expected, 0)
+
+# a local time zone off the quarter hours
+
+
+@pytest.mark.parametrize('zone', ['XXX-0:07', 'XXX-0:07:30'])
+def test_iso_lines_count_alike_in_any_chunks_under_a_zone_off_the_quarter_hours(zone):
+    """TZ='XXX-0:07' (a POSIX zone 7 minutes east of UTC: the host's local hour 03 is
+    02:53-03:53 UTC). Three requests at 02:53:43Z (local 03:00:43, the previous window) after
+    one at 04:12:43Z. Expected (decoding every line): 3 requests of 2.2.2.2 in the previous
+    window, whatever the chunks. Got: 3 when the four lines are one chunk (a sampled time in
+    the windows: the layout's twins, no time filter), 0 when the three lines are a chunk of
+    their own (TimeFilter.sampled/all_outside, and TimeFilter.keep line by line, leave them
+    out). formats_fast.instants_of (formats_fast.py:223) places the windows in 15-minute steps
+    ("every zone's offset is a multiple of 15 minutes"), so the window's first 7 minutes are
+    lost and _outside calls the 02:00Z hour outside. No IANA zone has such an offset today;
+    a POSIX TZ string (or an old zone's LMT) does."""
+    def both():
+        stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+        assert stamps == [b'21/Nov/2025:03', b'21/Nov/2025:04']
+
+        def line(epoch, address):
+            return _ISO % (address, time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch)).encode())
+        lines = [line(NOW_EPOCH - 60, b'1.1.1.1')] + [line(NOW_EPOCH - 4800, b'2.2.2.2')] * 3
+        settings = Settings(log_format='nginx_json')
+        reader = formats.reader_class('nginx_json')(settings).bind(lines[0])
+        expected = _decoding_every_line('nginx_json', lines, stamps)
+        apart = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), reader=reader)
+        for chunk in (lines[:1], lines[1:]):
+            data = b'\n'.join(chunk) + b'\n'
+            apart.chunk(data, len(data) - 1)
+        return expected, _in_chunks_of('nginx_json', lines, stamps, 4)[0], _nonzero(apart.counters)
+    expected, whole, apart = in_timezone(zone, both)
+    assert expected[b'21/Nov/2025:03'] == {b'2.2.2.2': 3}
+    assert whole == expected
+    assert apart == expected

@@ -17,6 +17,7 @@ object. Such lines are kept: the tally decides on them, as on every other line."
 from __future__ import absolute_import, division, print_function
 
 import re
+import time
 from itertools import compress, repeat
 from operator import contains, eq, not_, truth
 
@@ -222,17 +223,20 @@ class TimeFilter:
 
 def instants_of(stamps):
     """[(start, end)] epoch seconds whose local hour stamp is one of ``stamps``: each found
-    in 15-minute steps (every zone's offset is a multiple of 15 minutes) within 15 hours of
-    the stamp read as UTC, merged."""
+    within 15 hours of the stamp read as UTC in steps of 15 minutes, where the zone's offsets
+    there are multiples of them (every zone's today); else of a minute, or of a second (a
+    POSIX TZ such as XXX-0:07, an old date's local mean time). Merged."""
     from .clock import hour_stamp
     from .logfile import stamp_clock
     found = []
     for stamp in stamps:
         text = stamp.decode('ascii')
         center = stamp_clock(stamp)
-        for at in range(center - 15 * 3600, center + 15 * 3600, 900):
+        offsets = set(time.localtime(at).tm_gmtoff for at in range(center - 15 * 3600, center + 15 * 3600, 900))
+        step = next(step for step in (900, 60, 1) if not any(offset % step for offset in offsets))
+        for at in range(center - 15 * 3600, center + 15 * 3600, step):
             if hour_stamp(at) == text:
-                found.append((at, at + 900))
+                found.append((at, at + step))
     merged = []
     for start, end in sorted(found):
         if merged and start <= merged[-1][1]:

@@ -124,13 +124,16 @@ class Layout:
         if columns is None:
             return b'', slow
         if not self.clf:
-            times = reader.times
+            # This chunk's times in a dict of its own: reader.when may empty reader.times meanwhile.
+            times, distinct = reader.times, set(columns[1])
+            known = dict((when, times[when]) for when in filter(times.__contains__, distinct))
+            for when in distinct.difference(known):
+                stamp = reader.when(when.decode('ascii'))
+                known[when] = None if stamp is None else stamp.encode('ascii')
             if len(times) > 65536:
                 times.clear()
-            for when in set(columns[1]).difference(times):
-                stamp = reader.when(when.decode('ascii'))
-                times[when] = None if stamp is None else stamp.encode('ascii')
-            stamps = list(map(times.__getitem__, columns[1]))
+            times.update(known)
+            stamps = list(map(known.__getitem__, columns[1]))
             if None in stamps:      # no time: those lines are decoded (and fail there)
                 keep = list(map(truth, stamps))
                 slow.extend(compress(lines, map(not_, keep)))

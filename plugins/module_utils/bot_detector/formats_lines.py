@@ -111,18 +111,19 @@ class Haproxy(Reader):
         address, stamp, day, month, year, clock, status, size, captured, request = zip(*map(Match.groups, matches))
         if b'"' in b''.join(address) or b'"' in b''.join(filter(None, captured)):     # the request holds none
             return twins + Reader.parse_all(self, list(compress(lines, hits)))
-        times = self.times
-        missing = set(stamp).difference(times)
-        if missing:
+        # This chunk's times in a dict of its own: _when may empty self.times meanwhile.
+        times, distinct = self.times, set(stamp)
+        known = dict((at, times[at]) for at in filter(times.__contains__, distinct))
+        if len(known) < len(distinct):
             parts = dict(zip(stamp, zip(day, month, year, clock)))
-            for at in missing:
-                self._when(at, *parts[at])
+            for at in distinct.difference(known):
+                known[at] = self._when(at, *parts[at])
         agents = self.agents
         if len(agents) > 65536:
             agents.clear()
         for value in set(captured).difference(agents):
             agents[value] = self._agent(value)
-        made = zip(address, map(times.__getitem__, stamp), map(_NO_REQUEST.get, request, request), status, size,
+        made = zip(address, map(known.__getitem__, stamp), map(_NO_REQUEST.get, request, request), status, size,
                    map(agents.__getitem__, captured))
         twins.extend(map(b'%s - - [%s] "%s" %s %s "-" "%s"'.__mod__, made))
         return twins
