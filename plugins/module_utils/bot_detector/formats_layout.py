@@ -48,7 +48,7 @@ class Layout:
 
     def __init__(self, pattern, pick, template, clf):
         self.pattern = pattern      # the line's regex: a group per key, and a last, empty one
-        # The same matching a line of a chunk: from the newline before it to the one after.
+        # The same (its '$' left out) matching a line of a chunk: from the newline before it to the one after.
         self.in_chunk = re.compile(b'\\n' + pattern.pattern[:-1] + b'(?=\\n)')
         self.pick = pick            # the groups of the twin's columns (the empty one for a role absent)
         self.template = template

@@ -301,7 +301,7 @@ def _end_with(parent):
     try:
         import ctypes
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError, TypeError):        # no prctl (another system): the check below only
+    except (ImportError, OSError, AttributeError, TypeError):     # no ctypes, no prctl: the check below only
         pass
     if os.getppid() != parent:
         os._exit(1)  # pylint: disable=protected-access
