@@ -692,6 +692,28 @@ def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines,
     assert fast == every
 
 
+@pytest.mark.parametrize('hour', [4, 10, 0])      # the counted hours 03 and 04, 09 and 10, yesterday's 23 and 00
+def test_the_probes_are_told_as_each_one_looked_for_wherever_their_common_start_is(hour):
+    """Reader.dates_in looks for the probes' common start first: a chunk holding the first
+    probe, the second, both, neither, with or without their common start elsewhere, at its
+    start or its end, is told as looking for each probe tells."""
+    now = NOW_EPOCH - (NOW_EPOCH % 86400) + hour * 3600 + 600
+    stamps = [w.stamp for w in in_timezone('UTC', lambda: hour_windows(now))]
+    probes = sorted(set(map(formats.probe, stamps)))
+    common = os.path.commonprefix(probes)
+    reader = formats.reader_class('nginx_json')(Settings(log_format='nginx_json'))
+    reader.stamps = dict.fromkeys(stamps)
+    lines = [b'{"remote_addr":"192.0.2.%d","request":"GET /job/%d HTTP/1.1"}' % (i, i) for i in range(4)]
+    for held in ((), (0,), (1,), (0, 1)):
+        for other in (b'', common + b'x', b'20' + common[2:] + b'x'):
+            for at in (0, len(lines)):
+                extra = [b'{"x":"%s"}' % probes[i] for i in held] + ([b'{"x":"%s"}' % other] if other else [])
+                text = b'\n'.join(lines[:at] + extra + lines[at:])
+                expected = [found for found in probes if found in text]
+                assert reader.dates_in(text) == expected, (held, other, at)
+                assert reader.dates_in(text + b'\n', len(text), first=True) == expected[:1], (held, other, at)
+
+
 def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by_its_key():
     """formats_fast.all_dated_by, the passes over a chunk as it is: True for lines of the usual
     shape, whatever follows ``end`` (the chunk is left out with no line split off), and with

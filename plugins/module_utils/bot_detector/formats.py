@@ -281,12 +281,13 @@ class Reader:
             return self.dated[2]
         dates = set(stamps) if len(stamps) <= 3 else set(stamp[:12] for stamp in stamps)
         probes = sorted(set(map(probe, dates)))
-        found = []
-        for date in probes:
-            if joined.find(date, 0, end) != -1:
-                found.append(date)
-                if first:
-                    return found
+        found = []      # their common start (the hours' date) not there, none is: one pass, not one each
+        if len(probes) < 2 or joined.find(os.path.commonprefix(probes), 0, end) != -1:
+            for date in probes:
+                if joined.find(date, 0, end) != -1:
+                    found.append(date)
+                    if first:
+                        return found
         self.dated = (joined, end, found)
         return found
 

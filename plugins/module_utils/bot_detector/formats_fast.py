@@ -92,7 +92,12 @@ class TimeFilter:
         # search for six or more takes another loop): the key's name's last five, counted; of each
         # key that comes first, five its own name does not hold, looked for (else all of it).
         self.head_part = self.head[-6:-1] if len(self.head) > 6 else self.head
-        self.before_parts = [next((k[i:i + 5] for i in range(len(k) - 4) if k[i:i + 5] not in self.head), k) for k in self.before]
+        self.before_parts = list(dict.fromkeys(next((k[i:i + 5] for i in range(len(k) - 4) if k[i:i + 5] not in self.head), k)
+                                               for k in self.before))
+        # Five bytes the key's name holds once and each key that comes first holds too (time_iso8601's
+        # and time_local's '"time'): counted, one a line tells both (one count, not a search each).
+        self.shared_part = next((part for part in (self.head[i:i + 5] for i in range(len(self.head) - 4))
+                                 if self.head.count(part) == 1 and all(part in k for k in self.before)), None) if before else None
         self.flat = flat
         self._windows = (None, None)
         self.placed, self.shaped = {}, {}      # items placed in time; all_outside's regexes by items
@@ -169,12 +174,12 @@ class TimeFilter:
         first, a regex of the next line's '{' and its key with one of those times). Else False:
         keep tells line by line."""
         sampled = self.sampled(text, end, stamps) if sampled is None else sampled
-        if sampled is None or not sampled[1] or not text.startswith(b'{') or text.find(b'\\', 0, end) != -1 or any(
-                text.find(k, 0, end) != -1 for k in self.before_parts):
+        if sampled is None or not sampled[1] or not text.startswith(b'{') or text.find(b'\\', 0, end) != -1 or (
+                self.shared_part is None and any(text.find(k, 0, end) != -1 for k in self.before_parts)):
             return False
         lines = len(text) - len(text.replace(b'\n', b'')) - text.count(b'\n', end) + 1
         if (self.flat and len(text) - len(text.replace(b'{', b'')) - text.count(b'{', end) != lines) or (
-                text.count(self.head_part, 0, end) != lines):
+                text.count(self.shared_part or self.head_part, 0, end) != lines):
             return False
         # The key first (the chunk's first line tells): matched at each line's start, not looked for.
         first = text.startswith(b'{' + self.head + b':')
