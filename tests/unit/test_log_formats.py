@@ -714,21 +714,48 @@ def test_the_probes_are_told_as_each_one_looked_for_wherever_their_common_start_
                 assert reader.dates_in(text + b'\n', len(text), first=True) == expected[:1], (held, other, at)
 
 
-def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by_its_key():
+def _time_key_moved(line, key, where):
+    """``line`` with its ``key`` and value moved, as text, to its start or its end (nginx's usual
+    layout: $time_local last); an odd line without them there stays as it is."""
+    found = re.search(br'"%s":"[^"]*",' % key.encode(), line)
+    if where == 'middle' or found is None or not line.startswith(b'{') or not line.endswith(b'}'):
+        return line
+    rest = line[:found.start()] + line[found.end():]
+    pair = found.group(0)[:-1]
+    return b'{' + pair + b',' + rest[1:] if where == 'start' else rest[:-1] + b',' + pair + b'}'
+
+
+@pytest.mark.parametrize('where', ['middle', 'start', 'end'])
+def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by_its_key(where):
     """formats_fast.all_dated_by, the passes over a chunk as it is: True for lines of the usual
     shape, whatever follows ``end`` (the chunk is left out with no line split off), and with
-    an odd line anywhere among them True only where formats_fast.dated_by holds for each line."""
+    an odd line anywhere among them True only where formats_fast.dated_by holds for each line;
+    the key anywhere, first or last on each line (each looked for its own way)."""
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_fast
     marker = b'"time_local":"'
-    plain = [_other_hours_line(ADDRESSES[i % 3], i % 3, i, AGENTS[i % 2], 'plain') for i in range(5)]
+
+    def line(*args):
+        return _time_key_moved(_other_hours_line(*args), 'time_local', where)
+    plain = [line(ADDRESSES[i % 3], i % 3, i, AGENTS[i % 2], 'plain') for i in range(5)]
+    assert plain[0].startswith(b'{' + marker) == (where == 'start') and plain[0].endswith(b'+0000"}') == (where == 'end')
     text = b'\n'.join(plain)
     for tail in (b'', b'\n', b'\n{"remote_addr":"1.2.3.4","time_local":"2026-11-21T04:00:00+00:00', b'\nx\\{{'):
         assert formats_fast.all_dated_by(marker, text + tail, len(text))
+    if where == 'end':      # told by the search for a line without its key last, not by a match a line
+        assert formats_fast._shaped_lines(marker)[0].search(text) is None
+    # As many '{' as lines, but not one each: a line without its '{', another with a nested object
+    # (where the key is not).
+    for without, nested in ((1, 3), (3, 1), (2, 4), (4, 2)):
+        lines = list(plain)
+        lines[without] = lines[without][1:]
+        lines[nested] = b'{"x":{"y":"z"},' + lines[nested][1:] if where == 'end' else lines[nested][:-1] + b',"x":{"y":"z"}}'
+        text = b'\n'.join(lines)
+        assert not formats_fast.all_dated_by(marker, text, len(text)), (without, nested)
     odd_kinds = [k for k in OTHER_HOURS_ODD.elements if k != 'plain']
     taken = set()
     for kind in odd_kinds:
         for at in range(len(plain) + 1):
-            lines = plain[:at] + [_other_hours_line(ADDRESSES[0], 1, 30, AGENTS[0], kind)] + plain[at:]
+            lines = plain[:at] + [line(ADDRESSES[0], 1, 30, AGENTS[0], kind)] + plain[at:]
             text = b'\n'.join(lines)
             if formats_fast.all_dated_by(marker, text, len(text)):
                 assert all(formats_fast.dated_by(marker, lines)), (kind, at)
@@ -766,7 +793,9 @@ def test_a_chunk_of_other_hours_is_told_at_once_only_where_the_time_filter_leave
         window = re.sub(br'\d{4}-\d\d-\d\dT\d\d', time.strftime('%Y-%m-%dT%H', time.gmtime(NOW_EPOCH - 600)).encode(), window)
         assert time_filter.keep([window], stamps) == [window]
         taken = set()
-        plain = plain[:1] * len(plain)      # one hour: an odd line's time, first or last, is the other one placed
+        # One hour: an odd line's time, first or last, is the other one placed; among enough lines
+        # that most places are not of the nine sampled.
+        plain = plain[:1] * 30
         for kind in [k for k in OTHER_HOURS_ODD.elements if k != 'plain'] + ['window']:
             odd = window if kind == 'window' else line(ADDRESSES[0], 1, 30, AGENTS[0], kind, 'iso')
             for at in range(len(plain) + 1):

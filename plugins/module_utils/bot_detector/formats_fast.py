@@ -171,8 +171,8 @@ class TimeFilter:
         counted hour; no escape, no key that comes first; one '{' a line (when flat), its first
         byte, and the key once; each line's time one of them (a regex of those times, the rest
         of the line and the next line's '{': as many matches as newlines; when the key comes
-        first, a regex of the next line's '{' and its key with one of those times). Else False:
-        keep tells line by line."""
+        first, a search for a newline not followed by '{' and the key with one of those times,
+        none found). Else False: keep tells line by line."""
         sampled = self.sampled(text, end, stamps) if sampled is None else sampled
         if sampled is None or not sampled[1] or not text.startswith(b'{') or text.find(b'\\', 0, end) != -1 or (
                 self.shared_part is None and any(text.find(k, 0, end) != -1 for k in self.before_parts)):
@@ -181,14 +181,17 @@ class TimeFilter:
         if (self.flat and len(text) - len(text.replace(b'{', b'')) - text.count(b'{', end) != lines) or (
                 text.count(self.shared_part or self.head_part, 0, end) != lines):
             return False
-        # The key first (the chunk's first line tells): matched at each line's start, not looked for.
+        # The key first (the chunk's first line tells): a search for a line that does not start with
+        # it and one of those times (no match a line), not a match a line.
         first = text.startswith(b'{' + self.head + b':')
         key = (sampled[0], first)
         if key not in self.shaped:
             if len(self.shaped) > 64:
                 self.shaped.clear()
             dropper = self._dropper(sampled[0]).pattern      # (the first line's key: its sampled time)
-            self.shaped[key] = re.compile(b'\\n\\{' + dropper + b'()' if first else dropper + br'()[^\n]*\n\{')
+            self.shaped[key] = re.compile(b'\\n(?!\\{' + dropper + b')' if first else dropper + br'()[^\n]*\n\{')
+        if first:
+            return self.shaped[key].search(text, 0, end) is None
         return len(self.shaped[key].findall(text, 0, end)) == lines - 1
 
     def _dropper(self, out):
@@ -266,29 +269,39 @@ _SHAPED_LINES = {}
 
 
 def _shaped_lines(marker):
-    """A regex of ``marker`` with a combined time in quotes, the rest of its line and the next
-    line's '{': one match a line at most (its line's end is in it)."""
+    """Regexes of lines whose key ``marker`` holds a combined time in quotes: (a newline whose
+    line does not end with it and '}', or whose next line does not start with '{': looked for,
+    the key last on each line, as nginx's usual layout has it; the same of a line not starting
+    with '{' and it: the key first; and the key so, the rest of its line and the next line's '{':
+    one match a line at most, the key anywhere)."""
     if marker not in _SHAPED_LINES:
-        _SHAPED_LINES[marker] = re.compile(re.escape(marker) + _CLF_BYTES + br'"()[^\n]*\n\{')
+        shaped = re.escape(marker) + _CLF_BYTES + b'"'
+        _SHAPED_LINES[marker] = (re.compile(br'\n(?:(?<!' + shaped + br'\}\n)|(?!\{))'),
+                                 re.compile(br'\n(?!\{' + shaped + b')'), re.compile(shaped + br'()[^\n]*\n\{'))
     return _SHAPED_LINES[marker]
 
 
 def all_dated_by(marker, text, end):
     """Whether dated_by holds for every line of ``text[:end]`` (whole lines; a chunk of other
     hours, most of a day's log), told by passes over the text as it is, no line split off: no
-    escape; as many newlines as matches of _shaped_lines (each line but the last: its key with
-    a combined time, the next starting with '{'), and the last line so; one '{' a line, and one
-    part of the key's name (``marker[4:9]``, its '_'): the key nowhere else. Counts of one byte
-    by replace (memchr), several times faster than bytes.count. False: some line may not be
-    (dated_by tells which)."""
+    escape; one '{' a line, its first byte, and one part of the key's name (``marker[4:9]``,
+    its '_'): the key nowhere else; the last line dated_by, and each other its key with a
+    combined time (_shaped_lines: at its end, or its start, as the first line has it, a search
+    for a line where it is not, no match a line; else as many matches as newlines). Counts of
+    one byte by replace (memchr), several times faster than bytes.count. False: some line may
+    not be (dated_by tells which)."""
     if not text.startswith(b'{') or text.find(b'\\', 0, end) != -1:
         return False
     lines = len(text) - len(text.replace(b'\n', b'')) - text.count(b'\n', end) + 1
     last = text.rfind(b'\n', 0, end) + 1
-    return (len(text) - len(text.replace(b'{', b'')) - text.count(b'{', end) == lines
-            and text.count(marker[4:9], 0, end) == lines
-            and len(_shaped_lines(marker).findall(text, 0, end)) == lines - 1
-            and dated_by(marker, [text[last:end]])[0])
+    if not (len(text) - len(text.replace(b'{', b'')) - text.count(b'{', end) == lines
+            and text.count(marker[4:9], 0, end) == lines and dated_by(marker, [text[last:end]])[0]):
+        return False
+    at_end, at_start, anywhere = _shaped_lines(marker)
+    if text.startswith(b'{' + marker):
+        first = text.find(b'\n', 0, end)
+        return at_start.search(b'\n' + text[:end if first == -1 else first]) is None and at_start.search(text, 0, end) is None
+    return at_end.search(text, 0, end) is None or len(anywhere.findall(text, 0, end)) == lines - 1
 
 
 def dated_by(marker, lines):
