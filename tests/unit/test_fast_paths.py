@@ -184,8 +184,8 @@ def test_an_hours_chunk_finds_the_other_stamps_on_its_other_lines():
        minute=st.integers(0, 59), second=st.integers(0, 60))
 def test_utc_seconds_is_calendar_timegm(year, month, day, hour, minute, second):
     import calendar
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import logfile
-    assert logfile.utc_seconds(year, month, day, hour, minute, second) == calendar.timegm(
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock
+    assert clock.utc_seconds(year, month, day, hour, minute, second) == calendar.timegm(
         (year, month, day, hour, minute, second, 0, 0, 0))
 
 

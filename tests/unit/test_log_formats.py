@@ -692,6 +692,52 @@ def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines,
     assert fast == every
 
 
+@pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin', 'Asia/Kolkata', 'XXX-0:07:30', 'XXX+3:59:59', 'Europe/Amsterdam'])
+def test_a_time_is_the_local_time_the_clock_shows_to_the_second(tz):
+    """clock.LocalTime (a minute's text cached, its second put in): an epoch's and an
+    ISO-8601 time's local text is the clock's, second for second, also where the zone's offset
+    has seconds (a POSIX TZ, an old date's local mean time): there the local second is not UTC's."""
+    def check():
+        from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import LocalTime
+        clock = LocalTime()
+        for at in [NOW_EPOCH + delta for delta in range(-70, 70, 3)] + [-2524521600 + delta for delta in range(0, 200, 7)]:
+            local = time.localtime(at)
+            expected = time.strftime('%d/%b/%Y:%H:%M:%S', local) + ' %s%02d%02d' % (
+                '-' if local.tm_gmtoff < 0 else '+', abs(local.tm_gmtoff) // 3600, abs(local.tm_gmtoff) % 3600 // 60)
+            assert clock.epoch(at) == expected, at
+            assert clock.iso8601(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(at))) == expected, at
+    in_timezone(tz, check)
+
+
+@pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe',
+                                'Europe/Amsterdam', 'XXX-0:07:30'])
+def test_a_layouts_iso_times_become_the_twin_times_reader_when_gives(tz):
+    """formats_layout._stamp (a minute converted once, each second put in its text): each time
+    value's twin time is reader.when's, in any order, across DST nights, in zones whose offset
+    is not whole hours or has seconds (a POSIX TZ, an old date's local mean time), for a leap
+    second, and for values that are no time or not ISO-8601."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_layout
+
+    def check():
+        instants = [NOW_EPOCH, 1774746000, 1761354000, 1772953200, 1793512800, 1743307200, -2524521600, 1790000000]
+        values = [time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(at + delta + shift)).encode() + zone
+                  for at in instants for delta in range(-130, 130, 7)
+                  for shift, zone in ((0, b'Z'), (0, b'+00:00'), (3600, b'+01:00'), (-18000, b'-05:00'),
+                                      (19800, b'+05:30'), (3600, b'+0100'))]
+        values += [b'2026-11-21T04:13:60+00:00', b'2026-11-21T04:59:60Z', b'2026-11-21T04:13:6x+00:00',
+                   b'2026-11-21T04:13:43+25:00', b'2026-13-21T04:13:43Z', b'2026-11-21 04:13:43+01:00',
+                   b'2026-11-21T04:13:43', b'1/Nov/2026:04:13:43 +0000', b'2026-11-21T04:13:+4+00:00', b'2026-11-21T04:13x43+00:00', b'x' * 25]
+        random.Random(27).shuffle(values)
+        fast = formats.reader_class('nginx_json')(Settings(log_format='nginx_json'))
+        slow = formats.reader_class('nginx_json')(Settings(log_format='nginx_json'))
+        minutes = {}
+        for value in values:
+            expected = slow.when(value.decode('ascii'))
+            assert formats_layout._stamp(value, fast, minutes) == (None if expected is None else expected.encode()), value
+        assert any(minutes.values()) == (tz != 'XXX-0:07:30')      # minutes converted once, but where the offset has seconds
+    in_timezone(tz, check)
+
+
 @pytest.mark.parametrize('hour', [4, 10, 0])      # the counted hours 03 and 04, 09 and 10, yesterday's 23 and 00
 def test_the_probes_are_told_as_each_one_looked_for_wherever_their_common_start_is(hour):
     """Reader.dates_in looks for the probes' common start first: a chunk holding the first

@@ -25,6 +25,99 @@ _YEAR = re.compile(br'(?<!\d)(19[7-9]\d|2\d{3})(?!\d)')
 _UTC_NAMES = (b'UTC', b'GMT')
 
 
+# The combined format's local time, 21/Nov/2026:04:13:43 +0000 (a pattern: formats' bytes too);
+# ISO-8601 with an optional fraction and zone; a month's number by its name.
+CLF_TIME = r'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}'
+_CLF_TIME = re.compile(CLF_TIME + '$')
+_ISO = re.compile(r'(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?(Z|[+-]\d{2}:?\d{2})?$')
+_MONTH_NUMBER = dict((m, i + 1) for i, m in enumerate(MONTHS))
+
+
+def utc_seconds(year, month, day, hour, minute, second):
+    """calendar.timegm of these fields (the proleptic Gregorian calendar; a day past the
+    month's end runs on into the next), by arithmetic: calendar's import costs every run
+    more than this, and it refuses year 0."""
+    year -= month <= 2
+    era = year // 400
+    of_era = year - era * 400
+    of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
+    days = era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
+    return ((days * 24 + hour) * 60 + minute) * 60 + second
+
+
+def _offset(t):
+    return t.tm_gmtoff if hasattr(t, 'tm_gmtoff') else -time.timezone
+
+
+def _zone_text(offset):
+    """A UTC offset as the combined format writes it: +0100 (seconds left out, as nginx does)."""
+    return '%s%02d%02d' % ('-' if offset < 0 else '+', abs(offset) // 3600, abs(offset) % 3600 // 60)
+
+
+def _local_text(t, second=None):
+    """The combined format's text of local time ``t``; with ``second`` ('%02d'), its minute's,
+    the second left to fill in, or '' when the offset has seconds (the local second is not UTC's)."""
+    if second is not None and _offset(t) % 60:
+        return ''
+    return '%02d/%s/%04d:%02d:%02d:%s %s' % (
+        t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour, t.tm_min,
+        '%02d' % t.tm_sec if second is None else second, _zone_text(_offset(t)))
+
+
+class LocalTime:
+    """Instants as the combined format's local time text, 21/Nov/2026:05:13:43 +0100, cached
+    per minute (a zone changes its offset only on a minute boundary)."""
+
+    def __init__(self):
+        self.minutes = {}
+        self.iso = {}
+
+    def epoch(self, seconds):
+        seconds = int(seconds)
+        minute = seconds // 60
+        text = self.minutes.get(minute)
+        if text is None:
+            if len(self.minutes) > 4096:
+                self.minutes.clear()
+            # '': an offset with seconds (a POSIX TZ such as XXX-0:07:30, an old date's local
+            # mean time), whose local second is not UTC's: each second read on its own.
+            text = self.minutes[minute] = _local_text(time.localtime(minute * 60), '%02d')
+        if not text:
+            return _local_text(time.localtime(seconds))
+        return text % (seconds % 60)
+
+    def iso8601(self, text):
+        """'2026-11-21T04:13:43+00:00' (or Z, or a fraction): its local text; None without
+        a zone (it cannot be placed in time) or when it is no time."""
+        if not isinstance(text, str):
+            return None
+        match = _ISO.match(text)
+        if match is None or match.group(7) is None:
+            return None
+        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+        zone = match.group(7)
+        offset = 0 if zone == 'Z' else (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60) * (-1 if zone[0] == '-' else 1)
+        if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second <= 60):
+            return None
+        return self.epoch(utc_seconds(year, month, day, hour, minute, second) - offset)
+
+    def clf(self, text):
+        """A time already in the combined format's form (nginx's $time_local)."""
+        return text if isinstance(text, str) and _CLF_TIME.match(text) else None
+
+    def utc_fields(self, year, month, day, hour, minute, second):
+        return self.epoch(utc_seconds(year, month, day, hour, minute, second))
+
+    def local_fields(self, day, month, year, clock):
+        """A time without a zone, in this host's local time (HAProxy's): the zone added."""
+        key = (day, month, year, clock[:2])
+        zone = self.iso.get(key)
+        if zone is None:
+            t = time.localtime(time.mktime((int(year), _MONTH_NUMBER.get(month, 1), int(day), int(clock[:2]), 0, 0, 0, 1, -1)))
+            zone = self.iso[key] = _zone_text(_offset(t))
+        return '%s/%s/%s:%s %s' % (day, month, year, clock, zone)
+
+
 class Window:
     """One hourly window: its name, console heading and hour stamp (bytes)."""
 

@@ -22,13 +22,11 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import re
-import time
 from itertools import compress, repeat
 from operator import contains, not_, truth
 
-from .clock import MONTHS
+from .clock import CLF_TIME, LocalTime
 from .errors import bad_option
-from .logfile import utc_seconds
 
 __metaclass__ = type
 
@@ -42,10 +40,7 @@ _ESCAPE_TEXT = re.compile('[\x00-\x1f"\\\\\x7f-\U0010ffff]')
 # A needle written as itself in any format (nginx's escape=json escapes none of these characters;
 # a JSON line holding an escape is decoded all the same: Reader._with_needles).
 _PLAIN_NEEDLE = re.compile(r"^[A-Za-z0-9/._~:%=?+,;!*'()@$ -]+$")
-_ISO = re.compile(r'(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?(Z|[+-]\d{2}:?\d{2})?$')
-_CLF_TIME = re.compile(r'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}$')
-_CLF_BYTES = br'\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}'
-_MONTH_NUMBER = dict((m, i + 1) for i, m in enumerate(MONTHS))
+_CLF_BYTES = CLF_TIME.encode('ascii')
 
 
 # The hex digits of the bytes escaped (escaped): a twin's '\xA2' then '1/Nov/2026:04' holds
@@ -83,63 +78,6 @@ def text_field(value):
 def twin(address, when, request, status, size, referer, agent):
     """The combined line (str, escaped fields) of one request."""
     return '%s - - [%s] "%s" %s %s "%s" "%s"' % (address, when, request, status, size, referer, agent)
-
-
-class LocalTime:
-    """Instants as the combined format's local time text, 21/Nov/2026:05:13:43 +0100, cached
-    per minute (a zone changes its offset only on a minute boundary)."""
-
-    def __init__(self):
-        self.minutes = {}
-        self.iso = {}
-
-    def epoch(self, seconds):
-        seconds = int(seconds)
-        minute = seconds // 60
-        text = self.minutes.get(minute)
-        if text is None:
-            if len(self.minutes) > 4096:
-                self.minutes.clear()
-            t = time.localtime(minute * 60)
-            zone = t.tm_gmtoff if hasattr(t, 'tm_gmtoff') else -time.timezone
-            text = '%02d/%s/%04d:%02d:%02d:%%02d %s%02d%02d' % (
-                t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour, t.tm_min,
-                '-' if zone < 0 else '+', abs(zone) // 3600, abs(zone) % 3600 // 60)
-            self.minutes[minute] = text
-        return text % (seconds % 60)
-
-    def iso8601(self, text):
-        """'2026-11-21T04:13:43+00:00' (or Z, or a fraction): its local text; None without
-        a zone (it cannot be placed in time) or when it is no time."""
-        if not isinstance(text, str):
-            return None
-        match = _ISO.match(text)
-        if match is None or match.group(7) is None:
-            return None
-        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-        zone = match.group(7)
-        offset = 0 if zone == 'Z' else (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60) * (-1 if zone[0] == '-' else 1)
-        if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second <= 60):
-            return None
-        return self.epoch(utc_seconds(year, month, day, hour, minute, second) - offset)
-
-    def clf(self, text):
-        """A time already in the combined format's form (nginx's $time_local)."""
-        return text if isinstance(text, str) and _CLF_TIME.match(text) else None
-
-    def utc_fields(self, year, month, day, hour, minute, second):
-        return self.epoch(utc_seconds(year, month, day, hour, minute, second))
-
-    def local_fields(self, day, month, year, clock):
-        """A time without a zone, in this host's local time (HAProxy's): the zone added."""
-        key = (day, month, year, clock[:2])
-        zone = self.iso.get(key)
-        if zone is None:
-            t = time.localtime(time.mktime((int(year), _MONTH_NUMBER.get(month, 1), int(day), int(clock[:2]), 0, 0, 0, 1, -1)))
-            off = t.tm_gmtoff if hasattr(t, 'tm_gmtoff') else -time.timezone
-            zone = '%s%02d%02d' % ('-' if off < 0 else '+', abs(off) // 3600, abs(off) % 3600 // 60)
-            self.iso[key] = zone
-        return '%s/%s/%s:%s %s' % (day, month, year, clock, zone)
 
 
 def needles_of(job_prefixes, json_escapes, query_apart=False):

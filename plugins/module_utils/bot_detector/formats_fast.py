@@ -21,8 +21,8 @@ import time
 from itertools import compress, repeat
 from operator import contains, eq, not_, truth
 
-from .formats import _CLF_BYTES, _ESCAPE_TEXT, _ISO, probe
-from .logfile import utc_seconds
+from .clock import _ISO, utc_seconds
+from .formats import _CLF_BYTES, _ESCAPE_TEXT, probe
 
 __metaclass__ = type
 

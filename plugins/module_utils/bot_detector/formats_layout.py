@@ -125,11 +125,10 @@ class Layout:
             return b'', slow
         if not self.clf:
             # This chunk's times in a dict of its own: reader.when may empty reader.times meanwhile.
-            times, distinct = reader.times, set(columns[1])
+            times, distinct, minutes = reader.times, set(columns[1]), {}
             known = dict((when, times[when]) for when in filter(times.__contains__, distinct))
             for when in distinct.difference(known):
-                stamp = reader.when(when.decode('ascii'))
-                known[when] = None if stamp is None else stamp.encode('ascii')
+                known[when] = _stamp(when, reader, minutes)
             if len(times) > 65536:
                 times.clear()
             times.update(known)
@@ -174,6 +173,23 @@ class Layout:
             slow.extend(compress(lines, map(not_, hits)))
             matches, lines = list(compress(matches, hits)), list(compress(lines, hits))
         return (list(self.pick(list(zip(*map(Match.groups, matches))))) if matches else None), lines
+
+
+def _stamp(when, reader, minutes):
+    """The twin's time of ``when``, a time value's text: for ISO-8601 of whole seconds and a zone
+    ('2026-11-21T04:13:43+01:00', '...Z'), its minute's (``minutes``: converted once, at second
+    00) with its second, where that minute's second 00 is 00 in local time too (a zone whose
+    offset has seconds, a leap second: converted each); else ``reader.when``'s (None: no time)."""
+    if len(when) in (20, 25) and when[16:17] == b':' and when[17:19].isdigit() and when[17:19] < b'60':
+        key = when[:16] + when[19:]
+        minute = minutes.get(key)
+        if minute is None:
+            stamp = reader.when((when[:16] + b':00' + when[19:]).decode('ascii'))
+            minute = minutes[key] = stamp.encode('ascii') if stamp is not None and stamp[17:20] == ':00' else False
+        if minute:
+            return minute[:18] + when[17:19] + minute[20:]
+    stamp = reader.when(when.decode('ascii'))
+    return None if stamp is None else stamp.encode('ascii')
 
 
 # Caddy's headers object (values without quotes): any, each a list of text, the user agent's

@@ -11,10 +11,10 @@ import re
 from itertools import compress, repeat
 from operator import add, eq, itemgetter, not_, truth
 
+from .clock import utc_seconds
 from .formats import HEAD_BYTES, Reader, escaped
 from .formats_fast import instants_of
 from .formats_layout import PLAIN, plain_lines
-from .logfile import utc_seconds
 
 __metaclass__ = type
 

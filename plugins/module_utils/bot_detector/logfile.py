@@ -9,7 +9,7 @@ import os
 import re
 import stat
 
-from .clock import MONTHS
+from .clock import MONTHS, utc_seconds
 from .errors import EXIT_SPEC_ERROR, BotDetectorError
 from .messages import NOT_READABLE, NOT_REGULAR
 
@@ -92,18 +92,6 @@ def stamp_clock(stamp):
     day, month, rest = stamp.split(b'/')
     year, hour = rest.split(b':')
     return utc_seconds(int(year), _MONTH_NUMBER[month], int(day), int(hour), 0, 0)
-
-
-def utc_seconds(year, month, day, hour, minute, second):
-    """calendar.timegm of these fields (the proleptic Gregorian calendar; a day past the
-    month's end runs on into the next), by arithmetic: calendar's import costs every run
-    more than this, and it refuses year 0."""
-    year -= month <= 2
-    era = year // 400
-    of_era = year - era * 400
-    of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
-    days = era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
-    return ((days * 24 + hour) * 60 + minute) * 60 + second
 
 
 def probe(fd, offset):
