@@ -82,10 +82,12 @@ class JsonReader(Reader):
         them, the rest decoded one by one."""
         layout = self.layout if self.proxies is None else False        # X-Forwarded-For: decoded
         end = len(buf) if limit is None else min(limit, len(buf))
-        dated, sampled = bool(self.dates_in(buf, end, first=True)), None
-        if self.stamps and not dated and self.time_filter is not None:
+        dated, sampled = False, None
+        if self.stamps and self.time_filter is not None:
             sampled = self.time_filter.sampled(buf, end, self.stamps)
             dated = sampled is not None and not sampled[1]      # a line's time (of nine) in a counted hour
+        # Else a stamp's probe (a chunk a sampled time places in the windows goes to the layout either way).
+        dated = dated or bool(self.dates_in(buf, end, first=True))
         if self.stamps and not dated and (
                 self.time_filter.all_outside(buf, end, self.stamps, sampled) if self.time_filter is not None else
                 self.date_marker and formats_fast.all_dated_by(self.date_marker, buf, end)):
