@@ -26,7 +26,11 @@ class Entry:
         self.zone = sign + oh + om
         offset = (int(oh) * 3600 + int(om) * 60) * (-1 if sign == '-' else 1)
         import calendar
-        self.epoch = calendar.timegm((int(year), MONTHS.index(month) + 1, int(day), int(hour), int(minute), int(second))) - offset
+        clock = calendar.timegm((int(year), MONTHS.index(month) + 1, int(day), int(hour), int(minute), int(second)))
+        # nginx writes the local clock with the offset cut to whole minutes (C's division): where the
+        # zone's offset has seconds, the instant is the clock less the whole offset.
+        local = time.localtime(clock - offset).tm_gmtoff
+        self.epoch = clock - (local if local % 60 and int(local / 60) * 60 == offset else offset)
         self.request, self.status, self.size, self.referer, self.agent = g[12:17]
         self.line = match.group(0)
 
@@ -40,8 +44,8 @@ def _iso(epoch, utc=True, fraction='.123456789'):
     if utc:
         return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(epoch)) + fraction + 'Z'
     t = time.localtime(epoch)
-    off = t.tm_gmtoff
-    return time.strftime('%Y-%m-%dT%H:%M:%S', t) + '%s%02d:%02d' % ('+' if off >= 0 else '-', abs(off) // 3600, abs(off) % 3600 // 60)
+    minutes = int(t.tm_gmtoff / 60)     # as nginx and Go write it: the offset's seconds cut
+    return time.strftime('%Y-%m-%dT%H:%M:%S', t) + '%s%02d:%02d' % ('+' if minutes >= 0 else '-', abs(minutes) // 60, abs(minutes) % 60)
 
 
 def _b(text):

@@ -692,25 +692,97 @@ def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines,
     assert fast == every
 
 
-@pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin', 'Asia/Kolkata', 'XXX-0:07:30', 'XXX+3:59:59', 'Europe/Amsterdam'])
-def test_a_time_is_the_local_time_the_clock_shows_to_the_second(tz):
-    """clock.LocalTime (a minute's text cached, its second put in): an epoch's and an
-    ISO-8601 time's local text is the clock's, second for second, also where the zone's offset
-    has seconds (a POSIX TZ, an old date's local mean time): there the local second is not UTC's."""
+# Zones whose offset has seconds (a POSIX TZ; Amsterdam's local mean time before 1937), and whose
+# offset changes within a minute (a POSIX TZ's rule at 2:00:10 or 1:59:40).
+SECOND_ZONES = ['XXX-0:07:30', 'XXX+3:59:59', 'XXX+0:00:30', 'Europe/Amsterdam', 'AAA-0:07:30BBB-1,J60/2,J300/2:00:10',
+                'AAA0BBB-1,J60/1:59:40,J300/2']
+
+
+def _offset_changes(year):
+    """The instants in ``year`` where the local zone's offset changes (to the second)."""
+    import calendar
+    start = calendar.timegm((year, 1, 1, 0, 0, 0))
+    found = []
+    for at in range(start, start + 366 * 86400, 3600):
+        if time.localtime(at).tm_gmtoff != time.localtime(at + 3600).tm_gmtoff:
+            low, high = at, at + 3600
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (middle, high) if time.localtime(middle).tm_gmtoff == time.localtime(at).tm_gmtoff else (low, middle)
+            found.append(high)
+    return found
+
+
+def _nginx_time(at, form):
+    """What nginx writes for instant ``at`` in this process's zone: $time_local (``form``
+    'clf') or $time_iso8601, the local clock with the offset cut to whole minutes (C's division)."""
+    local = time.localtime(at)
+    minutes = int(local.tm_gmtoff / 60)
+    sign, hours, rest = '-' if minutes < 0 else '+', abs(minutes) // 60, abs(minutes) % 60
+    if form == 'clf':
+        return time.strftime('%d/%b/%Y:%H:%M:%S', local) + ' %s%02d%02d' % (sign, hours, rest)
+    return time.strftime('%Y-%m-%dT%H:%M:%S', local) + '%s%02d:%02d' % (sign, hours, rest)
+
+
+@pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin', 'Asia/Kolkata'] + SECOND_ZONES)
+def test_a_time_is_the_local_time_nginx_writes_to_the_second(tz):
+    """clock.LocalTime (a minute's text cached, its second put in): an epoch's local text, an
+    ISO-8601 time's in UTC and one written as nginx writes $time_iso8601 are nginx's $time_local
+    for the same instant, second for second, around the year's changes of offset, also where the
+    offset has seconds (the local second is not UTC's; nginx cuts the offset to whole minutes)
+    or changes within a minute."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import LocalTime
+
     def check():
-        from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import LocalTime
         clock = LocalTime()
-        for at in [NOW_EPOCH + delta for delta in range(-70, 70, 3)] + [-2524521600 + delta for delta in range(0, 200, 7)]:
-            local = time.localtime(at)
-            expected = time.strftime('%d/%b/%Y:%H:%M:%S', local) + ' %s%02d%02d' % (
-                '-' if local.tm_gmtoff < 0 else '+', abs(local.tm_gmtoff) // 3600, abs(local.tm_gmtoff) % 3600 // 60)
+        changes = _offset_changes(2025)
+        assert changes or tz in ('UTC', 'Asia/Kolkata', 'XXX-0:07:30', 'XXX+3:59:59', 'XXX+0:00:30', 'Europe/Amsterdam')
+        instants = [NOW_EPOCH + delta for delta in range(-70, 70, 3)] + [-2524521600 + delta for delta in range(0, 200, 7)]
+        instants += [change + delta for change in changes for delta in range(-75, 75)]
+        for at in instants:
+            expected = _nginx_time(at, 'clf')
             assert clock.epoch(at) == expected, at
             assert clock.iso8601(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(at))) == expected, at
+            if not any(abs(at - change) < 60 for change in changes):      # (within a minute of a change the offset is not told)
+                assert clock.iso8601(_nginx_time(at, 'iso')) == expected, at
     in_timezone(tz, check)
 
 
-@pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe',
-                                'Europe/Amsterdam', 'XXX-0:07:30'])
+@pytest.mark.parametrize('tz', SECOND_ZONES)
+@pytest.mark.parametrize('form', ['iso', 'msec'])
+def test_lines_nginx_writes_count_as_their_twins_to_the_second_where_the_offset_has_seconds(tz, form):
+    """An nginx JSON log ($time_iso8601: the local clock, its offset cut to whole minutes; or
+    $msec) and its combined twin ($time_local, the same clock), a line every 7 seconds of the
+    two windows and around their ends: each window counts the same lines, read at once or a
+    line a chunk (the time filter), where the zone's offset has seconds or changes within a
+    minute."""
+    def both():
+        now = NOW_EPOCH
+        stamps = [w.stamp for w in hour_windows(now)]
+        settings = Settings(log_format='nginx_json')
+        lines, twins = [], []
+        for i, at in enumerate(range(now - 3 * 3600, now + 120, 7)):
+            address = '192.0.2.%d' % (i % 50)
+            when = _nginx_time(at, 'iso') if form == 'iso' else '%d.%03d' % (at, i % 1000)
+            lines.append(json.dumps({'remote_addr': address, 'time_iso8601' if form == 'iso' else 'msec': when,
+                                     'request': 'GET /job/%d HTTP/1.1' % i, 'status': '200', 'body_bytes_sent': '5',
+                                     'http_referer': '', 'http_user_agent': 'curl/8'}, separators=(',', ':')).encode())
+            twins.append(b'%s - - [%s] "GET /job/%d HTTP/1.1" 200 5 "-" "curl/8"' % (address.encode(), _nginx_time(at, 'clf').encode(), i))
+        counted = []
+        for chunks, reader in (([twins], None), ([lines], True), ([[line] for line in lines], True)):
+            reader = formats.reader_class('nginx_json')(settings).bind(lines[0]) if reader else None
+            counter = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), reader=reader)
+            for chunk in chunks:
+                data = b'\n'.join(chunk) + b'\n'
+                counter.chunk(data, len(data) - 1)
+            counted.append(_nonzero(counter.counters))
+        return counted
+    expected, whole, apart = in_timezone(tz, both)
+    assert sum(sum(c.values()) for c in expected.values()) > 600
+    assert whole == expected and apart == expected
+
+
+@pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe'] + SECOND_ZONES)
 def test_a_layouts_iso_times_become_the_twin_times_reader_when_gives(tz):
     """formats_layout._stamp (a minute converted once, each second put in its text): each time
     value's twin time is reader.when's, in any order, across DST nights, in zones whose offset
@@ -734,7 +806,9 @@ def test_a_layouts_iso_times_become_the_twin_times_reader_when_gives(tz):
         for value in values:
             expected = slow.when(value.decode('ascii'))
             assert formats_layout._stamp(value, fast, minutes) == (None if expected is None else expected.encode()), value
-        assert any(minutes.values()) == (tz != 'XXX-0:07:30')      # minutes converted once, but where the offset has seconds
+        # Minutes converted once, but where the offset has seconds (and none of the values is the
+        # local clock, as XXX+0:00:30's '+00:00' ones are).
+        assert any(minutes.values()) == (tz not in ('XXX-0:07:30', 'XXX+3:59:59'))
     in_timezone(tz, check)
 
 

@@ -49,24 +49,39 @@ def _offset(t):
     return t.tm_gmtoff if hasattr(t, 'tm_gmtoff') else -time.timezone
 
 
+def _cut(offset):
+    """A UTC offset in seconds cut to whole minutes towards zero, as nginx (C's division) does."""
+    return -(-offset // 60) * 60 if offset < 0 else offset // 60 * 60
+
+
 def _zone_text(offset):
-    """A UTC offset as the combined format writes it: +0100 (seconds left out, as nginx does)."""
+    """A UTC offset as the combined format writes it: +0100 (its seconds cut, as nginx does)."""
+    offset = _cut(offset)
     return '%s%02d%02d' % ('-' if offset < 0 else '+', abs(offset) // 3600, abs(offset) % 3600 // 60)
 
 
-def _local_text(t, second=None):
-    """The combined format's text of local time ``t``; with ``second`` ('%02d'), its minute's,
-    the second left to fill in, or '' when the offset has seconds (the local second is not UTC's)."""
-    if second is not None and _offset(t) % 60:
+def _local_text(t):
+    """The combined format's text of local time ``t``, as nginx writes its $time_local."""
+    return '%02d/%s/%04d:%02d:%02d:%02d %s' % (
+        t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour, t.tm_min, t.tm_sec, _zone_text(_offset(t)))
+
+
+def _minute_text(minute):
+    """The local text of the UTC minute ``minute`` (epoch seconds // 60), its second left to
+    fill in ('%02d'), where its clock reads :00 at its first second and :59 at its last on one
+    local minute and offset; else '' (an offset with seconds, a POSIX TZ such as XXX-0:07:30 or
+    an old date's local mean time; a change of offset within the minute; a zone counting leap
+    seconds): each second is read on its own."""
+    first, last = time.localtime(minute * 60), time.localtime(minute * 60 + 59)
+    if first.tm_sec != 0 or last.tm_sec != 59 or first[:5] != last[:5] or _offset(first) != _offset(last):
         return ''
-    return '%02d/%s/%04d:%02d:%02d:%s %s' % (
-        t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour, t.tm_min,
-        '%02d' % t.tm_sec if second is None else second, _zone_text(_offset(t)))
+    text = _local_text(first)
+    return text[:18] + '%02d' + text[20:]
 
 
 class LocalTime:
-    """Instants as the combined format's local time text, 21/Nov/2026:05:13:43 +0100, cached
-    per minute (a zone changes its offset only on a minute boundary)."""
+    """Instants as the combined format's local time text, 21/Nov/2026:05:13:43 +0100, as nginx
+    writes its $time_local: cached per minute where its clock runs with UTC's seconds."""
 
     def __init__(self):
         self.minutes = {}
@@ -79,12 +94,8 @@ class LocalTime:
         if text is None:
             if len(self.minutes) > 4096:
                 self.minutes.clear()
-            # '': an offset with seconds (a POSIX TZ such as XXX-0:07:30, an old date's local
-            # mean time), whose local second is not UTC's: each second read on its own.
-            text = self.minutes[minute] = _local_text(time.localtime(minute * 60), '%02d')
-        if not text:
-            return _local_text(time.localtime(seconds))
-        return text % (seconds % 60)
+            text = self.minutes[minute] = _minute_text(minute)
+        return text % (seconds % 60) if text else _local_text(time.localtime(seconds))
 
     def iso8601(self, text):
         """'2026-11-21T04:13:43+00:00' (or Z, or a fraction): its local text; None without
@@ -99,7 +110,14 @@ class LocalTime:
         offset = 0 if zone == 'Z' else (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60) * (-1 if zone[0] == '-' else 1)
         if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second <= 60):
             return None
-        return self.epoch(utc_seconds(year, month, day, hour, minute, second) - offset)
+        at = utc_seconds(year, month, day, hour, minute, second) - offset
+        local = _offset(time.localtime(at))
+        if zone != 'Z' and local % 60 and _cut(local) == offset and second < 60:
+            # This host's local clock, its offset (which has seconds) cut to whole minutes as nginx
+            # (C's division) and Go write it: not quite the instant it names; its twin has the same
+            # clock and zone.
+            return '%02d/%s/%04d:%02d:%02d:%02d %s' % (day, MONTHS[month - 1], year, hour, minute, second, _zone_text(offset))
+        return self.epoch(at)
 
     def clf(self, text):
         """A time already in the combined format's form (nginx's $time_local)."""
