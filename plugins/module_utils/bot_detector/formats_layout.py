@@ -177,15 +177,18 @@ class Layout:
 
 def _stamp(when, reader, minutes):
     """The twin's time of ``when``, a time value's text: for ISO-8601 of whole seconds and a zone
-    ('2026-11-21T04:13:43+01:00', '...Z'), its minute's (``minutes``: converted once, at second
-    00) with its second, where that minute's second 00 is 00 in local time too (a zone whose
-    offset has seconds, a leap second: converted each); else ``reader.when``'s (None: no time)."""
+    ('2026-11-21T04:13:43+01:00', '...Z'), its minute's (``minutes``: converted once, at seconds
+    00 and 59) with its second, where the minute's twin runs from :00 to :59 on one offset (not
+    where the local offset has seconds or changes within the minute, nor for a leap second:
+    converted each); else ``reader.when``'s (None: no time)."""
     if len(when) in (20, 25) and when[16:17] == b':' and when[17:19].isdigit() and when[17:19] < b'60':
         key = when[:16] + when[19:]
         minute = minutes.get(key)
         if minute is None:
             stamp = reader.when((when[:16] + b':00' + when[19:]).decode('ascii'))
-            minute = minutes[key] = stamp.encode('ascii') if stamp is not None and stamp[17:20] == ':00' else False
+            last = reader.when((when[:16] + b':59' + when[19:]).decode('ascii'))
+            minute = minutes[key] = (stamp.encode('ascii') if stamp is not None and stamp[17:20] == ':00'
+                                     and last == stamp[:18] + '59' + stamp[20:] else False)
         if minute:
             return minute[:18] + when[17:19] + minute[20:]
     stamp = reader.when(when.decode('ascii'))
