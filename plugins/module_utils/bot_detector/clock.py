@@ -2,7 +2,8 @@
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Hours, dates and durations: the windows of rule 5.2, the activity log's date (written
-and read back), and the durations of ban expiry."""
+and read back), the durations of ban expiry, and instants as the combined format's local
+time text (LocalTime: the other formats' twins, as nginx writes $time_local)."""
 
 from __future__ import absolute_import, division, print_function
 
