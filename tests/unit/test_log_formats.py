@@ -3,6 +3,7 @@ format F counts exactly as its combined twin would: the fixtures of real lines (
 read as their twins, the command on an F-log decides as the reference on its twin log, a
 property test over random combined logs rendered into each format, auto and its refusal,
 the unparsed lines' count, warning and metric, and a forged X-Forwarded-For."""
+import gzip
 import json
 import os
 import random
@@ -131,6 +132,102 @@ def test_random_combined_logs_rendered_into_each_format_count_as_their_twins(req
     mine, theirs = in_timezone(tz, both)
     assert mine[:2] == theirs[:2]
     assert mine[2] == []
+
+
+@hsettings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(REQUEST, min_size=1, max_size=30), st.sampled_from(logformats.FORMATS), st.integers(0, 5),
+       st.sampled_from([40, 64, 100]), st.booleans(), st.sampled_from(['UTC', 'Europe/Berlin']))
+def test_lines_longer_than_a_chunk_count_as_their_twins(requests, fmt, style, chunk, compress, tz):
+    """A line longer than a read chunk (reading.LongLine) in another format than combined is
+    joined and read whole: with chunks of a few hundred bytes most lines are, plain or gzip,
+    and they count as their twins do in 1 MiB chunks, none unparsed."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+
+    def both():
+        lines = []
+        for address, offset, method, path, agent, referer in requests:
+            lines.append(('%s - - [%s] "%s %s HTTP/1.1" 200 %d "%s" "%s"' % (
+                address, loggen.clf_time(NOW_EPOCH + offset), method, path, len(path), referer,
+                agent.replace('"', "'").replace('\\', '/'))).encode('utf-8'))
+        data, twins = logformats.render_log(fmt, b'\n'.join(lines) + b'\n', style)
+        with tempfile.TemporaryDirectory() as scratch:
+            log, twin_log = Path(scratch) / 'f.log', Path(scratch) / 't.log'
+            log.write_bytes(gzip.compress(data) if compress else data)
+            twin_log.write_bytes(twins)
+            theirs = _detect(twin_log, 'combined', Path(scratch) / 'b')
+            default = reading.READ_CHUNK
+            reading.READ_CHUNK = chunk
+            try:
+                mine = _detect(log, fmt, Path(scratch) / 'a')
+            finally:
+                reading.READ_CHUNK = default
+        return mine, theirs, max(map(len, data.split(b'\n')))
+    mine, theirs, longest = in_timezone(tz, both)
+    assert longest > chunk
+    assert mine[:2] == theirs[:2]
+    assert mine[2] == []
+
+
+def _caddy_log_with_headers(hitters, padded):
+    """A Caddy log of ``hitters`` ({address: requests} in the previous hour, as
+    loggen.planted_log) and its twin log; the first line of each address of ``padded``
+    holds a Cookie header of that many bytes, which its twin does not show."""
+    data, twins = in_timezone('UTC', lambda: logformats.render_log(
+        'caddy', loggen.planted_log(NOW_EPOCH, previous=hitters), vary=False))
+    lines = data.split(b'\n')
+    for address, size in padded.items():
+        at = next(i for i, line in enumerate(lines) if json.loads(line)['request']['remote_ip'] == address)
+        doc = json.loads(lines[at])
+        doc['request']['headers']['Cookie'] = ['c' * size]
+        lines[at] = json.dumps(doc, separators=(',', ':')).encode()
+    return b'\n'.join(lines), twins
+
+
+def test_a_caddy_line_padded_past_a_chunk_with_headers_counts_as_its_twin(tmp_path):
+    """Go's server takes 1 MiB of headers, which Caddy logs: a scraper that pads its requests
+    so is still counted (reading.LONG_LINE_READ). A line longer than that bound is counted as
+    unparsed, warned with its start, and read in bounded memory."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    data, twins = _caddy_log_with_headers({'203.0.113.7': 1000, '203.0.113.8': 999},
+                                          {'203.0.113.7': 3 << 20, '203.0.113.8': reading.LONG_LINE_READ})
+    for compress in (False, True):
+        log, twin_log = tmp_path / 'access.log', tmp_path / 'twins.log'
+        log.write_bytes(gzip.compress(data, 1) if compress else data)
+        twin_log.write_bytes(twins)
+        ours, theirs = Files(tmp_path / ('ours%d' % compress)), Files(tmp_path / ('theirs%d' % compress))
+        ref = run_reference(twin_log, theirs.blocklist, theirs.exclusions, theirs.activity_log, ['10.0.0.5'], NOW)
+        got = run_core(ours.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', 'caddy', '--json', log])
+        assert got.returncode == 0 and ref.returncode == 0, got.stderr
+        out = json.loads(got.stdout)
+        assert [(b['address'], b['count']) for b in out['blocked']] == [('203.0.113.7', 1000)]
+        assert ours.read('blocklist') == theirs.read('blocklist') == b'203.0.113.7\n'
+        # The line past the bound: one unparsed line, its start the example; its twin would have made 999 + 1.
+        assert out['scans'][0]['unparsed_lines'] == 1
+        warning, = [w for w in out['warnings'] if 'did not parse' in w]
+        assert warning.startswith('%s: 1 lines did not parse as caddy' % log), warning
+        padded = next(line for line in data.split(b'\n') if len(line) > reading.LONG_LINE_READ)
+        assert warning.endswith('the first: ' + padded[:300].decode()), warning[-400:]
+
+
+def test_a_line_past_the_bound_is_read_in_bounded_memory(tmp_path):
+    """A line of another format than combined is held whole up to reading.LONG_LINE_READ,
+    never past it: four times the line, not four times the memory, and not much more than
+    the bound."""
+    import tracemalloc
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    peaks = []
+    for size in (reading.LONG_LINE_READ + 1, 4 * reading.LONG_LINE_READ):
+        data, dummy = _caddy_log_with_headers({'203.0.113.8': 5}, {'203.0.113.8': size})
+        log = tmp_path / 'access.log'
+        log.write_bytes(data)
+        tracemalloc.start()
+        try:
+            windows, verdicts, warnings = in_timezone('UTC', lambda: _detect(log, 'caddy', tmp_path / 'a'))
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert windows[0][1] == [{'address': '203.0.113.8', 'count': 4}] and 'did not parse' in warnings[0]
+    assert peaks[1] < peaks[0] * 1.2 and peaks[1] < reading.LONG_LINE_READ + 3 * reading.READ_CHUNK, peaks
 
 
 # ---------------------------------------------------------------- auto, unparsed lines, forged X-Forwarded-For

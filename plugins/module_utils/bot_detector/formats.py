@@ -161,7 +161,8 @@ class Reader:
         other.unparsed, other.example = 0, None
         return other
 
-    def _failed(self, line):
+    def failed(self, line):
+        """A line that does not parse: counted, the first kept as the warning's example."""
         self.unparsed += 1
         if self.example is None:
             self.example = line[:300]
@@ -268,7 +269,7 @@ class Reader:
             made = parse(line)
             if made is None:
                 if line.strip():
-                    self._failed(line)
+                    self.failed(line)
             else:
                 twins.append(made)
         return twins
@@ -291,7 +292,7 @@ class VhostCombined(Reader):
         if len(twins) < len(lines):
             for line, (dummy, space, dummy2) in zip(lines, cut):
                 if not space and line.strip():
-                    self._failed(line)
+                    self.failed(line)
         return b'\n'.join(twins), bool(twins)
 
     def parse(self, line):

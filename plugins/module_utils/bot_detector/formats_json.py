@@ -119,7 +119,7 @@ class JsonReader(Reader):
         for line, doc in zip(slow, decode_all(slow)):
             made = self.twin_of(doc) if doc is not None else None
             if made is None:
-                self._failed(line)
+                self.failed(line)
             else:
                 twins.append(made)
         read = bool(twins) or bool(fast)
@@ -166,7 +166,7 @@ class JsonReader(Reader):
         skipped = set(map(id, chosen))
         for line in starts:
             if id(line) not in skipped and line.strip():
-                self._failed(line)
+                self.failed(line)
 
     def when(self, value):
         """A time value as local combined text: epoch seconds (a number, or text as

@@ -267,7 +267,7 @@ class W3C(Reader):
         made = zip(ip, user, whens, method, stem, query, version, status, size, referer, agent)
         if None in whens:       # no time: those lines do not parse
             for line in compress(list(compress(lines, shaped)), map(eq, whens, repeat(None))):
-                self._failed(line)
+                self.failed(line)
             made = compress(made, whens)
         twins.extend(map(b'%s - %s [%s] "%s %s%s%s" %s %s "%s" "%s"'.__mod__, made))
         return twins

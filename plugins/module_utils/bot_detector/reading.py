@@ -30,6 +30,10 @@ LOADAVG = '/proc/loadavg'      # its fourth field: tasks running now / all tasks
 # A line longer than READ_CHUNK is read piece by piece (LongLine); its first field must be
 # at most this long: longer, it is no address, and the line is not counted.
 LONG_FIELD = 1024 * 1024
+# In another format than combined (a reader's), a line longer than READ_CHUNK is joined and
+# read whole up to this long (Go's servers, Caddy and Traefik, take 1 MiB of headers, which
+# their JSON may write six bytes a byte); longer, it is counted as unparsed.
+LONG_LINE_READ = 8 * 1024 * 1024
 
 _BLANK = re.compile(br'[ \t]')
 _NOT_BLANK = re.compile(br'[^ \t]')
@@ -42,10 +46,13 @@ class LongLine:
     first field (LineFilter.needles), so a short stand-in line with the same first field
     and the same needles is counted in its place: the counts are those of the whole line.
     A first field longer than LONG_FIELD is never an address, and its line is not counted;
-    nor is any long line under a filter without needles (the precise rules)."""
+    nor is any long line under a filter without needles (the precise rules). A line of
+    another format than combined (the tally's reader) must be decoded to be told: it is
+    joined and read whole up to LONG_LINE_READ, else counted as unparsed."""
 
     def __init__(self, tally):
         self.tally = tally
+        self.whole, self.length = ([], 0) if tally.reader is not None else (None, 0)
         needles = tally.long_line_needles()
         self.skip = needles is None
         self.exact, self.folded = ([], []) if self.skip else needles
@@ -59,6 +66,11 @@ class LongLine:
         self.state = 'leading'      # blanks before the first field, then 'in', 'done' or 'too long'
 
     def feed(self, piece):
+        if self.whole is not None:
+            self.length += len(piece)
+            if self.length <= LONG_LINE_READ:
+                self.whole.append(piece)        # past the bound, the first piece is the warning's example
+            return
         self.tally.note_piece(piece)
         if self.skip:
             return
@@ -96,6 +108,12 @@ class LongLine:
                 self.state, self.separator = 'done', piece[end:end + 1]
 
     def finish(self):
+        if self.whole is not None:
+            if self.length <= LONG_LINE_READ:
+                self.tally.chunk(b''.join(self.whole))
+            else:
+                self.tally.count_long_line(None, (), example=self.whole[0])
+            return
         if self.skip or self.state == 'leading':
             self.tally.count_long_line(None, self.found)
             return

@@ -166,14 +166,15 @@ class Tally:
         if not self.stamped:
             self.stamped = HOUR_TEXT.search(piece) is not None
 
-    def count_long_line(self, stand_in, found):
+    def count_long_line(self, stand_in, found, example=None):
         """Count a long line by its ``stand_in`` (same first field, same needles) under each
-        stamp of ``found`` (the needles it holds); a line not counted passes None."""
+        stamp of ``found`` (the needles it holds); a line not counted passes None (and, one
+        too long to decode, its start as the unparsed lines' ``example``)."""
         if self.lines is not None:
             self.lines += 1
         if stand_in is None:
             if self.reader is not None:
-                self.reader.unparsed += 1       # longer than a read chunk: not decoded
+                self.reader.failed(example or b'')      # too long to decode (reading.LONG_LINE_READ)
             return
         for stamp, counter in self.counters.items():
             if stamp in found:
