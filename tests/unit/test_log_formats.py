@@ -230,6 +230,47 @@ def test_a_line_past_the_bound_is_read_in_bounded_memory(tmp_path):
     assert peaks[1] < peaks[0] * 1.2 and peaks[1] < reading.LONG_LINE_READ + 3 * reading.READ_CHUNK, peaks
 
 
+@hsettings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([b'a', b'\xc3\xa9', b'"', b'\\', b'\x00', b'\x7f', b'\xff', b'/job/ ', b'x' * 70000]), max_size=40),
+       st.integers(1, 5))
+def test_a_field_is_escaped_byte_by_byte_as_nginx_does_whatever_its_length(parts, repeat):
+    """formats.escaped: \\xHH for '"', '\\', controls and non-ASCII, each byte as itself else,
+    across its pieces of _ESCAPE_PIECE bytes (the rule written here byte by byte)."""
+    field = b''.join(parts) * repeat
+    expected = b''.join(b'\\x%02X' % byte if byte < 0x20 or byte >= 0x7f or byte in b'"\\' else bytes((byte,))
+                        for byte in bytearray(field))
+    assert formats.escaped(field) == expected
+
+
+@pytest.mark.parametrize('fmt', ['nginx_json', 'caddy'])
+def test_a_long_line_of_non_ascii_text_is_read_in_memory_a_few_times_its_length(tmp_path, fmt):
+    """A line read whole (longer than a chunk) whose user agent is 2 MiB of non-ASCII text,
+    four bytes a byte in its twin (\\xC3\\xA9): counted, in memory a few times its length (each
+    byte escaped on its own held a hundred bytes: a line of reading.LONG_LINE_READ, a GiB)."""
+    import tracemalloc
+    agent = '\u00e9' * (1 << 20)
+    data, twins = in_timezone('UTC', lambda: logformats.render_log(
+        fmt, loggen.planted_log(NOW_EPOCH, previous={'203.0.113.8': 3}), vary=False))
+    lines = data.split(b'\n')
+    if fmt == 'caddy':
+        doc = json.loads(lines[1])
+        doc['request']['headers']['User-Agent'] = [agent]
+    else:
+        doc = json.loads(lines[1])
+        doc[next(key for key in doc if 'agent' in key)] = agent
+    lines[1] = json.dumps(doc, ensure_ascii=False, separators=(',', ':')).encode('utf-8')
+    log = tmp_path / 'access.log'
+    log.write_bytes(b'\n'.join(lines))
+    tracemalloc.start()
+    try:
+        windows, verdicts, warnings = in_timezone('UTC', lambda: _detect(log, fmt, tmp_path / 'a'))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert windows[0][1] == [{'address': '203.0.113.8', 'count': 3}] and warnings == []
+    assert peak < 16 * len(lines[1]), (peak, len(lines[1]))
+
+
 # ---------------------------------------------------------------- auto, unparsed lines, forged X-Forwarded-For
 
 
