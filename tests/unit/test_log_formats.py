@@ -102,12 +102,16 @@ REQUEST = st.tuples(st.sampled_from(ADDRESSES), st.integers(-7300, 200), st.samp
                     st.sampled_from(PATHS), st.sampled_from(AGENTS), st.sampled_from(REFERERS))
 
 
-def _detect(log, fmt, base):
+def _detect(log, fmt, base, scans=None, **extra):
+    """(windows' records, verdicts, warnings) of a run on ``log`` in ``fmt`` (its scans appended
+    to the list ``scans``)."""
     files = Files(base)
     settings = Settings(log_format=fmt, threshold=3, top=5, server_ips=['10.0.0.5'], blocklist=str(files.blocklist),
                         exclusions_file=str(files.exclusions), activity_log=str(files.activity_log),
-                        haproxy_user_agent_capture=1 if fmt == 'haproxy' else None, seek=False)
-    result = run.detect(settings, [str(log)], now=NOW_EPOCH, check_mode=True)
+                        haproxy_user_agent_capture=1 if fmt == 'haproxy' else None, seek=False, **extra)
+    result = run.detect(settings, [str(log)], now=NOW_EPOCH, check_mode='state_dir' not in extra)
+    if scans is not None:
+        scans.extend(result.scans)
     return [(w['name'], w['records']) for w in result.windows], result.by_verdict, result.warnings
 
 
@@ -228,6 +232,112 @@ def test_a_line_past_the_bound_is_read_in_bounded_memory(tmp_path):
             tracemalloc.stop()
         assert windows[0][1] == [{'address': '203.0.113.8', 'count': 4}] and 'did not parse' in warnings[0]
     assert peaks[1] < peaks[0] * 1.2 and peaks[1] < reading.LONG_LINE_READ + 3 * reading.READ_CHUNK, peaks
+
+
+def test_auto_tells_a_log_whose_first_line_is_longer_than_the_head(tmp_path):
+    """auto reads a log's first HEAD_BYTES, and past them to its first line's end (a padded
+    request just after a rotation, read whole as every such line is): it tells Caddy, and
+    counts as caddy does (a line past the bound is unparsed there); a first line longer than
+    both has no whole line to tell, and auto refuses (found by a hunt: a 2 MiB first line made
+    auto refuse the log)."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import errors, reading
+    for padding, compress, counted in ((2 << 20, False, 5), (2 << 20, True, 5), (reading.LONG_LINE_READ + 1, False, 4),
+                                       (reading.LONG_LINE_READ + formats.HEAD_BYTES, False, 4)):
+        data, dummy = _caddy_log_with_headers({'203.0.113.8': 5}, {'203.0.113.8': padding})
+        log = tmp_path / ('access.log' + ('.gz' if compress else ''))
+        log.write_bytes(gzip.compress(data, 1) if compress else data)
+        caddy = in_timezone('UTC', lambda: _detect(log, 'caddy', tmp_path / 'caddy'))
+        assert caddy[0][0] == ('previous', [{'address': '203.0.113.8', 'count': counted}])
+        if padding >= reading.LONG_LINE_READ + formats.HEAD_BYTES:
+            with pytest.raises(errors.BotDetectorError, match='has no whole line yet'):
+                in_timezone('UTC', lambda: _detect(log, 'auto', tmp_path / 'auto'))
+        else:
+            assert in_timezone('UTC', lambda: _detect(log, 'auto', tmp_path / 'auto')) == caddy
+
+
+@pytest.mark.parametrize('compress', [False, True])
+def test_a_line_past_the_bound_is_unparsed_with_its_start_unless_it_is_blank(tmp_path, monkeypatch, compress):
+    """Past reading.LONG_LINE_READ a line is one unparsed line, its first 300 bytes the
+    example, plain or gzip (where a long line's first piece may already be past a small bound:
+    it failed with an IndexError); a blank line is none whatever its length (found by a hunt:
+    one of spaces past the bound was warned of)."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    data, dummy = _caddy_log_with_headers({'203.0.113.8': 5}, {})
+    monkeypatch.setattr(reading, 'READ_CHUNK', 512)
+    monkeypatch.setattr(reading, 'LONG_LINE_READ', 1000)
+    padded = b'{"pad":"' + b'p' * 1600 + b'"}'
+    for extra, unparsed in ((b' ' * 1600, 0), (b'\t \t' * 1000, 0), (padded, 1), (padded + b'\n' + b' ' * 5000, 1)):
+        body = data + b'\n' + extra + b'\n'
+        log = tmp_path / ('access.log' + ('.gz' if compress else ''))
+        log.write_bytes(gzip.compress(body) if compress else body)
+        scans = []
+        windows, verdicts, warnings = in_timezone('UTC', lambda: _detect(log, 'caddy', tmp_path / 'a', scans))
+        assert windows[0] == ('previous', [{'address': '203.0.113.8', 'count': 5}])
+        assert scans[0]['unparsed_lines'] == unparsed
+        assert [w.rsplit('; the first: ', 1)[1] for w in warnings] == [padded[:300].decode()] * unparsed
+
+
+def _w3c_log_with_a_long_field_name(length):
+    """A W3C log of 400 requests in the windows whose #Fields: line names a field of
+    ``length`` bytes, and its twin log."""
+    rng = random.Random(3)
+    combined = b''.join(('198.51.100.%d - - [%s] "GET /job/%d HTTP/1.1" 200 5 "-" "Mozilla"\n' % (
+        rng.randint(1, 4), loggen.clf_time(NOW_EPOCH - rng.randint(0, 5000)), i)).encode() for i in range(400))
+    data, twins = in_timezone('UTC', lambda: logformats.render_log('w3c', combined, vary=False))
+    header, body = data.split(b'#Fields: ', 1)
+    names, body = body.split(b'\n', 1)
+    names = names.split(b' ')
+    rows = [b' '.join(row.split(b' ')[:2] + [b'-'] + row.split(b' ')[2:]) for row in body.split(b'\n')[:-1]]
+    return header + b'#Fields: ' + b' '.join(names[:2] + [b'x-' + b'p' * length] + names[2:]) + b'\n' + b'\n'.join(rows) + b'\n', twins
+
+
+@pytest.mark.parametrize('how', ['workers', 'incremental'])
+def test_a_long_w3c_fields_line_is_in_force_where_a_workers_part_or_an_incremental_run_starts(tmp_path, monkeypatch, how):
+    """formats_lines.fields_before reads the #Fields: line in force where a part starts as the
+    reader does from the start: whole up to reading.LONG_LINE_READ (found by a hunt: it read
+    64 KiB of it, and the rows after were unparsed)."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    data, twins = _w3c_log_with_a_long_field_name(70 << 10)
+    log, twin_log = tmp_path / 'u_ex.log', tmp_path / 'twins.log'
+    twin_log.write_bytes(twins)
+    log.write_bytes(data)
+    expected = in_timezone('UTC', lambda: _detect(twin_log, 'combined', tmp_path / 'twin'))
+    assert in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'cold')) == expected
+    scans = []
+    if how == 'workers':
+        monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
+        monkeypatch.setattr(reading, 'idle_cores', lambda: 4)
+        got = in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'workers', scans))
+    else:
+        state = str(tmp_path / 'state')
+        log.write_bytes(data[:len(data) - 9000])         # the first run ends after the #Fields: line
+        in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'incremental', state_dir=state))
+        log.write_bytes(data)
+        got = in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'incremental', scans, state_dir=state))
+        assert scans[0]['mode'] == 'incremental'
+    assert scans[0]['unparsed_lines'] == 0 and got[0] == expected[0]
+
+
+def test_a_fields_line_past_the_bound_is_passed_over_where_a_part_starts(tmp_path, monkeypatch):
+    """A #Fields: line longer than reading.LONG_LINE_READ is unparsed, and the one before it
+    stays in force: so in a forked worker's part, where fields_before looks back for it."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    monkeypatch.setattr(reading, 'LONG_LINE_READ', 4096)
+    monkeypatch.setattr(reading, 'READ_CHUNK', 2048)
+    data, twins = _w3c_log_with_a_long_field_name(10)
+    header, rows = data.split(b'\n#Fields: ', 1)[0], data.split(b'\n#Fields: ', 1)[1].split(b'\n', 1)[1]
+    fields = data.split(b'\n#Fields: ', 1)[1].split(b'\n', 1)[0]
+    middle = rows.count(b'\n') // 2
+    rows = rows.split(b'\n')
+    too_long = b'#Fields: ' + b'x-' + b'q' * 5000 + b' ' + fields
+    log = tmp_path / 'u_ex.log'
+    log.write_bytes(header + b'\n#Fields: ' + fields + b'\n' + b'\n'.join(rows[:middle] + [too_long] + rows[middle:]))
+    one = in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'one'))
+    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(reading, 'idle_cores', lambda: 4)
+    scans = []
+    assert in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'workers', scans)) == one
+    assert scans[0]['unparsed_lines'] == 1
 
 
 @hsettings(max_examples=60, deadline=None)

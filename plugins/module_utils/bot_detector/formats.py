@@ -344,19 +344,27 @@ def parse_overrides(items, where='log_formats'):
 
 
 def head_of(path):
-    """The first HEAD_BYTES of a log (decompressed when it is gzip), b'' when unreadable."""
+    """The first HEAD_BYTES of a log (decompressed when it is gzip), b'' when unreadable; and
+    past them to the end of its first line where that is longer, by as much as the longest line
+    read whole (reading.LONG_LINE_READ): auto and the layouts are told from whole lines."""
     import zlib
+    from .reading import LONG_LINE_READ
+    pieces, size, whole = [], 0, False
     try:
         with open(path, 'rb') as handle:
-            head = handle.read(HEAD_BYTES)
-    except (OSError, IOError):
+            raw = handle.read(HEAD_BYTES)
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if raw[:2] == b'\x1f\x8b' else None
+            while raw and not (whole and size >= HEAD_BYTES) and size < HEAD_BYTES + LONG_LINE_READ:
+                piece = raw if inflate is None else inflate.decompress(raw, HEAD_BYTES)
+                pieces.append(piece)
+                size += len(piece)
+                whole = whole or b'\n' in piece
+                if inflate is not None and inflate.eof:
+                    break       # the first member (a rotated file's only one)
+                raw = (inflate is not None and inflate.unconsumed_tail) or handle.read(HEAD_BYTES)
+    except (OSError, IOError, zlib.error):
         return b''
-    if head[:2] == b'\x1f\x8b':
-        try:
-            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, HEAD_BYTES)
-        except zlib.error:
-            return b''
-    return head
+    return b''.join(pieces)
 
 
 def reader_for(settings, path, head=None):

@@ -307,7 +307,9 @@ class W3C(Reader):
 
 def fields_before(fd, start):
     """W3C._fields of the last line starting with #Fields: that ends before ``start``, found
-    searching back from it a block at a time; None when there is none."""
+    searching back from it a block at a time; None when there is none. A line longer than
+    one read whole (reading.LONG_LINE_READ) is unparsed, not in force: passed over."""
+    from .reading import LONG_LINE_READ
     marker = b'\n#Fields:'
     end, size = start, max(HEAD_BYTES, 2 * len(marker))
     while end > 0:
@@ -321,8 +323,10 @@ def fields_before(fd, start):
         else:
             end = low + len(marker) - 1 if low else 0       # a marker across two blocks: in the next
             continue
-        line = os.pread(fd, min(start - begin, 1 << 16), begin).split(b'\n', 1)[0]
-        return W3C._fields(line.rstrip(b'\r'))
+        line = os.pread(fd, min(start - begin, LONG_LINE_READ + 1), begin).split(b'\n', 1)[0]
+        if len(line) <= LONG_LINE_READ:
+            return W3C._fields(line.rstrip(b'\r'))
+        end = begin + len(marker) - 2       # the search goes on before this marker
     return None
 
 

@@ -37,6 +37,7 @@ LONG_LINE_READ = 8 * 1024 * 1024
 
 _BLANK = re.compile(br'[ \t]')
 _NOT_BLANK = re.compile(br'[^ \t]')
+_NOT_WHITESPACE = re.compile(br'[^ \t\n\r\x0b\x0c]')       # what bytes.strip() leaves
 
 
 class LongLine:
@@ -53,6 +54,7 @@ class LongLine:
     def __init__(self, tally):
         self.tally = tally
         self.whole, self.length = ([], 0) if tally.reader is not None else (None, 0)
+        self.start, self.blank = None, True     # (another format) the warning's example; blanks only
         needles = tally.long_line_needles()
         self.skip = needles is None
         self.exact, self.folded = ([], []) if self.skip else needles
@@ -68,8 +70,10 @@ class LongLine:
     def feed(self, piece):
         if self.whole is not None:
             self.length += len(piece)
+            self.start = piece[:300] if self.start is None else self.start
+            self.blank = self.blank and _NOT_WHITESPACE.search(piece) is None
             if self.length <= LONG_LINE_READ:
-                self.whole.append(piece)        # past the bound, the first piece is the warning's example
+                self.whole.append(piece)
             return
         self.tally.note_piece(piece)
         if self.skip:
@@ -109,10 +113,10 @@ class LongLine:
 
     def finish(self):
         if self.whole is not None:
-            if self.length <= LONG_LINE_READ:
-                self.tally.chunk(b''.join(self.whole))
+            if self.length <= LONG_LINE_READ or self.blank:       # a blank line is no unparsed line
+                self.tally.chunk(b''.join(self.whole) if not self.blank else b' ')
             else:
-                self.tally.count_long_line(None, (), example=self.whole[0])
+                self.tally.count_long_line(None, (), example=self.start)
             return
         if self.skip or self.state == 'leading':
             self.tally.count_long_line(None, self.found)
