@@ -151,7 +151,8 @@ class Reading:
             info = os.fstat(fd)
             head = _gzip_head(handle) if gzip else _head(fd)
             return state.Segment(info.st_dev, info.st_ino, head, scan.end, gzip,
-                                 before=None if gzip else state.bytes_before(fd, scan.end))
+                                 before=None if gzip else state.bytes_before(fd, scan.end),
+                                 compressed=state.compressed_stat(info) if gzip else None)
 
         files, warnings = read_log(self.path, self.stamps, lambda: self._tally(tracked),
                                    lambda handle: self._first_time(os.fstat(handle.fileno())), settings.seek,
@@ -267,7 +268,7 @@ class Reading:
             if not self._first_time(info):
                 raise Unusable()
             if gzip_problem(fd) is None:
-                if segment.gzip and (info.st_dev, info.st_ino) == (segment.dev, segment.ino):
+                if segment.unchanged(info):
                     return segment                  # the same compressed file: nothing new
                 return self._read_on_gzip(sibling, handle, info, segment, tracked)
             if segment.gzip or sibling.endswith('.gz') or not segment.matches(fd, info, _head(fd)):
@@ -301,7 +302,8 @@ class Reading:
         self.scans.append(scan)
         for stamp, counter in fresh.counters.items():
             segment.counts.add(stamp, counter)
-        return state.Segment(info.st_dev, info.st_ino, seen['head'], seen['length'], True, segment.counts)
+        return state.Segment(info.st_dev, info.st_ino, seen['head'], seen['length'], True, segment.counts,
+                             compressed=state.compressed_stat(info))
 
 
 def _head(fd):

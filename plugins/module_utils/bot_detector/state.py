@@ -17,7 +17,8 @@ segment and stamp two parts, whose lengths and CRC-32s the header gives:
   window are dropped, with their counts; a run whose window is not tracked starts cold;
 - ``files``: the log (first) and, after a rotation, the file it was rotated to (LOG.1,
   or LOG.1.gz): device, inode, the file's first bytes, the offset read up to (a line
-  start) and, per tracked stamp, the count per key.
+  start), for a compressed file its size and modification time (an inode is reused once
+  its file is deleted), and, per tracked stamp, the count per key.
 
 Each stamp's counts are two parts: its first entries in ``sort -nr`` order (a line of
 JSON, enough to rank an hour no new line touched without reading the rest), and all its
@@ -174,7 +175,7 @@ class Counts:
 class Segment:
     """One file of the state: its identity, how far it was read, and its counts per stamp."""
 
-    def __init__(self, dev, ino, head, offset, gzip=False, counts=None, before=None):
+    def __init__(self, dev, ino, head, offset, gzip=False, counts=None, before=None, compressed=None):
         self.dev = dev
         self.ino = ino
         self.head = head              # its first bytes (at most HEAD_BYTES)
@@ -182,6 +183,12 @@ class Segment:
         self.gzip = gzip
         self.counts = counts if isinstance(counts, Counts) else Counts(counts)
         self.before = before          # [length, CRC-32] of the bytes just before ``offset`` (plain files)
+        # gzip: [size, mtime in ns] of the compressed file read (a deleted file's inode is soon another's)
+        self.compressed = compressed
+
+    def unchanged(self, info):
+        """Whether the compressed file ``info`` (its fstat) is the one this segment read whole."""
+        return self.gzip and self.compressed == compressed_stat(info) and (info.st_dev, info.st_ino) == (self.dev, self.ino)
 
     def matches(self, fd, info, head):
         """True when the open file ``fd`` (``info``, its fstat; ``head``, its first bytes)
@@ -193,6 +200,11 @@ class Segment:
         if self.gzip:
             return (info.st_dev, info.st_ino) == (self.dev, self.ino)
         return info.st_size >= self.offset and (self.before is None or bytes_before(fd, self.offset) == self.before)
+
+
+def compressed_stat(info):
+    """[size, mtime in ns] of a compressed file (``info``, its fstat): with its device and inode, its identity."""
+    return [info.st_size, info.st_mtime_ns]
 
 
 def bytes_before(fd, offset):
@@ -231,6 +243,7 @@ class LogState:
             sections = segment.counts.sections(unranked=(hour_stamp(self.now).encode('ascii'),))
             files.append({'dev': segment.dev, 'ino': segment.ino, 'head': binascii.hexlify(segment.head).decode('ascii'),
                           'offset': segment.offset, 'gzip': segment.gzip, 'before': segment.before,
+                          'compressed': segment.compressed,
                           'sections': [{'stamp': stamp.decode('ascii'), 'top': [len(top), crcs[0]],
                                         'counts': [len(raw), crcs[1]]} for stamp, top, raw, crcs in sections]})
             for dummy, top, raw, dummy in sections:
@@ -356,7 +369,7 @@ def _whole(value):
 def _pair(doc, name, where):
     value = _field(doc, name, list, where)
     if len(value) != 2 or not all(_whole(v) and v >= 0 for v in value):
-        raise StateError('%s: %s is not [length, CRC]' % (where, name))
+        raise StateError('%s: %s is not two whole numbers' % (where, name))
     return value
 
 
@@ -398,6 +411,8 @@ def loads(data, log):
             raise StateError('%s: offset or head out of range' % where)
         if item.get('before') is not None:
             segment.before = _pair(item, 'before', where)
+        if item.get('compressed') is not None:
+            segment.compressed = _pair(item, 'compressed', where)
         for section in _field(item, 'sections', list, where):
             stamp = _field(section, 'stamp', str, where).encode('ascii', 'replace')
             parts, crcs = [], []
