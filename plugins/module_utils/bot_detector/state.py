@@ -198,7 +198,7 @@ class Segment:
         if not head.startswith(self.head):
             return False
         if self.gzip:
-            return (info.st_dev, info.st_ino) == (self.dev, self.ino)
+            return self.unchanged(info)
         return info.st_size >= self.offset and (self.before is None or bytes_before(fd, self.offset) == self.before)
 
 
