@@ -246,11 +246,12 @@ class Reader:
         self.dated = (joined, end, found)
         return found
 
-    def _with_needles(self, lines):
-        """The lines holding a needle; in JSON, also those holding an escape, which may spell one."""
+    def _with_needles(self, lines, joined=None):
+        """The lines holding a needle; in JSON, also those holding an escape, which may spell one.
+        ``joined``: the lines joined by newlines, when at hand (the chunk)."""
         if self.needles is None or not lines:
             return lines
-        joined = b'\n'.join(lines)
+        joined = b'\n'.join(lines) if joined is None else joined
         present = [n for n in self.needles if n in joined]
         if len(present) > 1:        # several paths: one regex pass
             finder = re.compile(b'|'.join(re.escape(n) for n in present))

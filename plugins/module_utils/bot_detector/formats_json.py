@@ -103,7 +103,7 @@ class JsonReader(Reader):
             # A chunk of the windows' hours: the lines of the layout become twins without the
             # windows' pass (the tally keeps those holding a stamp; a line that pass leaves out
             # has none in its twin), only the others go through it.
-            fast, slow = layout.twins(self._with_needles(lines), self)
+            fast, slow = layout.twins(self._with_needles(lines, buf[:end] if end < len(buf) else buf), self)
             slow = self.in_windows(slow)
         else:
             region = buf[:end] if end < len(buf) else buf
