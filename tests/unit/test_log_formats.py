@@ -216,7 +216,8 @@ def test_a_caddy_line_padded_past_a_chunk_with_headers_counts_as_its_twin(tmp_pa
 def test_a_line_past_the_bound_is_read_in_bounded_memory(tmp_path):
     """A line of another format than combined is held whole up to reading.LONG_LINE_READ,
     never past it: four times the line, not four times the memory, and not much more than
-    the bound."""
+    twice the bound (the reading, and before it the log's head for its layout: formats.head_of,
+    read up to the bound and copied once)."""
     import tracemalloc
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
     peaks = []
@@ -231,24 +232,25 @@ def test_a_line_past_the_bound_is_read_in_bounded_memory(tmp_path):
         finally:
             tracemalloc.stop()
         assert windows[0][1] == [{'address': '203.0.113.8', 'count': 4}] and 'did not parse' in warnings[0]
-    assert peaks[1] < peaks[0] * 1.2 and peaks[1] < reading.LONG_LINE_READ + 3 * reading.READ_CHUNK, peaks
+    assert peaks[1] < peaks[0] * 1.2 and peaks[1] < 2 * reading.LONG_LINE_READ + 3 * reading.READ_CHUNK, peaks
 
 
 def test_auto_tells_a_log_whose_first_line_is_longer_than_the_head(tmp_path):
     """auto reads a log's first HEAD_BYTES, and past them to its first line's end (a padded
     request just after a rotation, read whole as every such line is): it tells Caddy, and
-    counts as caddy does (a line past the bound is unparsed there); a first line longer than
-    both has no whole line to tell, and auto refuses (found by a hunt: a 2 MiB first line made
-    auto refuse the log)."""
+    counts as caddy does; a first line past the bound (unparsed) leaves no whole line to tell,
+    and auto refuses (found by a hunt: a 2 MiB first line made auto refuse the log)."""
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import errors, reading
-    for padding, compress, counted in ((2 << 20, False, 5), (2 << 20, True, 5), (reading.LONG_LINE_READ + 1, False, 4),
-                                       (reading.LONG_LINE_READ + formats.HEAD_BYTES, False, 4)):
+    unpadded = _caddy_log_with_headers({'203.0.113.8': 1}, {'203.0.113.8': 0})[0].split(b'\n')[0]
+    longest = reading.LONG_LINE_READ - len(unpadded)        # the padding that makes the longest line read whole
+    for padding, compress, counted in ((2 << 20, False, 5), (2 << 20, True, 5), (longest, False, 5), (longest, True, 5),
+                                       (longest + 1, False, 4), (longest + 1, True, 4)):
         data, dummy = _caddy_log_with_headers({'203.0.113.8': 5}, {'203.0.113.8': padding})
         log = tmp_path / ('access.log' + ('.gz' if compress else ''))
         log.write_bytes(gzip.compress(data, 1) if compress else data)
         caddy = in_timezone('UTC', lambda: _detect(log, 'caddy', tmp_path / 'caddy'))
         assert caddy[0][0] == ('previous', [{'address': '203.0.113.8', 'count': counted}])
-        if padding >= reading.LONG_LINE_READ + formats.HEAD_BYTES:
+        if counted == 4:
             with pytest.raises(errors.BotDetectorError, match='has no whole line yet'):
                 in_timezone('UTC', lambda: _detect(log, 'auto', tmp_path / 'auto'))
         else:

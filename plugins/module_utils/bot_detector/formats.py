@@ -346,26 +346,26 @@ def parse_overrides(items, where='log_formats'):
 
 def head_of(path):
     """The first HEAD_BYTES of a log (decompressed when it is gzip), b'' when unreadable; and
-    past them to the end of its first line where that is longer, by as much as the longest line
-    read whole (reading.LONG_LINE_READ): auto and the layouts are told from whole lines."""
+    past them to the end of its first line where that is longer, up to the longest line read
+    whole (reading.LONG_LINE_READ; a longer one is unparsed): auto and the layouts are told
+    from whole lines."""
     import zlib
     from .reading import LONG_LINE_READ
-    pieces, size, whole = [], 0, False
+    head, whole, most = bytearray(), False, max(HEAD_BYTES, LONG_LINE_READ + 1)    # a longest line and its newline
     try:
         with open(path, 'rb') as handle:
             raw = handle.read(HEAD_BYTES)
             inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if raw[:2] == b'\x1f\x8b' else None
-            while raw and not (whole and size >= HEAD_BYTES) and size < HEAD_BYTES + LONG_LINE_READ:
-                piece = raw if inflate is None else inflate.decompress(raw, HEAD_BYTES)
-                pieces.append(piece)
-                size += len(piece)
+            while raw and len(head) < most and not (whole and len(head) >= HEAD_BYTES):
+                piece = raw if inflate is None else inflate.decompress(raw, min(HEAD_BYTES, most - len(head)))
+                head += piece[:most - len(head)]
                 whole = whole or b'\n' in piece
                 if inflate is not None and inflate.eof:
                     break       # the first member (a rotated file's only one)
                 raw = (inflate is not None and inflate.unconsumed_tail) or handle.read(HEAD_BYTES)
     except (OSError, IOError, zlib.error):
         return b''
-    return b''.join(pieces)
+    return bytes(head)
 
 
 def reader_for(settings, path, head=None):
