@@ -198,7 +198,7 @@ def test_a_caddy_line_padded_past_a_chunk_with_headers_counts_as_its_twin(tmp_pa
         log, twin_log = tmp_path / 'access.log', tmp_path / 'twins.log'
         log.write_bytes(gzip.compress(data, 1) if compress else data)
         twin_log.write_bytes(twins)
-        ours, theirs = Files(tmp_path / ('ours%d' % compress)), Files(tmp_path / ('theirs%d' % compress))
+        ours, theirs = Files(tmp_path / ('ours%d' % int(compress))), Files(tmp_path / ('theirs%d' % int(compress)))
         ref = run_reference(twin_log, theirs.blocklist, theirs.exclusions, theirs.activity_log, ['10.0.0.5'], NOW)
         got = run_core(ours.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', 'caddy', '--json', log])
         assert got.returncode == 0 and ref.returncode == 0, got.stderr
@@ -241,7 +241,7 @@ def test_auto_tells_a_log_whose_first_line_is_longer_than_the_head(tmp_path):
     counts as caddy does; a first line past the bound (unparsed) leaves no whole line to tell,
     and auto refuses (found by a hunt: a 2 MiB first line made auto refuse the log)."""
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import errors, reading
-    unpadded = _caddy_log_with_headers({'203.0.113.8': 1}, {'203.0.113.8': 0})[0].split(b'\n')[0]
+    unpadded = _caddy_log_with_headers({'203.0.113.8': 1}, {'203.0.113.8': 0})[0].split(b'\n', 1)[0]
     longest = reading.LONG_LINE_READ - len(unpadded)        # the padding that makes the longest line read whole
     for padding, compress, counted in ((2 << 20, False, 5), (2 << 20, True, 5), (longest, False, 5), (longest, True, 5),
                                        (longest + 1, False, 4), (longest + 1, True, 4)):
