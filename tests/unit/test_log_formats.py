@@ -115,25 +115,35 @@ def _detect(log, fmt, base, scans=None, **extra):
     return [(w['name'], w['records']) for w in result.windows], result.by_verdict, result.warnings
 
 
+def _read_and_twins(requests, fmt, style, chunk=None, compress=False):
+    """The random requests as a combined log rendered into ``fmt``: (the run on it, read in
+    chunks of ``chunk`` bytes, gzip with ``compress``; the run on its twin log; its longest line)."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    lines = []
+    for address, offset, method, path, agent, referer in requests:
+        lines.append(('%s - - [%s] "%s %s HTTP/1.1" 200 %d "%s" "%s"' % (
+            address, loggen.clf_time(NOW_EPOCH + offset), method, path, len(path), referer,
+            agent.replace('"', "'").replace('\\', '/'))).encode('utf-8'))
+    data, twins = logformats.render_log(fmt, b'\n'.join(lines) + b'\n', style)
+    with tempfile.TemporaryDirectory() as scratch:
+        log, twin_log = Path(scratch) / 'f.log', Path(scratch) / 't.log'
+        log.write_bytes(gzip.compress(data) if compress else data)
+        twin_log.write_bytes(twins)
+        theirs = _detect(twin_log, 'combined', Path(scratch) / 'b')
+        default = reading.READ_CHUNK
+        reading.READ_CHUNK = chunk or default
+        try:
+            mine = _detect(log, fmt, Path(scratch) / 'a')
+        finally:
+            reading.READ_CHUNK = default
+    return mine, theirs, max(map(len, data.split(b'\n')))
+
+
 @hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(REQUEST, min_size=1, max_size=60), st.sampled_from(logformats.FORMATS), st.integers(0, 5),
        st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
 def test_random_combined_logs_rendered_into_each_format_count_as_their_twins(requests, fmt, style, tz):
-    def both():
-        lines = []
-        for address, offset, method, path, agent, referer in requests:
-            lines.append(('%s - - [%s] "%s %s HTTP/1.1" 200 %d "%s" "%s"' % (
-                address, loggen.clf_time(NOW_EPOCH + offset), method, path, len(path), referer,
-                agent.replace('"', "'").replace('\\', '/'))).encode('utf-8'))
-        data, twins = logformats.render_log(fmt, b'\n'.join(lines) + b'\n', style)
-        with tempfile.TemporaryDirectory() as scratch:
-            log, twin_log = Path(scratch) / 'f.log', Path(scratch) / 't.log'
-            log.write_bytes(data)
-            twin_log.write_bytes(twins)
-            mine = _detect(log, fmt, Path(scratch) / 'a')
-            theirs = _detect(twin_log, 'combined', Path(scratch) / 'b')
-        return mine, theirs
-    mine, theirs = in_timezone(tz, both)
+    mine, theirs, dummy = in_timezone(tz, lambda: _read_and_twins(requests, fmt, style))
     assert mine[:2] == theirs[:2]
     assert mine[2] == []
 
@@ -145,28 +155,7 @@ def test_lines_longer_than_a_chunk_count_as_their_twins(requests, fmt, style, ch
     """A line longer than a read chunk (reading.LongLine) in another format than combined is
     joined and read whole: with chunks of a few hundred bytes most lines are, plain or gzip,
     and they count as their twins do in 1 MiB chunks, none unparsed."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
-
-    def both():
-        lines = []
-        for address, offset, method, path, agent, referer in requests:
-            lines.append(('%s - - [%s] "%s %s HTTP/1.1" 200 %d "%s" "%s"' % (
-                address, loggen.clf_time(NOW_EPOCH + offset), method, path, len(path), referer,
-                agent.replace('"', "'").replace('\\', '/'))).encode('utf-8'))
-        data, twins = logformats.render_log(fmt, b'\n'.join(lines) + b'\n', style)
-        with tempfile.TemporaryDirectory() as scratch:
-            log, twin_log = Path(scratch) / 'f.log', Path(scratch) / 't.log'
-            log.write_bytes(gzip.compress(data) if compress else data)
-            twin_log.write_bytes(twins)
-            theirs = _detect(twin_log, 'combined', Path(scratch) / 'b')
-            default = reading.READ_CHUNK
-            reading.READ_CHUNK = chunk
-            try:
-                mine = _detect(log, fmt, Path(scratch) / 'a')
-            finally:
-                reading.READ_CHUNK = default
-        return mine, theirs, max(map(len, data.split(b'\n')))
-    mine, theirs, longest = in_timezone(tz, both)
+    mine, theirs, longest = in_timezone(tz, lambda: _read_and_twins(requests, fmt, style, chunk, compress))
     assert longest > chunk
     assert mine[:2] == theirs[:2]
     assert mine[2] == []
