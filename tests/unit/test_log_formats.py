@@ -1238,6 +1238,7 @@ def test_w3c_and_haproxy_lines_made_at_once_as_one_by_one(fmt, fields, kept, w3c
         reader.fields = formats_lines.W3C._fields(b'#Fields: ' + b' '.join(fields))
         if not prefilter:
             reader.in_windows = lambda lines, joined=None: lines
+            reader._other_hours = lambda chunk: False
         counter = tally.Tally([w.stamp for w in hour_windows(NOW_EPOCH)], rules.LineFilter(chosen.job_prefixes, 'Google'),
                               reader=reader)
         data = b'\n'.join(lines) + b'\n'
@@ -1245,6 +1246,41 @@ def test_w3c_and_haproxy_lines_made_at_once_as_one_by_one(fmt, fields, kept, w3c
         return counter.counters
     assert in_timezone(tz, lambda: made(True)) == in_timezone(tz, lambda: made(False))
     assert in_timezone(tz, lambda: counted(True)) == in_timezone(tz, lambda: counted(False))
+
+
+def test_a_w3c_chunk_of_other_hours_is_told_at_once_only_where_in_windows_keeps_no_line():
+    """W3C._other_hours, a chunk's passes as it is (no line split off): True for lines of hours
+    outside the windows, whether the sampled lines are of one hour or two; with an odd line
+    anywhere among thirty (most places not sampled), True only where in_windows keeps none of
+    them: a line of a window's hour, of a third hour, another date form, a blank or CR line, a
+    window's stamp in a URI, a time whose minutes run past 59."""
+    fields = [b'date', b'time', b'cs-method', b'cs-uri-stem', b'c-ip', b'cs(User-Agent)']
+    stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+
+    def line(hour, clock='%02d:07:09', stem='/job/1', date='2025-11-21'):
+        return _w3c_line(fields, (date, hour, clock, 'GET', stem, ADDRESSES[0], 'a', '-', 0, ''))
+
+    def reader():
+        made = formats.reader_class('w3c')(Settings(log_format='w3c'))
+        made.fields, made.stamps = formats_lines.W3C._fields(b'#Fields: ' + b' '.join(fields)), stamps
+        return made
+    odd = {'window': line(3), 'third hour': line(2), 'short date': line(1, date='2025-11-1'), 'blank': b'',
+           'cr': b'\r', 'stamp in uri': line(1, stem='/job/21/Nov/2025:04'), 'minutes past 59': line(0, '%02d:99:09'),
+           'no time': line(1, '%02d:07')}
+    taken = set()
+
+    def check():
+        for hours in ((1,) * 30, (0,) * 15 + (1,) * 15):
+            plain = [line(hour) for hour in hours]
+            assert reader()._other_hours(b'\n'.join(plain))
+            for kind, text in odd.items():
+                for at in range(len(plain) + 1):
+                    lines = plain[:at] + [text] + plain[at:]
+                    if reader()._other_hours(b'\n'.join(lines)):
+                        assert reader().in_windows(lines, b'\n'.join(lines)) == [], (kind, at)
+                        taken.add(kind)
+    in_timezone('UTC', check)
+    assert taken == set(['third hour'])     # a line of another hour outside: in_windows keeps none either
 
 
 def test_the_w3c_and_haproxy_property_test_counts_lines():

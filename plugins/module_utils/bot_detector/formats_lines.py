@@ -154,6 +154,7 @@ class W3C(Reader):
         self.fields = None
         self.left = None        # (file, offset): where this reader's fields are those in force
         self.placed = {}        # in_windows: UTC hours, whether each meets no window
+        self.shaped = {}        # _other_hours: its search by the hours sampled
 
     def start_at(self, fd, start):
         """The fields of the last #Fields: line before ``start`` (none at the file's start),
@@ -184,6 +185,9 @@ class W3C(Reader):
     def translate(self, buf, limit):
         chunk = buf[:limit] if limit is not None and limit < len(buf) else buf
         if b'#' not in chunk:
+            if self._other_hours(chunk):        # one line tells whether the log is read
+                newline = chunk.find(b'\n')
+                return b'', self.parse(chunk if newline == -1 else chunk[:newline]) is not None
             return Reader.translate(self, chunk, None)
         out, read = [], False       # directives: each part with the fields in force there
         for part in re.split(br'(?m)^(?=#)', chunk):
@@ -222,6 +226,31 @@ class W3C(Reader):
             finder = re.compile(b'|'.join(re.escape(text) for text in texts))
             dropped = list(map(min, dropped, map(not_, map(finder.search, lines))))
         return list(compress(lines, map(not_, dropped)))
+
+    def _other_hours(self, chunk):
+        """Whether in_windows keeps no line of ``chunk`` (whole lines, no directive), told by
+        passes over it as it is, no line split off (a chunk of other hours, most of a day's
+        log): the hours of nine lines (the first, the last, seven between) meet no window, no
+        stamp's text is there, and one search finds no line that does not start with one of
+        those hours and a time."""
+        fields = self.fields
+        if not self.stamps or not chunk or fields is None or fields.get(b'date') != 0 or fields.get(b'time') != 1:
+            return False
+        hours = set()
+        for at in list(range(0, len(chunk), max(1, len(chunk) // 8))) + [len(chunk)]:
+            start = chunk.rfind(b'\n', 0, at) + 1
+            match = _W3C_HOUR.match(b'\n' + chunk[start:start + 24])
+            if match is None or not self._outside(match.group(1)):
+                return False
+            hours.add(match.group(1))
+        if self.dates_in(chunk):
+            return False
+        key = frozenset(hours)
+        if key not in self.shaped:
+            if len(self.shaped) > 64:
+                self.shaped.clear()
+            self.shaped[key] = re.compile(br'\n(?!(?:' + b'|'.join(map(re.escape, sorted(hours))) + br'):[0-5]\d:[0-5]\d )')
+        return self.shaped[key].search(chunk) is None
 
     def _outside(self, hour):
         """Whether the UTC hour ``hour`` (b'2026-11-21 03') meets no window (cached per stamps)."""
