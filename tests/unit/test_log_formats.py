@@ -1239,6 +1239,7 @@ def test_w3c_and_haproxy_lines_made_at_once_as_one_by_one(fmt, fields, kept, w3c
         if not prefilter:
             reader.in_windows = lambda lines, joined=None: lines
             reader._other_hours = lambda chunk: False
+            reader.date_marker = None       # HAProxy: no chunk left out unsplit (Reader.translate)
         counter = tally.Tally([w.stamp for w in hour_windows(NOW_EPOCH)], rules.LineFilter(chosen.job_prefixes, 'Google'),
                               reader=reader)
         data = b'\n'.join(lines) + b'\n'
@@ -1281,6 +1282,46 @@ def test_a_w3c_chunk_of_other_hours_is_told_at_once_only_where_in_windows_keeps_
                         taken.add(kind)
     in_timezone('UTC', check)
     assert taken == set(['third hour'])     # a line of another hour outside: in_windows keeps none either
+
+
+@pytest.mark.parametrize('fmt', ['haproxy', 'traefik'])
+def test_a_chunk_without_a_stamps_text_is_left_out_unsplit_only_where_in_windows_keeps_no_line(fmt):
+    """Reader.translate, for a format whose every line's time is written as combined (HAProxy,
+    Traefik): a chunk holding no stamp's text gives no twin, with no line split off, exactly
+    where in_windows keeps none of its lines; whether the log is read is told by its first line
+    that is not blank, as line by line (blank lines before it, a first line that does not parse)."""
+    stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
+    chosen = Settings(log_format=fmt, haproxy_user_agent_capture=1 if fmt == 'haproxy' else None)
+
+    def line(hour, path='/job/1'):
+        if fmt == 'haproxy':
+            return _haproxy_line(('', ADDRESSES[0], hour, 'Nov', 'a', '{%s} ', '"GET %s HTTP/1.1"' % path))
+        return ('%s - - [21/Nov/2025:%02d:07:09 +0000] "GET %s HTTP/1.1" 200 5 "-" "a" 1 "router" "http://b" 3ms' % (
+            ADDRESSES[0], hour, path)).encode()
+    odd = [line(3), line(4), line(1, '/job/21/Nov/2025:04'), b'', b'  \t', b'garbage', line(2)]
+    plain = [line(1)] * 6
+    fast = 0
+
+    def check():
+        taken = 0
+        for text in odd:
+            for at in range(len(plain) + 1):
+                for lead in ([], [b'', b' '], [b'garbage']):
+                    lines = lead + plain[:at] + [text] + plain[at:]
+                    chunk = b'\n'.join(lines)
+                    reader = formats.reader_class(fmt)(chosen)
+                    reader.stamps = stamps
+                    twins, read = reader.translate(chunk + b'\n', len(chunk))
+                    slow = formats.reader_class(fmt)(chosen)
+                    slow.stamps = stamps
+                    if not twins:
+                        taken += 1
+                        assert slow.candidates(lines, chunk) == [], (text, at, lead)
+                    first = next(item for item in lines if item.strip())
+                    assert read == (bool(twins) or slow.parse(first) is not None), (text, at, lead)
+        return taken
+    fast = in_timezone('UTC', check)
+    assert fast > 0
 
 
 def test_the_w3c_and_haproxy_property_test_counts_lines():

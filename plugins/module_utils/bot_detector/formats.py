@@ -27,6 +27,7 @@ from operator import contains, not_, truth
 
 from .clock import CLF_TIME, LocalTime
 from .errors import bad_option
+from .text import NOT_WHITESPACE
 
 __metaclass__ = type
 
@@ -266,6 +267,14 @@ class Reader:
         """The twins (joined by newlines) of the whole lines of ``buf[:limit]``, and whether
         a line parsed (the tally's ``stamped``: the log is read)."""
         region = buf[:limit] if limit is not None and limit < len(buf) else buf
+        if self.date_marker == b'' and self.stamps and not self.dates_in(region):
+            # Every line's time written as combined, and no stamp's text: in_windows keeps no line
+            # (a chunk of other hours, most of a day's log), told with no line split off.
+            text = NOT_WHITESPACE.search(region)
+            if text is None:
+                return b'', False
+            end = region.find(b'\n', text.start())
+            return b'', self.parse(region[region.rfind(b'\n', 0, text.start()) + 1:end if end != -1 else len(region)]) is not None
         lines = region.split(b'\n')
         first = next((line for line in lines if line.strip()), None)
         chosen = self.candidates(lines, region)

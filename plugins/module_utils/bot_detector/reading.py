@@ -15,6 +15,7 @@ import zlib
 
 from .errors import BotDetectorError
 from .logfile import PROBE_BYTES, has_gzip_header, line_start_after
+from .text import NOT_WHITESPACE
 
 __metaclass__ = type
 
@@ -37,7 +38,6 @@ LONG_LINE_READ = 8 * 1024 * 1024
 
 _BLANK = re.compile(br'[ \t]')
 _NOT_BLANK = re.compile(br'[^ \t]')
-_NOT_WHITESPACE = re.compile(br'[^ \t\n\r\x0b\x0c]')       # what bytes.strip() leaves
 
 
 class LongLine:
@@ -71,7 +71,7 @@ class LongLine:
         if self.whole is not None:
             self.length += len(piece)
             self.start = piece[:300] if self.start is None else self.start
-            self.blank = self.blank and _NOT_WHITESPACE.search(piece) is None
+            self.blank = self.blank and NOT_WHITESPACE.search(piece) is None
             if self.length <= LONG_LINE_READ:
                 self.whole.append(piece)
             return

@@ -8,8 +8,12 @@ bytes must be shown as text."""
 from __future__ import absolute_import, division, print_function
 
 import os
+import re
 
 __metaclass__ = type
+
+# A byte that bytes.strip() leaves: a line without one is blank.
+NOT_WHITESPACE = re.compile(br'[^ \t\n\r\x0b\x0c]')
 
 
 def write_all(fd, data):
