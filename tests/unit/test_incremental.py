@@ -17,9 +17,11 @@ import subprocess
 import sys
 import time
 
+import pytest
 from hypothesis import HealthCheck, Phase, event, example, given, settings as hsettings, strategies as st
 
 import loggen
+import logformats
 from conftest import CORE, Files, in_timezone, mask_duration, run_core, run_reference
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import run, settings, statedir
 
@@ -136,8 +138,12 @@ class Afternoon:
         chosen = self.settings(blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
                                activity_log=str(files.activity_log),
                                state_dir=None if state_dir is None else str(state_dir), **changed)
-        result = in_timezone(self.tz, lambda: run.detect(chosen, [str(self.log)], now=now, emit=lines.append))
+        result = in_timezone(self.tz, lambda: run.detect(chosen, self.logs(), now=now, emit=lines.append))
         return result, mask_duration(('\n'.join(lines) + '\n').encode()), files
+
+    def logs(self):
+        """The logs a run is given."""
+        return [str(self.log)]
 
     def run(self, now, killed=False, **changed):
         """One run with the state, checked against a cold run (and the reference)."""
@@ -445,3 +451,146 @@ def test_a_fall_back_night_whose_two_windows_share_an_hour_counts_it_once(tmp_pa
         b'Checking the previous hour...\nChecking the current hour...\nExecution time: N seconds\n')
     assert mask_duration(incremental.stdout) == mask_duration(cold.stdout)
     assert not (tmp_path / 'incremental' / 'ipblocklist.txt').exists()
+
+
+# ---- found by a hunt for runs with a state that print otherwise than cold runs (each failed before its fix)
+
+def lines(day, spans):
+    """Lines, time-ordered, of each (address, first, last, step) in ``spans``: one every
+    ``step`` seconds from epoch ``first`` to before ``last``."""
+    found = sorted((t, address) for address, first, last, step in spans for t in range(first, last, step))
+    return in_timezone(day.tz, lambda: b''.join(loggen.line(address, t, path='/job/%d' % (t % 997)) for t, address in found))
+
+
+def test_an_unfinished_last_line_of_a_log_1_a_cold_run_does_not_read_is_not_counted(tmp_path):
+    """LOG.1 (the log rotated at 10:50, the old worker writing on until 11:10, stopped in the
+    middle of a line stamped 11:10) and a new log whose lines start at 10:50. At 12:05 the
+    windows are 11 and 12, the log starts before they can (10:50 = target): a cold run does
+    not read LOG.1 at all, the reference neither. The run with a state follows the rotation
+    into LOG.1 and adds LOG.1's unfinished last line (Reading.tail) to this run's counts
+    although it leaves LOG.1's counts out (use_rotated False): 203.0.113.1 has 39 requests
+    in the hour 11 in the log, 40 with that line, and is blocked at the threshold of 40.
+    Expected: LOG.1's unfinished line counts only when LOG.1's counts do (as a cold run);
+    got: 'Blocking IP address: 203.0.113.1 (40 requests)' from the run with the state only."""
+    day = Afternoon(tmp_path, 21, rotated=True)
+    day.log.write_bytes(lines(day, [(HEAVY[1], START, START + 3000, 20)]))
+    day.run(START + 3000)                                # 10:50: a state of the log
+    one = day.base / 'access.log.1'
+    os.rename(str(day.log), str(one))                 # logrotate at 10:50; a new log
+    day.log.write_bytes(lines(day, [(HEAVY[1], START + 3000, START + 7500, 20), (HEAVY[0], START + 4800, START + 4800 + 39 * 60, 60)]))
+    with open(str(one), 'ab') as handle:              # the old worker: on until 11:10, then half a line
+        handle.write(lines(day, [(HEAVY[2], START + 3000, START + 4200, 20)]))
+        handle.write(lines(day, [(HEAVY[0], START + 4200, START + 4201, 1)])[:-40])
+    day.run(START + 7500)                                # 12:05 (asserts it prints what a cold run prints)
+
+
+def test_a_log_truncated_written_past_the_offset_then_compressed_is_not_read_on(tmp_path):
+    """The log read to its end at 10:50 (offset X), then truncated to half and written on past
+    X (other lines), then rotated and compressed: LOG.1.gz and a new, empty log. A cold run
+    (and the reference on a log) reads LOG.1.gz whole: 203.0.113.1 has 89 requests in the hour
+    10 and is blocked. The run with a state takes LOG.1.gz for its old log because its first
+    KiB is the state's head (Reading._read_on_gzip checks only that and the length), keeps the
+    counts of the bytes truncated away and counts only what lies past X: it prints no block.
+    A plain LOG.1 (rotate 'rename') is caught by the bytes before the offset (Segment.before)
+    and counted cold; a compressed one is not. Expected: the same lines as the cold run, with
+    'Blocking IP address: 203.0.113.1 (89 requests)'; got: no such line, no block."""
+    day = Afternoon(tmp_path, 22, rotated=True)
+    day.log.write_bytes(lines(day, [(HEAVY[1], START, START + 3000, 20)]))
+    day.run(START + 3000)                                # 10:50: a state of the log, read to its end
+    size = day.log.stat().st_size
+    with open(str(day.log), 'r+b') as handle:         # truncated to its first half...
+        handle.truncate(size // 2)
+    with open(str(day.log), 'ab') as handle:          # ... and written on past the state's offset
+        handle.write(lines(day, [(HEAVY[0], START + 1500, START + 3300, 20)]))
+    assert day.log.stat().st_size > size
+    day.rotate('compress', 0)                         # LOG.1.gz; a new, empty log
+    day.run(START + 3360)
+
+
+class TwoLogs(Afternoon):
+    """An Afternoon whose runs are given the log and its LOG.1 (access.log access.log.1, as a glob gives them)."""
+
+    def logs(self):
+        return [str(self.log), str(self.log) + '.1']
+
+
+def test_a_log_1_given_as_a_log_too_is_counted_when_the_log_does_not_need_it(tmp_path):
+    """The run is given access.log and access.log.1 (rotated on). A file already read is not
+    read again (same device and inode): a cold run reads access.log.1 through the log only
+    when the log starts after the windows can begin; otherwise it reads it as the second log.
+    At 12:05 (windows 11 and 12, target 10:50) the log, rotated at 10:50, starts at 10:50: a
+    cold run reads LOG.1 as a log of its own and counts its old worker's lines of the hour
+    11, 80 of 203.0.113.1, and blocks it. The run with a state follows the rotation into
+    LOG.1 (Reading._follow; _recheck likewise on later runs) and claims its inode
+    (_first_time) although it leaves its counts out (use_rotated False); the second log is
+    then 'seen' and counted by no one. Expected: 'Blocking IP address: 203.0.113.1 (80
+    requests)' as the cold run prints; got: no such line, 203.0.113.1 not in the records."""
+    day = TwoLogs(tmp_path, 23, rotated=True)
+    one = day.base / 'access.log.1'
+    one.write_bytes(lines(day, [(HEAVY[2], START - 7200, START - 3600, 20)]))       # an older rotation
+    day.log.write_bytes(lines(day, [(HEAVY[1], START, START + 3000, 20)]))
+    day.run(START + 3000)                                # 10:50: a state of the log (and of its LOG.1)
+    one.unlink()
+    os.rename(str(day.log), str(one))                 # logrotate at 10:50; a new log
+    day.log.write_bytes(lines(day, [(HEAVY[1], START + 3000, START + 7500, 20)]))
+    with open(str(one), 'ab') as handle:              # the old worker writes on until 11:20
+        handle.write(lines(day, [(HEAVY[0], START + 3000, START + 4800, 15)]))
+    day.run(START + 7500)                                # 12:05: windows 11 and 12; the log starts at 10:50
+
+
+def test_a_copytruncate_after_a_state_of_an_empty_log_does_not_hide_log_1(tmp_path):
+    """A state made when the log was empty and had no LOG.1 (a first run on a fresh log):
+    offset 0, an empty head, no rotated file. Then the log is written (10:00-10:50) and
+    rotated with copytruncate (LOG.1 a copy, the log truncated: the same inode) and written
+    again (10:50-10:55). A cold run at 10:55 finds the log starts after the windows can begin
+    and reads LOG.1 too: it blocks five addresses of the hour 10. The run with a state takes
+    the log for the same file grown (same inode; an empty head and offset 0 match any file:
+    Segment.matches), has no rotated file to recheck, and never looks at LOG.1. Expected: the
+    cold run's five 'Blocking IP address: ...' lines; got: none (nothing of the hour 10)."""
+    day = Afternoon(tmp_path, 25, rotated=True)
+    inode = day.log.stat().st_ino
+    day.run(START)                                       # 10:00: the log is empty, no LOG.1: a state of an empty log
+    day.write(day.log, 50, 25)                        # 10:00-10:50
+    day.rotate('copytruncate', 0)                     # LOG.1 a copy; the log truncated, the same inode
+    day.write(day.log, 5, 25)                         # 10:50-10:55
+    assert day.log.stat().st_ino == inode
+    day.run(day.clock)
+
+
+def test_a_new_log_on_the_inode_of_an_empty_log_the_state_read_does_not_hide_log_1_gz(tmp_path):
+    """The same, with a new log on the inode of the empty log the state read (an inode is
+    soon another file's: ext4 hands the one just freed to the next file created; where the
+    filesystem does not, the test is skipped): a state of the empty log, no LOG.1; the log
+    written 10:00-10:50, rotated and compressed (LOG.1.gz; the old log deleted), the new log
+    deleted and created again, on the old log's inode, 10:50-10:55. A cold run reads LOG.1.gz
+    and blocks five addresses; the run with a state takes the new log for the empty one grown
+    and never reads LOG.1.gz. Expected: the cold run's lines; got: no block."""
+    day = Afternoon(tmp_path, 24, rotated=True)
+    inode = day.log.stat().st_ino
+    day.run(START)                                       # 10:00: the log is empty, no LOG.1: a state of an empty log
+    day.write(day.log, 50, 25)                        # 10:00-10:50
+    day.rotate('compress', 0)                         # LOG.1.gz; the old log deleted: its inode is free
+    day.replace()                                     # the new log deleted and created again (10:50-10:55)
+    if day.log.stat().st_ino != inode:
+        pytest.skip('this filesystem did not hand the freed inode to the next file')
+    day.run(day.clock)
+
+
+def test_log_format_auto_a_log_rotated_into_another_format_is_counted_as_a_cold_run_does(tmp_path):
+    """log_format auto. At 10:50 the log is combined (auto tells combined): a state. Then the
+    server switches to nginx JSON and the log is rotated: LOG.1 combined (10:00-10:50), the
+    new log JSON (10:50-10:55). At 10:55 auto tells nginx_json from the log's first lines; a
+    cold run reads the log and LOG.1 (the log starts after the windows can begin) with that
+    reader: LOG.1's combined lines parse as nothing, and 203.0.113.1 has no record. The run
+    with a state keeps LOG.1's counts made as combined (the state is 'made under the same
+    counting settings': log_format auto, not the format auto decided) and adds them: it
+    prints 'IP address 203.0.113.1 is already blocked.', which the cold run does not.
+    Expected: the cold run's lines (the state knows which format its counts were made in, and
+    counts cold when auto now tells another); got: a record the cold run does not have."""
+    day = Afternoon(tmp_path, 26, rotated=True)
+    day.log.write_bytes(lines(day, [(HEAVY[0], START, START + 3000, 20)]))         # combined, 10:00-10:50
+    day.run(START + 3000, log_format='auto')             # 10:50: auto tells combined; a state
+    day.rotate('rename', 0)                           # LOG.1; the server now logs JSON
+    new = lines(day, [(HEAVY[1], START + 3000, START + 3300, 20)])
+    day.log.write_bytes(in_timezone(day.tz, lambda: logformats.render_log('nginx_json', new, vary=False)[0]))
+    day.run(START + 3300, log_format='auto')             # 10:55: auto tells nginx_json

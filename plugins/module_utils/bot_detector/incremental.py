@@ -13,10 +13,12 @@ windows' hour texts. Then:
 - the log is the same file, grown: its new bytes are read;
 - the log was rotated (``rotated`` on; its old file is now LOG.1 or LOG.1.gz, renamed,
   copied or compressed, found by its first bytes): the old file is read on from where the
-  state left it, then the new log from its start; its counts are kept apart and added
-  only when a cold run would read LOG.1 (the log starts after the windows can begin);
-- anything else (truncated, replaced, a LOG.1 that is not the old file, a gzip log): the
-  log is counted cold, and a new state starts.
+  state left it, then the new log from its start; its counts (and its unfinished last
+  line) are kept apart and added only when a cold run would read LOG.1 (the log starts
+  after the windows can begin), else LOG.1 is left to be read as a log of its own;
+- anything else (truncated, replaced, a LOG.1 that is not the old file, a gzip log, a
+  state that read nothing of the log, which any file matches): the log is counted cold,
+  and a new state starts.
 
 A last line without its newline is counted for this run only, never into the state.
 """
@@ -50,7 +52,6 @@ def count_with_state(logs, windows, line_filter, settings, now, session=None, re
     stamps = [window.stamp for window in windows]
     parts = dict((stamp, []) for stamp in stamps)
     scans, warnings, states, seen = [], [], [], set()
-    wanted = state.counting_settings(settings)
     for path in logs:
         log = os.path.abspath(path)
         old, warning = statedir.load(state_dir, log, settings.state_budget)
@@ -58,7 +59,7 @@ def count_with_state(logs, windows, line_filter, settings, now, session=None, re
             warnings.append(warning)
         reading = Reading(path, log, stamps, line_filter, settings, now, seen, session)
         reading.reader = (readers or {}).get(path)
-        if old is not None and old.settings == wanted and old.now <= now and all(s in old.stamps for s in stamps):
+        if old is not None and old.settings == reading.counting() and old.now <= now and all(s in old.stamps for s in stamps):
             try:
                 reading.carry_on(old)
             except Unusable as exc:
@@ -104,9 +105,19 @@ class Reading:
         self.segments = []            # [Segment]; their counts are complete to their offsets
         self.use_rotated = False      # add the second segment's counts this run
         self.tail = None              # Tally of the lines not finished yet
+        self.rotated_tail = None      # ... of the rotated file, added with its counts (use_rotated)
+        self.rotated_key = None       # (device, inode) of the rotated file read on
         self.new_state = None
         self._claimed = []
         self.reader = None            # formats.Reader: a log in another format than combined
+
+    def counting(self):
+        """The counting settings its state is made under: the run's, and the format the log is
+        read in where it is not combined (log_format auto decides it at each run)."""
+        found = state.counting_settings(self.settings)
+        if self.reader is not None:
+            found['format_read'] = self.reader.name
+        return found
 
     def _tally(self, tracked):
         return Tally(self.stamps, self.line_filter, tracked, count_lines=self.settings.metrics_file is not None,
@@ -135,8 +146,9 @@ class Reading:
             for segment in used:
                 if stamp in segment.counts.stamps():
                     found[stamp].append(segment.counts if segment.counts.prefix(stamp) is not None else segment.counts.get(stamp))
-            if self.tail is not None and (self.tail.counters.get(stamp) or spilled(self.tail.counters.get(stamp))):
-                found[stamp].append(self.tail.counters[stamp])
+            for tail in [self.tail] + ([self.rotated_tail] if self.use_rotated else []):
+                if tail is not None and (tail.counters.get(stamp) or spilled(tail.counters.get(stamp))):
+                    found[stamp].append(tail.counters[stamp])
         return found
 
     # ---- cold: what tally.count_windows does for one log, keeping what a state needs
@@ -167,7 +179,7 @@ class Reading:
             self.scans.append(read.scan)
         self.use_rotated = len(self.segments) > 1
         if keep_state and self.segments:
-            self.new_state = state.LogState(self.log, state.counting_settings(settings), self.now,
+            self.new_state = state.LogState(self.log, self.counting(), self.now,
                                             self.now + state.HORIZON, tracked, self.segments)
 
     # ---- carrying a state on
@@ -192,8 +204,11 @@ class Reading:
 
     def _carry_on(self, old):
         settings = self.settings
-        self.tail = self._tally(old.stamps)
+        self.tail, self.rotated_tail = self._tally(old.stamps), self._tally(old.stamps)
         logged, rotated = old.files[0], old.files[1] if len(old.files) > 1 else None
+        if logged.offset == 0:
+            # Nothing of the log read: any file matches it, a log copied to LOG.1 and truncated too.
+            raise Unusable()
         with open_log(self.path) as handle:
             fd = handle.fileno()
             info = os.fstat(fd)
@@ -215,29 +230,32 @@ class Reading:
                 rotated = self._recheck(rotated, old.stamps)
             if rotated is not None:
                 self.segments.append(rotated)
-                if any(rotated.counts.get(stamp) for stamp in self.stamps):
-                    # Added as a cold run would read LOG.1: when the log starts after the windows can begin.
-                    plan = plan_seek(fd, info.st_size, self.stamps, settings.seek_margin)
-                    self.use_rotated = plan.first is None or plan.first > plan.target
+                # Added as a cold run would read LOG.1: when the log starts after the windows can begin.
+                plan = plan_seek(fd, info.st_size, self.stamps, settings.seek_margin)
+                self.use_rotated = plan.first is None or plan.first > plan.target
+            if not self.use_rotated and self.rotated_key is not None:
+                self.seen.discard(self.rotated_key)         # not read, as by a cold run: another log may be it
         self.done = True
         self.new_state = state.LogState(self.log, old.settings, self.now, old.horizon, old.stamps, self.segments)
 
-    def _read_on(self, path, handle, info, head, segment, tracked):
-        """Count a plain file from ``segment.offset`` to its end into ``segment``'s counts."""
+    def _read_on(self, path, handle, info, head, segment, tracked, tail=None):
+        """Count a plain file from ``segment.offset`` to its end into ``segment``'s counts
+        (its unfinished last line into ``tail``, else the run's)."""
         fd = handle.fileno()
         fresh = self._tally(tracked)
+        tail = self.tail if tail is None else tail
         end = lines_end(fd, segment.offset, info.st_size)
         scan = Scan(path, 'incremental', segment.offset)
         if end > segment.offset:
             count_parallel(path, handle, segment.offset, end, fresh)
-        tail_before = self.tail.lines
+        tail_before = tail.lines
         if end < info.st_size:
-            count_range(fd, end, info.st_size, self.tail)
+            count_range(fd, end, info.st_size, tail)
         scan.bytes_read, scan.end, scan.stamped = info.st_size - segment.offset, end, fresh.stamped
         if fresh.reader is not None:
             scan.format, scan.unparsed, scan.unparsed_example = fresh.reader.name, fresh.reader.unparsed, fresh.reader.example
         if fresh.lines is not None:
-            scan.lines = fresh.lines + self.tail.lines - tail_before
+            scan.lines = fresh.lines + tail.lines - tail_before
         self.scans.append(scan)
         for stamp, counter in fresh.counters.items():
             segment.counts.add(stamp, counter)
@@ -267,26 +285,29 @@ class Reading:
             info = os.fstat(fd)
             if not self._first_time(info):
                 raise Unusable()
+            self.rotated_key = (info.st_dev, info.st_ino)
             if gzip_problem(fd) is None:
                 if segment.unchanged(info):
                     return segment                  # the same compressed file: nothing new
                 return self._read_on_gzip(sibling, handle, info, segment, tracked)
             if segment.gzip or sibling.endswith('.gz') or not segment.matches(fd, info, _head(fd)):
                 raise Unusable()
-            return self._read_on(sibling, handle, info, _head(fd), segment, tracked)
+            return self._read_on(sibling, handle, info, _head(fd), segment, tracked, self.rotated_tail)
 
     def _read_on_gzip(self, path, handle, info, segment, tracked):
         """A compressed file holding ``segment``'s bytes (its first bytes are the segment's):
         skip them, count the rest. A compressed file is finished: all of it goes in."""
         fresh = self._tally(tracked)
         scan = Scan(path, 'incremental', segment.offset)
-        seen = {'skip': segment.offset, 'head': b'', 'length': 0}
+        seen = {'skip': segment.offset, 'head': b'', 'length': 0, 'before': b''}
 
         def after_offset(pieces):
             for piece in pieces:
                 seen['length'] += len(piece)
                 if len(seen['head']) < state.HEAD_BYTES:
                     seen['head'] += piece[:state.HEAD_BYTES - len(seen['head'])]
+                if seen['skip']:        # the bytes just before the offset, as Segment.before has them
+                    seen['before'] = (seen['before'] + piece[:seen['skip']][-state.BEFORE_BYTES:])[-state.BEFORE_BYTES:]
                 if seen['skip'] >= len(piece):
                     seen['skip'] -= len(piece)
                     continue
@@ -296,8 +317,8 @@ class Reading:
             count_stream(after_offset(gunzip(handle, scan)), fresh)
         except DamagedGzip:
             raise Unusable()
-        if seen['skip'] or not seen['head'].startswith(segment.head):
-            raise Unusable()
+        if seen['skip'] or not seen['head'].startswith(segment.head) or segment.before not in (None, state.before_of(seen['before'])):
+            raise Unusable()        # not the segment's bytes: the log truncated and written again, say
         scan.end, scan.stamped, scan.lines = seen['length'], fresh.stamped, fresh.lines
         self.scans.append(scan)
         for stamp, counter in fresh.counters.items():

@@ -210,7 +210,11 @@ def compressed_stat(info):
 def bytes_before(fd, offset):
     """[length, CRC-32] of the BEFORE_BYTES (or fewer) bytes of ``fd`` before ``offset``."""
     length = min(offset, BEFORE_BYTES)
-    data = os.pread(fd, length, offset - length)
+    return before_of(os.pread(fd, length, offset - length))
+
+
+def before_of(data):
+    """Segment.before of ``data``, the BEFORE_BYTES (or fewer) bytes before an offset."""
     return [len(data), binascii.crc32(data)]
 
 
