@@ -84,7 +84,8 @@ class TimeFilter:
         if kind == 'iso':
             self.finder = re.compile(head + br'"(\d{4}-\d{2}-\d{2}[T ]\d{2}):' + _MINUTE + br'(Z|[+-]\d{2}:?\d{2})"')
         else:
-            self.finder = re.compile(head + br'"?(\d{1,9})\d{2}(?:\.\d*)?"?[,}]')
+            # An epoch's thousands of seconds (17 minutes): a chunk's few, most outside the windows.
+            self.finder = re.compile(head + br'"?(\d{1,9})\d{3}(?:\.\d*)?"?[,}]')
         # The key, counted and looked for as a name: JSON allows a blank before its colon.
         self.head, self.pattern_head = b'"' + key.encode('ascii') + b'"', head
         self.before = [b'"' + k.encode('ascii') + b'"' for k in before]
@@ -199,7 +200,7 @@ class TimeFilter:
         if self.kind == 'iso':
             return re.compile(self.pattern_head + b'"(?:' + b'|'.join(
                 re.escape(hour) + b':' + _MINUTE + re.escape(zone) for hour, zone in out) + b')"')
-        return re.compile(self.pattern_head + b'"?(?:' + b'|'.join(re.escape(s) for s in out) + br')\d{2}(?:\.\d*)?"?[,}]')
+        return re.compile(self.pattern_head + b'"?(?:' + b'|'.join(re.escape(s) for s in out) + br')\d{3}(?:\.\d*)?"?[,}]')
 
     def _outside(self, item, windows):
         """Whether every instant ``item`` stands for meets no window (cached)."""
@@ -215,8 +216,8 @@ class TimeFilter:
     def _span(self, item):
         """[start, end) epoch seconds of the times ``item`` stands for; None when it is no time."""
         if self.kind != 'iso':       # and a second more: a fraction may round up into it
-            start = int(item) * 100
-            return start, start + 101
+            start = int(item) * 1000
+            return start, start + 1001
         hour, zone = item
         match = _ISO_HOUR.match(hour)
         if match is None:
