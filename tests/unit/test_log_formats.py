@@ -1127,19 +1127,22 @@ def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by
 def test_a_chunk_of_other_hours_is_told_at_once_only_where_the_time_filter_leaves_out_each_line():
     """formats_fast.TimeFilter.all_outside, the passes over a chunk as it is ($time_iso8601):
     True for lines of the usual shape in other hours than the windows', whatever follows
-    ``end``, and with an odd line anywhere among them True only where TimeFilter.keep leaves out
-    each line; False when a line's time is in the windows."""
+    ``end``, the key anywhere, and with an odd line anywhere among them True only where
+    TimeFilter.keep leaves out each line; False when a line's time is in the windows."""
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_fast
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
     stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
     time_filter = formats_fast.TimeFilter('time_iso8601', 'iso', ('time_local',))
-    for first in (False, True):         # the key where _other_hours_line has it, or first (matched at each line's start)
+    # The key where _other_hours_line has it (after an address), first, or after the same bytes on each
+    # line (as Caddy's '{"level":"info",'): the last two matched at each line's start.
+    for lead in (None, b'{', b'{"level":"info",'):
         def line(*args):
             made = _other_hours_line(*args)
             key = re.search(br'"time_iso8601":"[^"]*",', made)        # moved as text: an odd line stays odd
-            if not first or key is None or not made.startswith(b'{'):
+            if lead is None or key is None or not made.startswith(b'{'):
                 return made
-            return b'{' + key.group(0) + made[1:key.start()] + made[key.end():]
+            return lead + key.group(0) + made[1:key.start()] + made[key.end():]
+        first = lead == b'{'
         # In time order, as a log's chunk: its first line's hour and its last's (the times all_outside
         # places), one hour or two.
         for hours in ((1, 1, 1, 1, 1), (0, 0, 0, 1, 1)):
@@ -1162,7 +1165,7 @@ def test_a_chunk_of_other_hours_is_told_at_once_only_where_the_time_filter_leave
                 text = b'\n'.join(lines)
                 # As JsonReader.translate asks it: of a chunk holding no stamp's probe.
                 if not any(formats.probe(stamp) in text for stamp in stamps) and time_filter.all_outside(text, len(text), stamps):
-                    assert time_filter.keep(lines, stamps) == [], (kind, at, first)
+                    assert time_filter.keep(lines, stamps) == [], (kind, at, lead)
                     taken.add(kind)
         assert taken == set()       # each odd line sends the chunk line by line
 

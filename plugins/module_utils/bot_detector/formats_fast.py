@@ -170,10 +170,10 @@ class TimeFilter:
         ``stamps``: the caller's search), told by passes over the text as it is (a chunk of other
         hours, most of a day's log): the times ``sampled`` (its answer, or asked here) in no
         counted hour; no escape, no key that comes first; one '{' a line (when flat), its first
-        byte, and the key once; each line's time one of them (a regex of those times, the rest
-        of the line and the next line's '{': as many matches as newlines; when the key comes
-        first, a search for a newline not followed by '{' and the key with one of those times,
-        none found). Else False: keep tells line by line."""
+        byte, and the key once; each line's time one of them (a search for a newline not
+        followed by the first line's bytes before the key, the key and one of those times, none
+        found; else a regex of those times, the rest of the line and the next line's '{': as many
+        matches as newlines). Else False: keep tells line by line."""
         sampled = self.sampled(text, end, stamps) if sampled is None else sampled
         if sampled is None or not sampled[1] or not text.startswith(b'{') or text.find(b'\\', 0, end) != -1 or (
                 self.shared_part is None and any(text.find(k, 0, end) != -1 for k in self.before_parts)):
@@ -182,18 +182,29 @@ class TimeFilter:
         if (self.flat and len(text) - len(text.replace(b'{', b'')) - text.count(b'{', end) != lines) or (
                 text.count(self.shared_part or self.head_part, 0, end) != lines):
             return False
-        # The key first (the chunk's first line tells): a search for a line that does not start with
-        # it and one of those times (no match a line), not a match a line.
-        first = text.startswith(b'{' + self.head + b':')
-        key = (sampled[0], first)
+        # The key where the first line has it, after the same few bytes of keys and values: '{' (the
+        # key first), Caddy's '{"level":"info",': a search for a line that does not start with them,
+        # the key and one of those times (no match a line), not a match a line. The same bytes from
+        # a line's start are the same tokens, so the key is where it is on the first line (as the
+        # match a line, nested only where the lines may nest: not flat). Else (an address before
+        # the key, say) the match a line.
+        newline = text.find(b'\n', 0, end)
+        at = text.find(self.head + b':', 0, end if newline == -1 else newline)
+        if 0 < at <= 256 and self._shaped(sampled[0], text[:at]).search(text, 0, end) is None:
+            return True
+        return len(self._shaped(sampled[0], None).findall(text, 0, end)) == lines - 1
+
+    def _shaped(self, items, lead):
+        """all_outside's regex of the key with a time of ``items``: of a line that does not start
+        with ``lead``, the key and such a time; without ``lead``, the key so, the rest of its line
+        and the next line's '{' (cached)."""
+        key = (items, lead)
         if key not in self.shaped:
             if len(self.shaped) > 64:
                 self.shaped.clear()
-            dropper = self._dropper(sampled[0]).pattern      # (the first line's key: its sampled time)
-            self.shaped[key] = re.compile(b'\\n(?!\\{' + dropper + b')' if first else dropper + br'()[^\n]*\n\{')
-        if first:
-            return self.shaped[key].search(text, 0, end) is None
-        return len(self.shaped[key].findall(text, 0, end)) == lines - 1
+            dropper = self._dropper(items).pattern
+            self.shaped[key] = re.compile(b'\\n(?!' + re.escape(lead) + dropper + b')' if lead else dropper + br'()[^\n]*\n\{')
+        return self.shaped[key]
 
     def _dropper(self, out):
         """A regex matching the key with one of the values of ``out``."""
