@@ -1748,3 +1748,92 @@ def test_iso_lines_count_alike_in_any_chunks_under_a_zone_off_the_quarter_hours(
     assert expected[b'21/Nov/2025:03'] == {b'2.2.2.2': 3}
     assert whole == expected
     assert apart == expected
+
+
+# ---------------------------------------------------------------- found by a hunt around the fast paths (each failed before its fix)
+W3C_HEAD = b'#Software: IIS\n#Version: 1.0\n#Fields: date time cs-method cs-uri-stem c-ip cs(User-Agent)\n'
+
+
+def _w3c(i, agent=b'curl/8'):
+    return b'2025-11-21 04:%02d:09 GET /job/%d 198.51.100.%d %s\n' % (i % 10, i, 1 + i % 2, agent)
+
+
+def _combined(i):
+    return b'198.51.100.%d - - [21/Nov/2025:04:%02d:09 +0000] "GET /job/%d" - - "-" "curl/8"\n' % (1 + i % 2, i % 10, i)
+
+
+def _haproxy(i):
+    return (b'198.51.100.%d:41342 [21/Nov/2025:04:%02d:09.123] fe be/srv1 10/0/30/69/109 200 512 - - ---- 1/1/1/1/0 0/0 '
+            b'{curl/8|x} "GET /job/%d HTTP/1.1"\n' % (1 + i % 2, i % 10, i))
+
+
+def _run(log, fmt, base, now=NOW_EPOCH, **extra):
+    """(windows' records, verdicts, warnings) of a run on ``log`` read as ``fmt``."""
+    files = Files(base)
+    settings = Settings(log_format=fmt, threshold=3, top=5, server_ips=['10.0.0.5'], blocklist=str(files.blocklist),
+                        exclusions_file=str(files.exclusions), activity_log=str(files.activity_log), seek=False,
+                        haproxy_user_agent_capture=1 if fmt == 'haproxy' else None, **extra)
+    result = run.detect(settings, [str(log)], now=now, check_mode='state_dir' not in extra)
+    return ([(w['name'], sorted((r['address'], r['count']) for r in w['records'])) for w in result.windows],
+            result.by_verdict, [w.replace(str(log), 'LOG') for w in result.warnings])
+
+
+def _rotated_run(tmp, fmt, head, line, appended, new_head):
+    """Two incremental runs (state_dir, rotated): the first on a log of 3 lines; then lines are
+    appended, the log compressed to LOG.1.gz (logrotate without delaycompress) and LOG made
+    anew holding ``new_head``; the second run's result."""
+    log, state = tmp / 'access.log', tmp / 'state'
+    state.mkdir(parents=True)
+    log.write_bytes(head + b''.join(line(i) for i in range(3)))
+    _run(log, fmt, tmp / 'a', NOW_EPOCH, state_dir=str(state), rotated=True)
+    with open(str(log), 'ab') as handle:
+        handle.write(appended)
+    (tmp / 'access.log.1.gz').write_bytes(gzip.compress(log.read_bytes()))
+    log.write_bytes(new_head)
+    return _run(log, fmt, tmp / 'b', NOW_EPOCH + 60, state_dir=str(state), rotated=True)
+
+
+def _rotated_run_utc(*args):
+    return in_timezone('UTC', lambda: _rotated_run(*args))
+
+
+def test_w3c_lines_read_on_in_a_rotated_gzip_file_use_that_files_fields(tmp_path):
+    """An incremental W3C run reads on in LOG.1.gz after a rotation (Reading._read_on_gzip ->
+    count_stream) with the reader bound to the NEW log's head: no W3C.start_at / fields_before
+    runs for a stream, so the #Fields: in force at the state's offset in LOG.1.gz is never
+    read. With the new LOG still empty (IIS writes its header with the first request) the
+    fields are None: the 9 lines appended before the rotation all fail to parse, nothing is
+    counted, and the run even warns that LOG.1.gz is in no access-log format. Expected: as
+    the twin log read as combined through the same steps (both addresses at 6, blocked)."""
+    w3c = _rotated_run_utc(tmp_path / 'w3c', 'w3c', W3C_HEAD, _w3c, b''.join(map(_w3c, range(3, 12))), b'')
+    twin = _rotated_run_utc(tmp_path / 'twin', 'combined', b'', _combined, b''.join(map(_combined, range(3, 12))), b'')
+    assert twin[0] == [('previous', []), ('current', [('198.51.100.1', 6), ('198.51.100.2', 6)])]
+    assert w3c == twin
+
+
+def test_unparsed_lines_read_on_in_a_rotated_gzip_file_are_reported(tmp_path):
+    """Reading._read_on_gzip (an incremental run reading on in LOG.1.gz) never sets its Scan's
+    format and unparsed count (Reading._read_on does): an appended line that does not parse,
+    holding a job path and a window's stamp, is silently dropped; no 'did not parse' warning.
+    Expected: 'LOG.1.gz: 1 lines did not parse as haproxy ...', as a cold run reading the same
+    file reports it (scan_file sets them from the tally's reader)."""
+    garbage = b'garbage 21/Nov/2025:04 GET /job/x\n'
+    got = _rotated_run_utc(tmp_path, 'haproxy', b'', _haproxy, b''.join(map(_haproxy, range(3, 12))) + garbage, b'')
+    assert got[0] == [('previous', []), ('current', [('198.51.100.1', 6), ('198.51.100.2', 6)])]
+    assert any('1 lines did not parse as haproxy' in w for w in got[2]), got[2]
+
+
+def test_the_unparsed_warning_example_is_the_first_line_that_did_not_parse(tmp_path):
+    """UNPARSED_LINES says 'the first: X', but W3C.parse_all (and Haproxy.parse_all) decode the
+    lines needing an escape (plain_lines' others) before the plain ones, so X is the first
+    unparsed line holding a quote, not the log's first unparsed line; the warning then also
+    changes with the chunk size (reading.READ_CHUNK: 100-byte chunks name the right line).
+    Log: a header, then two lines of the current hour with a field too many, the first plain,
+    the second with a quote in its user agent. Expected example: the first of them."""
+    first = b'2025-11-21 04:01:09 GET /job/1 198.51.100.1 curl/8 extra\n'
+    second = b'2025-11-21 04:02:09 GET /job/2 198.51.100.1 a"b extra\n'
+    log = tmp_path / 'access.log'
+    log.write_bytes(W3C_HEAD + first + second)
+    warnings = in_timezone('UTC', lambda: _run(log, 'w3c', tmp_path / 'a'))[2]
+    assert len(warnings) == 1 and warnings[0].startswith('LOG: 2 lines did not parse as w3c'), warnings
+    assert warnings[0].endswith('the first: ' + first.rstrip(b'\n').decode()), warnings[0]

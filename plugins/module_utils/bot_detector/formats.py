@@ -171,6 +171,10 @@ class Reader:
     def stop_at(self, fd, end):
         """After the lines of ``fd`` up to ``end`` were read."""
 
+    def skipped(self, lines):
+        """Whole lines of a stream before the first read (a compressed file read on from an
+        offset), in order; None first, at the stream's start."""
+
     def fresh(self):
         """A reader with the same settings and counts at zero (a forked worker's, a file's)."""
         other = self.__class__.__new__(self.__class__)
@@ -278,7 +282,10 @@ class Reader:
         lines = region.split(b'\n')
         first = next((line for line in lines if line.strip()), None)
         chosen = self.candidates(lines, region)
+        example = self.example
         twins = self.parse_all(chosen)
+        if example is None and self.example is not None:    # the first in the log (parse_all takes them in groups)
+            self.example = next((line for line in chosen if line.strip() and self.parse(line) is None), self.example)[:300]
         read = bool(twins)
         if not read and first is not None and first not in chosen:
             read = self.parse(first) is not None        # one line tells whether the log is read

@@ -166,6 +166,16 @@ class W3C(Reader):
     def stop_at(self, fd, end):
         self.left = (os.fstat(fd)[1:3], end)
 
+    def skipped(self, lines):
+        """The fields of the last #Fields: line of ``lines`` (at the stream's start, none)."""
+        if lines is None:
+            self.fields, self.left = None, None
+            return
+        at = (b'\n' + lines).rfind(b'\n#Fields:')
+        if at != -1:
+            end = lines.find(b'\n', at)
+            self.fields = self._fields(lines[at:end if end != -1 else len(lines)].rstrip(b'\r'))
+
     def bind(self, head):
         at = head.rfind(b'#Fields:', 0, head.find(b'\n', head.rfind(b'#Fields:')) if b'#Fields:' in head else 0)
         if at != -1 and (at == 0 or head[at - 1:at] == b'\n'):

@@ -31,7 +31,7 @@ from collections import Counter
 from . import state, statedir
 from .errors import BotDetectorError
 from .logfile import Scan, open_log, plan_seek, rotated_sibling
-from .reading import DamagedGzip, count_parallel, count_range, count_stream, gunzip, gzip_problem, lines_end
+from .reading import LONG_LINE_READ, DamagedGzip, count_parallel, count_range, count_stream, gunzip, gzip_problem, lines_end
 from .spill import spilled, total
 from .tally import Tally, WindowCounts, read_log
 
@@ -252,8 +252,7 @@ class Reading:
         if end < info.st_size:
             count_range(fd, end, info.st_size, tail)
         scan.bytes_read, scan.end, scan.stamped = info.st_size - segment.offset, end, fresh.stamped
-        if fresh.reader is not None:
-            scan.format, scan.unparsed, scan.unparsed_example = fresh.reader.name, fresh.reader.unparsed, fresh.reader.example
+        scan.read_by(fresh.reader)
         if fresh.lines is not None:
             scan.lines = fresh.lines + tail.lines - tail_before
         self.scans.append(scan)
@@ -299,7 +298,10 @@ class Reading:
         skip them, count the rest. A compressed file is finished: all of it goes in."""
         fresh = self._tally(tracked)
         scan = Scan(path, 'incremental', segment.offset)
-        seen = {'skip': segment.offset, 'head': b'', 'length': 0, 'before': b''}
+        seen = {'skip': segment.offset, 'head': b'', 'length': 0, 'before': b'', 'carry': b''}
+        reader = fresh.reader
+        if reader is not None:
+            reader.skipped(None)
 
         def after_offset(pieces):
             for piece in pieces:
@@ -308,6 +310,11 @@ class Reading:
                     seen['head'] += piece[:state.HEAD_BYTES - len(seen['head'])]
                 if seen['skip']:        # the bytes just before the offset, as Segment.before has them
                     seen['before'] = (seen['before'] + piece[:seen['skip']][-state.BEFORE_BYTES:])[-state.BEFORE_BYTES:]
+                    if reader is not None:      # its whole lines (W3C: the #Fields: in force at the offset)
+                        skipped = seen['carry'] + piece[:seen['skip']]
+                        cut = skipped.rfind(b'\n') + 1
+                        reader.skipped(skipped[:cut])
+                        seen['carry'] = skipped[cut:][:LONG_LINE_READ]
                 if seen['skip'] >= len(piece):
                     seen['skip'] -= len(piece)
                     continue
@@ -320,6 +327,7 @@ class Reading:
         if seen['skip'] or not seen['head'].startswith(segment.head) or segment.before not in (None, state.before_of(seen['before'])):
             raise Unusable()        # not the segment's bytes: the log truncated and written again, say
         scan.end, scan.stamped, scan.lines = seen['length'], fresh.stamped, fresh.lines
+        scan.read_by(reader)
         self.scans.append(scan)
         for stamp, counter in fresh.counters.items():
             segment.counts.add(stamp, counter)

@@ -210,6 +210,11 @@ class Scan:
         self.unparsed = 0         # ... and its lines that did not parse, the first of them
         self.unparsed_example = None
 
+    def read_by(self, reader):
+        """The format ``reader`` (formats.Reader; None: combined) read it in, and its unparsed lines."""
+        if reader is not None:
+            self.format, self.unparsed, self.unparsed_example = reader.name, reader.unparsed, reader.example
+
     @property
     def unreadable(self):
         """Finished lines were read, and none carries a date and hour (HOUR_TEXT): a log in

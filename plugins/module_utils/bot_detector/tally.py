@@ -323,8 +323,7 @@ def _counted(scan, tally, before, tail=None, tail_before=None):
     """``scan`` with whether a line counted into ``tally`` carries a timestamp and, when
     lines are counted, the lines read (those of ``tail`` too)."""
     scan.stamped = tally.stamped
-    if tally.reader is not None:
-        scan.format, scan.unparsed, scan.unparsed_example = tally.reader.name, tally.reader.unparsed, tally.reader.example
+    scan.read_by(tally.reader)
     if before is not None:
         scan.lines = tally.lines - before + (tail.lines - tail_before if tail is not None else 0)
     return scan
