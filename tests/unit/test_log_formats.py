@@ -1837,3 +1837,17 @@ def test_the_unparsed_warning_example_is_the_first_line_that_did_not_parse(tmp_p
     warnings = in_timezone('UTC', lambda: _run(log, 'w3c', tmp_path / 'a'))[2]
     assert len(warnings) == 1 and warnings[0].startswith('LOG: 2 lines did not parse as w3c'), warnings
     assert warnings[0].endswith('the first: ' + first.rstrip(b'\n').decode()), warnings[0]
+
+
+def test_the_json_unparsed_warning_example_is_the_first_line_that_did_not_parse(tmp_path):
+    """As for W3C and HAProxy: nginx_json decodes the lines holding an escape before the
+    others that its layout does not match, so the warning named the first unparsed line with
+    an escape, not the log's first. Two lines of the current hour whose time has no zone, the
+    first plain, the second with an escaped user agent: the first is the example."""
+    first = b'{"remote_addr":"198.51.100.1","time_iso8601":"2025-11-21T04:01:09","request":"GET /job/1 HTTP/1.1"}\n'
+    second = b'{"remote_addr":"198.51.100.1","time_iso8601":"2025-11-21T04:02:09","request":"GET /job/2 HTTP/1.1","http_user_agent":"caf\\u00e9"}\n'
+    log = tmp_path / 'access.log'
+    log.write_bytes(_json_line('198.51.100.2', NOW_EPOCH - 60) + first + second)
+    warnings = in_timezone('UTC', lambda: _detect(log, 'nginx_json', tmp_path / 'a'))[2]
+    assert len(warnings) == 1 and ': 2 lines did not parse as nginx_json' in warnings[0], warnings
+    assert warnings[0].endswith('the first: ' + first.rstrip(b'\n').decode()), warnings[0]

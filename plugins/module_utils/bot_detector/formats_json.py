@@ -115,13 +115,17 @@ class JsonReader(Reader):
                     layout = self.layout
                     break
             fast, slow = layout.twins(chosen, self) if layout else (b'', chosen)
-        twins = []
+        twins, missed, example = [], [], self.example
         for line, doc in zip(slow, decode_all(slow)):
             made = self.twin_of(doc) if doc is not None else None
             if made is None:
                 self.failed(line)
+                missed.append(line)
             else:
                 twins.append(made)
+        if example is None and missed:      # the first in the log (the lines with an escape come first here)
+            missed = set(missed)
+            self.example = next((line for line in lines if line in missed), self.example)[:300]
         read = bool(twins) or bool(fast)
         if not read:
             first = next((line for line in lines if line.strip()), None)
