@@ -34,7 +34,7 @@ import time
 from . import messages, state
 from .clock import hour_stamp, hour_windows
 from .errors import BotDetectorError
-from .followstate import Clock, OverBudget, atomic_write, claim, dump, jsonable, key_of, load
+from .followstate import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, load
 from .logfile import rotated_sibling
 from .reading import count_range, lines_end
 from .result import Result
@@ -110,8 +110,10 @@ class Follower:
         self.server_ips = server_ips_of(settings)
         self.sources = [Source(path) for path in logs]
         self.readers = {}       # logs in another format than combined (formats.py), decided once
-        if settings.log_format != 'combined' or settings.log_formats:
+        self.formatted = settings.log_format != 'combined' or bool(settings.log_formats)
+        if self.formatted:
             from .formats import reader_for
+            self.reader_for = reader_for
             self.readers = dict((path, reader_for(settings, path)[1]) for path in logs if os.path.exists(path))
         self.label = ','.join(logs)
         self.unparsed = {}      # log: its lines that did not parse since the start (warned once per log)
@@ -197,7 +199,14 @@ class Follower:
             os.close(fd)
 
     def _poll(self, source):
-        """One round of one log. Returns the bytes counted."""
+        """One round of one log; the bytes counted (none before its format is known: auto, a log not there at the start)."""
+        if source.path not in self.readers and self.formatted and os.path.exists(source.path):
+            try:
+                self.readers[source.path] = self.reader_for(self.settings, source.path)[1]
+            except BotDetectorError:
+                pass
+        if self.formatted and source.path not in self.readers:
+            return 0
         self.tally.reader = self.readers.get(source.path)       # this log's format, one tally for all
         try:
             return self._poll_files(source)
@@ -205,8 +214,7 @@ class Follower:
             self._take_unparsed(source.path, self.tally.reader)
 
     def _take_unparsed(self, path, reader):
-        """Add the lines ``reader`` found unparsed to the log's count; the first of a log is
-        warned about (once: a follower runs for months)."""
+        """Add the lines ``reader`` found unparsed to the log's count; warn of a log's first, once."""
         if reader is None or not reader.unparsed:
             return
         if path not in self.unparsed:
@@ -310,8 +318,8 @@ class Follower:
                 self.warn(line)
             for read in files:
                 tally.add(read.tally.counters)
-                for counted in (read.tally, read.tail):
-                    self._take_unparsed(source.path, counted.reader if counted is not None else None)
+                # Not the unfinished last line's (read.tail): it is read again once finished.
+                self._take_unparsed(source.path, read.tally.reader)
                 fd, end = read.identity
                 pos = Position(fd, end, os.pread(fd, state.HEAD_BYTES, 0))
                 if read.path == source.path:
@@ -433,14 +441,7 @@ class Follower:
         self.stop = True
 
     def _lists_stat(self):
-        found = []
-        for path in (self.settings.blocklist, self.settings.exclusions_file):
-            try:
-                info = os.stat(path)
-                found.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
-            except OSError:
-                found.append(None)
-        return found
+        return files_stat((self.settings.blocklist, self.settings.exclusions_file))
 
 
 def follow(settings, logs, now=None, emit=None, on_warning=None, resolver=None):

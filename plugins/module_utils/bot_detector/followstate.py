@@ -151,3 +151,16 @@ def running(path):
     finally:
         os.close(fd)
     return False
+
+
+def files_stat(paths):
+    """(device, inode, size, mtime) of each of ``paths``, None when it is missing: a file
+    changed (the lists: an unblock, an edit) when it differs."""
+    found = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+            found.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
+        except OSError:
+            found.append(None)
+    return found

@@ -141,6 +141,10 @@ class Reader:
     needs_head = False          # bind(head) before reading (reader_for)
     contiguous_parts = False    # forked workers read one part each (w3c: a part's start searches back)
     query_apart = False         # the URI's query logged apart from its path (w3c)
+    # Each line's first bracketed timestamp is its time, before any text a client sends, as in the
+    # combined format: the seek may probe for it (tally.seek_plan). Elsewhere such a text is a
+    # client's (a user agent's), and the log is read whole.
+    clf_times = False
     # A line's own time is written as the combined format writes it: a line without the
     # text of a stamp or date the tally counts ('21/Nov/2026:04') cannot be counted (in_windows).
     # b'': every line's; a key: only in a line holding it, where nothing is escaped.
@@ -317,6 +321,7 @@ class VhostCombined(Reader):
     The twin is the line without its first field: done for every line at once in C."""
 
     name = 'vhost_combined'
+    clf_times = True
 
     def translate(self, buf, limit):
         lines = buf[:limit].split(b'\n') if limit is not None and limit < len(buf) else buf.split(b'\n')

@@ -30,6 +30,7 @@ class Traefik(Reader):
     and duration, which the twin leaves out."""
 
     name = 'traefik'
+    clf_times = True
     date_marker = b''
 
     def parse(self, line):

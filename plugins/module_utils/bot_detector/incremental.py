@@ -30,10 +30,10 @@ from collections import Counter
 
 from . import state, statedir
 from .errors import BotDetectorError
-from .logfile import Scan, open_log, plan_seek, rotated_sibling
+from .logfile import Scan, open_log, rotated_sibling
 from .reading import LONG_LINE_READ, DamagedGzip, count_parallel, count_range, count_stream, gunzip, gzip_problem, lines_end
 from .spill import spilled, total
-from .tally import Tally, WindowCounts, read_log
+from .tally import Tally, WindowCounts, read_log, seek_plan
 
 __metaclass__ = type
 
@@ -231,7 +231,7 @@ class Reading:
             if rotated is not None:
                 self.segments.append(rotated)
                 # Added as a cold run would read LOG.1: when the log starts after the windows can begin.
-                plan = plan_seek(fd, info.st_size, self.stamps, settings.seek_margin)
+                plan = seek_plan(fd, info.st_size, self.stamps, settings.seek_margin, self.reader)
                 self.use_rotated = plan.first is None or plan.first > plan.target
             if not self.use_rotated and self.rotated_key is not None:
                 self.seen.discard(self.rotated_key)         # not read, as by a cold run: another log may be it

@@ -20,7 +20,7 @@ from operator import contains
 from . import messages, reading
 from .spill import BYTES, SpillCounter
 from .errors import BotDetectorError
-from .logfile import HOUR_TEXT, Scan, open_log, plan_seek, rotated_sibling
+from .logfile import HOUR_TEXT, Scan, SeekPlan, open_log, plan_seek, rotated_sibling
 
 __metaclass__ = type
 
@@ -304,7 +304,7 @@ def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=Fals
         if gzip_name:
             raise reading.DamagedGzip(problem)
         size = os.fstat(fd).st_size
-        plan = plan_seek(fd, size, stamps, margin) if seek or rotated else None
+        plan = seek_plan(fd, size, stamps, margin, tally.reader) if seek or rotated else None
         start = plan.start if seek and plan is not None else None
         scan = Scan(path, 'full' if start is None else 'seek', start or 0)
         scan.end = size if tail is None else reading.lines_end(fd, scan.start, size)
@@ -317,6 +317,15 @@ def scan_file(path, handle, tally, stamps, margin, seek, rotated, gzip_name=Fals
         raise BotDetectorError('cannot read %s: %s' % (path, exc))
     except (OSError, IOError, EOFError, zlib.error) as exc:
         raise BotDetectorError('cannot read %s: %s' % (path, getattr(exc, 'strerror', None) or exc))
+
+
+def seek_plan(fd, size, stamps, margin, reader):
+    """logfile.plan_seek of a log whose lines carry their time as the combined format writes
+    it (combined, or ``reader.clf_times``); of another, a plan of a log that shows no time: it
+    is read whole (a bracketed timestamp in its lines is a client's text: a user agent's)."""
+    if reader is not None and not reader.clf_times:
+        return SeekPlan(None, None, None)
+    return plan_seek(fd, size, stamps, margin)
 
 
 def _counted(scan, tally, before, tail=None, tail_before=None):
