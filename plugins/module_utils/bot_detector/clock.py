@@ -61,10 +61,14 @@ def _zone_text(offset):
     return '%s%02d%02d' % ('-' if offset < 0 else '+', abs(offset) // 3600, abs(offset) % 3600 // 60)
 
 
+def _clf_text(year, month, day, hour, minute, second, offset):
+    """A clock and its UTC offset as the combined format writes them: 21/Nov/2026:05:13:43 +0100."""
+    return '%02d/%s/%04d:%02d:%02d:%02d %s' % (day, MONTHS[month - 1], year, hour, minute, second, _zone_text(offset))
+
+
 def _local_text(t):
     """The combined format's text of local time ``t``, as nginx writes its $time_local."""
-    return '%02d/%s/%04d:%02d:%02d:%02d %s' % (
-        t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour, t.tm_min, t.tm_sec, _zone_text(_offset(t)))
+    return _clf_text(t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, _offset(t))
 
 
 def _minute_text(minute):
@@ -117,7 +121,7 @@ class LocalTime:
             # This host's local clock, its offset (which has seconds) cut to whole minutes as nginx
             # (C's division) and Go write it: not quite the instant it names; its twin has the same
             # clock and zone.
-            return '%02d/%s/%04d:%02d:%02d:%02d %s' % (day, MONTHS[month - 1], year, hour, minute, second, _zone_text(offset))
+            return _clf_text(year, month, day, hour, minute, second, offset)
         return self.epoch(at)
 
     def clf(self, text):
