@@ -16,9 +16,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 # `make setup` links the checkout as .build/ansible_collections/jobboard/bot_detector.
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import (  # noqa: E402
-    format_config,  # pylint: disable=wrong-import-position
-)
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.config import format_config
 
 PLAYBOOK = os.path.join(ROOT, 'playbooks', 'fleet.yml')
 HOST_PYTHON = '/usr/bin/python3'       # the hosts' interpreter (design.md)

@@ -21,7 +21,7 @@ __metaclass__ = type
 from collections import Counter
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.run import parse_compact_counts
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import parse_compact_counts
 
 
 class Report:

@@ -12,9 +12,9 @@ import difflib
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import format_config
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS, Settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.config import format_config
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SETTINGS, Settings
 
 PREFIX = 'bot_detector_'
 

@@ -68,8 +68,8 @@ added:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists import ensure_lines
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists.content import ensure_lines
 
 
 def main():

@@ -402,16 +402,16 @@ execution_time:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import parse_now
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import enforce_now
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.messages import ENFORCEMENT_FAILED
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.result import Result
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.run import apply, compact_counts, detect, report
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import DEFAULT_CONFIG, resolve
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.status import status
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.unblock import unblock
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import parse_now
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.after_change import enforce_now
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.messages import ENFORCEMENT_FAILED
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting.result import Result
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import apply, compact_counts, detect, report
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.config import DEFAULT_CONFIG, resolve
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SETTINGS
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.status import status
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.unblock import unblock
 
 MODES = ['detect', 'report', 'apply', 'unblock', 'status', 'enforce']
 # An item of ``addresses`` given as a mapping.

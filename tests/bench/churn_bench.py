@@ -62,7 +62,8 @@ def run_case(log):
 REPORT = '''
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from bot_detector import run, settings
+from bot_detector.drivers import run
+from bot_detector.values import settings
 rules, server, log, candidates, floor, now = sys.argv[2:8]
 chosen = settings.Settings(rules=rules, server_ips=[server])
 done = run.report(chosen, [log], floor=int(floor), candidates=json.loads(candidates),

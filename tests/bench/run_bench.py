@@ -185,7 +185,7 @@ def run_day():
 def state_size(path, log):
     """(bytes, counts kept, distinct keys) of a state file, read with the core's own parser."""
     sys.path.insert(0, os.path.dirname(CORE))
-    from bot_detector import state     # pylint: disable=import-error
+    from bot_detector.reading import state  # pylint: disable=import-error
     with open(path, 'rb') as handle:
         data = handle.read()
     kept = state.loads(data, log)

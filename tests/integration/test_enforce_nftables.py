@@ -13,7 +13,7 @@ import pytest
 import loggen
 from conftest import ROOT, in_timezone
 from enforcement import Lab, detector, host_ruleset, require_tools, served, sh, wait_for
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import C_DATE_FORMAT
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import C_DATE_FORMAT
 
 PORT, OTHER_PORT = 8080, 8081       # enforced; not enforced
 SERVER_V4, SERVER_V4_VISITOR, SERVER_V6, SERVER_V6_VISITOR = '192.0.2.1', '198.51.100.1', '2001:db8:1::1', '2001:db8:2::1'

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SETTINGS
 
 PLAY = '''- name: Deploy
   hosts: all

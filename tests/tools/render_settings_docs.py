@@ -15,7 +15,7 @@ import textwrap
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, 'plugins', 'module_utils'))
 
-from bot_detector.settings import SETTINGS  # noqa: E402  pylint: disable=wrong-import-position
+from bot_detector.values.settings import SETTINGS  # noqa: E402  pylint: disable=wrong-import-position
 
 FRAGMENT = os.path.join(ROOT, 'plugins', 'doc_fragments', 'settings.py')
 ARGUMENT_SPECS = os.path.join(ROOT, 'roles', 'bot_detector', 'meta', 'argument_specs.yml')

@@ -67,7 +67,7 @@ def test_activity_date_is_dates_in_the_runs_locale_and_zone(tmp_path, tz, locale
 def test_date_now_is_taken_again_for_another_zone_or_locale_in_the_same_second(monkeypatch):
     """clock.date_default_format keeps what `date` printed for the rest of its second; a
     change of zone or locale within that second must not get the kept text."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock
     require_german_locale()
     for tz, lc_all in (('UTC', 'C'), ('Asia/Tokyo', 'C'), ('Asia/Tokyo', GERMAN), ('UTC', 'C'), ('UTC', 'C')):
         monkeypatch.setenv('TZ', tz)
@@ -90,7 +90,7 @@ def test_date_now_is_what_date_prints_whatever_the_zone_and_locale_variables(tz,
     """Under the C locale the date is written in this process (clock.C_DATE_FORMAT), under
     another taken from `date`: both must print what `date` prints, for every way the
     environment names a locale and for zones given as names, POSIX rules or nonsense."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock
     if GERMAN in locale_vars.values():
         require_german_locale()
     env = environment(tz, **locale_vars)

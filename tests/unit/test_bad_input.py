@@ -7,7 +7,11 @@ import pytest
 
 import loggen
 from conftest import fill_up, require_root, in_timezone, mask_duration, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, reading, rules, settings, tally, writer
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock, errors
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists import writer
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -28,7 +32,7 @@ def hook_pread(monkeypatch, on_call, action):
         if state['calls'] == on_call:
             action()
         return real_pread(fd, size, offset)
-    monkeypatch.setattr(reading, 'READ_CHUNK', 64 * 1024)
+    monkeypatch.setattr(chunks, 'READ_CHUNK', 64 * 1024)
     monkeypatch.setattr(os, 'pread', pread)
     return state
 

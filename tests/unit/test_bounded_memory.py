@@ -24,8 +24,11 @@ from hypothesis import HealthCheck, Phase, given, settings as hsettings, strateg
 import loggen
 from unit.test_incremental import Afternoon
 from conftest import CORE, Files, in_timezone, mask_duration, run_reference
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
-    clock, reading, rules, run, settings, spill, tally)
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, spill, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -258,7 +261,7 @@ def test_forked_workers_hand_over_spilled_counts(tmp_path, monkeypatch):
     line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
     windows = clock.hour_windows(NOW_EPOCH)
     plain = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter))
-    monkeypatch.setattr(reading, 'workers_for', lambda size: 3)
+    monkeypatch.setattr(chunks, 'workers_for', lambda size: 3)
     with spill.Session(100) as session:
         counted = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter, session=session))
         for (window, mine), (dummy, theirs) in zip(counted, plain):
@@ -350,7 +353,8 @@ def test_peak_memory_stays_bounded_with_many_addresses(tmp_path):
 REPORT = textwrap.dedent('''
     import json, sys
     sys.path.insert(0, sys.argv[1])
-    from bot_detector import run, settings
+    from bot_detector.drivers import run
+    from bot_detector.values import settings
     chosen = settings.Settings(rules='precise', server_ips=['10.0.0.5'], count_budget=int(sys.argv[2]))
     candidates = json.loads(sys.argv[4])
     done = run.report(chosen, [sys.argv[3]], floor=2, candidates=candidates, now=int(sys.argv[5]))

@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from unit.test_bounded_memory import NOW, SERVER, churn_log
 from conftest import CORE, Files
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import precise, settings, spill
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import precise
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import spill
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
 CRAWLERS = sorted(settings.DEFAULT_CRAWLERS)
 FIELDS = st.sampled_from([b'10.0.0.5', b'10.0.0.50', b'::ffff:10.0.0.5', b'010.0.0.1', b'0.0.0.0', b'-', b'a',

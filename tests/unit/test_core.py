@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from conftest import in_timezone
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import addresses, clock, errors, reading, rules, run, settings, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock, errors
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import addresses, rules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
 ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe']
 
@@ -46,7 +50,7 @@ def test_activity_date_is_date_default_format(zone, tz, monkeypatch):
 def test_hour_stamp_ignores_locale(zone):
     zone('UTC')
     env = dict(os.environ, LC_ALL='de_DE.UTF-8', LANG='de_DE.UTF-8')
-    code = 'import sys; sys.path[:0] = %r; from bot_detector.clock import hour_stamp; print(hour_stamp(1792888200))' % [str(Path(clock.__file__).parents[1])]
+    code = 'import sys; sys.path[:0] = %r; from bot_detector.base.clock import hour_stamp; print(hour_stamp(1792888200))' % [str(Path(clock.__file__).parents[2])]
     out = subprocess.run(['python3', '-c', code], env=env, stdout=subprocess.PIPE, check=True).stdout
     assert out == b'25/Oct/2026:00\n'
 
@@ -135,7 +139,7 @@ def test_batch_filter_agrees_with_the_per_line_rules():
 
 
 def test_count_windows_reads_across_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(reading, 'READ_CHUNK', 64)
+    monkeypatch.setattr(chunks, 'READ_CHUNK', 64)
     windows = [clock.Window('previous', '', b'21/Nov/2026:03'), clock.Window('current', '', b'21/Nov/2026:04')]
     lines = []
     for i in range(300):

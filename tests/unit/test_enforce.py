@@ -9,11 +9,12 @@ import pytest
 
 from conftest import run_core
 from enforcement import Lab, require_tools
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import enforce, metrics
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import sync
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting import metrics
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import nftables, nginx
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import Settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
 
-ENTRY = enforce.parse_entry
+ENTRY = sync.parse_entry
 
 
 @pytest.mark.parametrize('line, network', [
@@ -50,16 +51,16 @@ def test_not_entries(line):
 def test_entries_of_a_blocklist_collapse_and_name_the_junk_once():
     content = (b'# comment\n192.0.2.7\n192.0.2.7\n192.0.2.0/24\n192.0.2.9/32\n198.51.100.0/25\n198.51.100.128/25\n'
                b'\n2001:db8::/48\n2001:db8::1\n::ffff:203.0.113.5\r\nfoo\n\xffbar\nfoo\n203.0.113.0/24')
-    entries = enforce.parse_entries(content)
+    entries = sync.parse_entries(content)
     assert entries.v4 == ['192.0.2.0/24', '198.51.100.0/24', '203.0.113.0/24']
     assert entries.v6 == ['2001:db8::/48']
     assert len(entries) == 4
     assert entries.skipped == ['foo', '\\xffbar', 'foo']
     assert entries.skipped_warning() == (
         "enforcement: 3 blocklist lines are not an address or network and not enforced: 'foo', '\\\\xffbar', 'foo'")
-    many = enforce.parse_entries(b''.join(b'junk%d\n' % i for i in range(25)))
+    many = sync.parse_entries(b''.join(b'junk%d\n' % i for i in range(25)))
     assert many.skipped_warning().endswith("'junk9' and 15 more")
-    assert enforce.parse_entries(b'').skipped_warning() is None and len(enforce.parse_entries(b'')) == 0
+    assert sync.parse_entries(b'').skipped_warning() is None and len(sync.parse_entries(b'')) == 0
 
 
 def test_collapsed_entries_never_overlap_whatever_the_input():
@@ -68,7 +69,7 @@ def test_collapsed_entries_never_overlap_whatever_the_input():
     for dummy in range(3000):
         prefix = rng.choice([32, 32, 32, 28, 24, 16])
         lines.append(('10.%d.%d.%d/%d' % (rng.randrange(4), rng.randrange(256), rng.randrange(256), prefix)).encode())
-    entries = enforce.parse_entries(b'\n'.join(lines))
+    entries = sync.parse_entries(b'\n'.join(lines))
     covered = set(ipaddress.ip_network(l.decode(), strict=False) for l in lines)
     loaded = [ipaddress.ip_network(element) for element in entries.v4]
     for a, b in zip(loaded, loaded[1:]):
@@ -82,7 +83,7 @@ class Ports:
 
 
 def test_the_nft_file_is_one_transaction_touching_only_its_table():
-    entries = enforce.parse_entries(b'192.0.2.7\n198.51.100.0/24\n2001:db8::/32\n2001:db8:1::1\n')
+    entries = sync.parse_entries(b'192.0.2.7\n198.51.100.0/24\n2001:db8::/32\n2001:db8:1::1\n')
     text = nftables.ruleset(entries, [443, 80], 'ab' * 16)
     statements = text.splitlines()
     assert all(' inet bot_detector ' in s or s.endswith(' inet bot_detector') for s in statements)
@@ -91,12 +92,12 @@ def test_the_nft_file_is_one_transaction_touching_only_its_table():
         'add element inet bot_detector blocked_v4 { 192.0.2.7, 198.51.100.0/24 }')
     assert 'add element inet bot_detector blocked_v6 { 2001:db8::/32 }' in statements   # the /128 inside it merged
     assert 'th dport { 80, 443 } ip saddr @blocked_v4 drop comment "bot-detector %s 3"' % ('ab' * 16) in text
-    empty = nftables.ruleset(enforce.parse_entries(b''), [80])
+    empty = nftables.ruleset(sync.parse_entries(b''), [80])
     assert 'add element' not in empty and 'flush set inet bot_detector blocked_v6' in empty
 
 
 def test_the_digest_names_the_blocklist_the_backend_and_the_ports():
-    digest = enforce.digest_of
+    digest = sync.digest_of
     nft = Settings(enforcement='nftables')
     assert digest(nft, b'192.0.2.7\n') == digest(Settings(enforcement='nftables', enforcement_ports=[443, 80]), b'192.0.2.7\n')
     assert digest(nft, b'192.0.2.7\n') != digest(Settings(enforcement='nftables', enforcement_ports=[80]), b'192.0.2.7\n')
@@ -114,7 +115,7 @@ def test_nft_accepts_the_file_and_loads_it_twice_with_every_kind_of_entry(tmp_pa
         lines = ['198.51.%d.%d/%d' % (rng.randrange(256), rng.randrange(256), rng.choice([32, 30, 24])) for dummy in range(20000)]
         lines += ['2001:db8:%x::%x' % (rng.randrange(65536), rng.randrange(65536)) for dummy in range(2000)]
         lines += ['2001:db8:1::/48', '::ffff:203.0.113.9', 'junk']
-        entries = enforce.parse_entries('\n'.join(lines).encode())
+        entries = sync.parse_entries('\n'.join(lines).encode())
         for dummy in range(2):
             proc = subprocess.run(['ip', 'netns', 'exec', lab.server, 'nft', '-f', '-'], input=nftables.ruleset(
                 entries, [80, 443], 'cd' * 16).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
@@ -127,7 +128,7 @@ def test_nft_accepts_the_file_and_loads_it_twice_with_every_kind_of_entry(tmp_pa
 
 
 def test_the_geo_file():
-    entries = enforce.parse_entries(b'192.0.2.7\n198.51.100.9/24\n2001:db8::/32\n::ffff:203.0.113.9\nfoo\n')
+    entries = sync.parse_entries(b'192.0.2.7\n198.51.100.9/24\n2001:db8::/32\n::ffff:203.0.113.9\nfoo\n')
     assert nginx.render(entries).decode().splitlines() == [
         nginx.HEADER.decode().rstrip('\n'), '192.0.2.7 1;', '198.51.100.0/24 1;', '203.0.113.9 1;', '2001:db8::/32 1;']
 

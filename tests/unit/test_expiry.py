@@ -15,7 +15,7 @@ import pytest
 import loggen
 from conftest import CORE, in_timezone, mask_duration, run_core
 from test_activity_date import GERMAN, require_german_locale
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -166,7 +166,7 @@ EPOCHS = {
 
 def read_back(text, tz, lc_all):
     """history's DateReader on ``text``, in a process of zone ``tz`` and locale ``lc_all``."""
-    code = ('import sys; from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import '
+    code = ('import sys; from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import '
             'DateReader; print(DateReader().epoch(sys.argv[1].encode("utf-8", "surrogateescape")))')
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith('LC_') and k != 'LANG')
     env.update(TZ=tz, LC_ALL=lc_all, PYTHONPATH=os.pathsep.join(sys.path))

@@ -15,8 +15,10 @@ from operator import itemgetter
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import (
-    clock, errors, reading, rules, settings, tally)
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock, errors
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
 STAMPS = [b'21/Nov/2026:03', b'21/Nov/2026:04', b'21/Nov/2026:05', b'22/Nov/2026:00', b'03/Nov/2026:03']
 PIECES = [p.encode() for p in settings.SPEC_JOB_PREFIXES] + [
@@ -46,7 +48,7 @@ def test_batch_filter_equals_per_line_rules(lines, search_engine):
 
 
 def precise_filter():
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import precise
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import precise
     return precise.PreciseFilter(settings.SPEC_JOB_PREFIXES, {'Googlebot': {'user_agent': 'Google'}, 'Bing': {'user_agent': 'b.T'}})
 
 
@@ -95,7 +97,7 @@ def test_a_line_holding_two_stamps_counts_under_both():
        top=st.integers(1, 30), servers=st.lists(st.binary(min_size=1, max_size=3), max_size=2))
 def test_partial_ranking_equals_a_full_sort(counts, top, servers):
     ordered = sorted(counts.items(), key=itemgetter(1, 0), reverse=True)
-    assert rules.largest(counts, top) == ordered[:top]
+    assert tally.largest(counts, top) == ordered[:top]
     if len(servers) == 1:       # the spec's substring rule; several are matched as whole addresses
         expected = [(c, a) for a, c in ordered if servers[0] not in b'%d %s' % (c, a)][:top]
     else:
@@ -133,29 +135,29 @@ def test_now_read_directly_equals_strptime(tz, monkeypatch):
 
 def test_workers_fork_only_for_large_ranges_on_idle_cores(monkeypatch, tmp_path):
     loadavg = tmp_path / 'loadavg'
-    monkeypatch.setattr(reading, 'LOADAVG', str(loadavg))
+    monkeypatch.setattr(chunks, 'LOADAVG', str(loadavg))
     monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1})
     loadavg.write_text('1.50 1.20 0.90 1/312 4242\n')       # only this run is running now
-    assert reading.workers_for(reading.PARALLEL_MIN_BYTES) == 2
-    assert reading.workers_for(reading.PARALLEL_MIN_BYTES - 1) == 1
+    assert chunks.workers_for(chunks.PARALLEL_MIN_BYTES) == 2
+    assert chunks.workers_for(chunks.PARALLEL_MIN_BYTES - 1) == 1
     loadavg.write_text('0.10 0.20 0.30 2/312 4242\n')       # one core busy elsewhere
-    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == 1
+    assert chunks.workers_for(10 * chunks.PARALLEL_MIN_BYTES) == 1
     loadavg.write_text('0.00 0.00 0.00 9/312 4242\n')       # more busy than there are cores
-    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == 1
+    assert chunks.workers_for(10 * chunks.PARALLEL_MIN_BYTES) == 1
     monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(range(64)))
     loadavg.write_text('0.00 0.00 0.00 1/312 4242\n')
-    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == reading.MAX_WORKERS
+    assert chunks.workers_for(10 * chunks.PARALLEL_MIN_BYTES) == chunks.MAX_WORKERS
     monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1})
     loadavg.unlink()                                        # no /proc: the load average
     monkeypatch.setattr(os, 'getloadavg', lambda: (1.2, 0.0, 0.0))
-    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == 1
+    assert chunks.workers_for(10 * chunks.PARALLEL_MIN_BYTES) == 1
     monkeypatch.setattr(os, 'getloadavg', lambda: (0.2, 0.0, 0.0))
-    assert reading.workers_for(10 * reading.PARALLEL_MIN_BYTES) == 2
+    assert chunks.workers_for(10 * chunks.PARALLEL_MIN_BYTES) == 2
 
 
 def test_idle_cores_reads_this_machine():
     """On this Linux machine: a real /proc/loadavg, at least one core, at most the CPUs."""
-    assert 1 <= reading.idle_cores() <= len(os.sched_getaffinity(0))
+    assert 1 <= chunks.idle_cores() <= len(os.sched_getaffinity(0))
 
 
 def test_an_hours_chunk_finds_the_other_stamps_on_its_other_lines():
@@ -184,7 +186,7 @@ def test_an_hours_chunk_finds_the_other_stamps_on_its_other_lines():
        minute=st.integers(0, 59), second=st.integers(0, 60))
 def test_utc_seconds_is_calendar_timegm(year, month, day, hour, minute, second):
     import calendar
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock
     assert clock.utc_seconds(year, month, day, hour, minute, second) == calendar.timegm(
         (year, month, day, hour, minute, second, 0, 0, 0))
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import loggen
 from conftest import Files, mask_duration, run_core, run_reference
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.addresses import is_client_address
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.addresses import is_client_address
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423

@@ -10,7 +10,7 @@ import pytest
 
 import loggen
 from conftest import CORE, in_timezone, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import writer
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists import writer
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423

@@ -7,7 +7,10 @@ import os
 import tracemalloc
 
 from conftest import Files, in_timezone, mask_duration, run_core, run_reference
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, reading, rules, settings, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 import loggen
 
 NOW = '2026-11-21 04:13:43'
@@ -132,8 +135,8 @@ def test_a_log_given_twice_is_read_once(tmp_path):
 def count_with_peak(path, monkeypatch):
     """count_windows over ``path`` with 64 KiB chunks: (its counters, the peak of memory
     the interpreter allocated, the bytes pread returned)."""
-    monkeypatch.setattr(reading, 'READ_CHUNK', 64 * 1024)
-    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1 << 40)
+    monkeypatch.setattr(chunks, 'READ_CHUNK', 64 * 1024)
+    monkeypatch.setattr(chunks, 'PARALLEL_MIN_BYTES', 1 << 40)
     real_pread = os.pread
     read = {'bytes': 0}
 
@@ -193,7 +196,7 @@ def test_long_lines_count_as_the_reference_counts_them(tmp_path):
 def test_a_first_field_longer_than_the_bound_is_not_counted(tmp_path, monkeypatch):
     """Documented bound: a first field over LONG_FIELD (1 MiB) is no address; its line is
     left out (the reference would count it under that field)."""
-    monkeypatch.setattr(reading, 'LONG_FIELD', 4096)
+    monkeypatch.setattr(chunks, 'LONG_FIELD', 4096)
     stamp = b'21/Nov/2026:03:10:00 +0000'
     long_field = b'x' * 5000 + b' - - [' + stamp + b'] "GET /job/1" ' + b'y' * 70000 + b'\n'
     short_field = b'x' * 3000 + b' - - [' + stamp + b'] "GET /job/1" ' + b'y' * 70000 + b'\n'
@@ -214,7 +217,7 @@ def test_lines_read_piece_by_piece_count_as_whole_lines(tmp_path, monkeypatch):
     pieces = [b'GET /job/', b'GET /jo\x00bs/', b'GET /stelle/ ', b'/ G', b'G', b'/', b'/files/', b'BoT', b'bo', b't',
               windows[0].stamp, windows[1].stamp, b' ', b'\t', b'\x00', b'x' * 50, b'203.0.113.7', b'2001:db8::7', b'GET /jo']
     lines = st.lists(st.lists(st.sampled_from(pieces), max_size=14).map(b''.join), min_size=1, max_size=30)
-    monkeypatch.setattr(reading, 'READ_CHUNK', 64)
+    monkeypatch.setattr(chunks, 'READ_CHUNK', 64)
 
     @hsettings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(lines=lines)
@@ -236,7 +239,7 @@ def test_the_stand_in_of_a_long_line_holds_no_needle_the_line_lacks(tmp_path, mo
     """The needles a long line holds are joined into a short stand-in line: joined by a
     blank, 'GET /job/' and 'GET /jo...' would make the marker '/ G'; joined by NUL, two
     stamps would make a prefix '3<NUL>2'. Neither may count or drop what the line does not."""
-    monkeypatch.setattr(reading, 'READ_CHUNK', 64)
+    monkeypatch.setattr(chunks, 'READ_CHUNK', 64)
     windows = clock.hour_windows(NOW_EPOCH)
     previous, current = windows[0].stamp, windows[1].stamp
     cases = [

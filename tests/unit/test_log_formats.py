@@ -20,9 +20,12 @@ from hypothesis import HealthCheck, example, given, settings as hsettings, strat
 import loggen
 import logformats
 from conftest import ROOT, Files, in_timezone, mask_dates, mask_duration, run_core, run_reference
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats, formats_json, formats_lines, rules, run, tally
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_stamp, hour_windows
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import Settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import choice, escaping, json_logs, readers, text_logs
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_stamp, hour_windows
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
 
 FIXTURES = ROOT / 'tests' / 'formats'
 NOW = '2025-11-21 04:13:43'
@@ -39,7 +42,7 @@ def test_real_lines_read_as_their_twins(fmt):
     def twins():
         settings = Settings(log_format=fmt, haproxy_user_agent_capture=1)
         path = str(FIXTURES / ('%s.log' % fmt))
-        name, reader = formats.reader_for(settings, path)
+        name, reader = choice.reader_for(settings, path)
         reader.needles = None           # every line, not only job pages
         data = Path(path).read_bytes()
         made, read = reader.translate(data, data.rfind(b'\n'))
@@ -52,8 +55,8 @@ def test_real_lines_read_as_their_twins(fmt):
 @pytest.mark.parametrize('fmt', logformats.FORMATS)
 def test_auto_tells_each_fixture(fmt):
     head = (FIXTURES / ('%s.log' % fmt)).read_bytes()
-    assert formats.detect(head, 'x') == fmt
-    assert formats.detect(b'1.2.3.4 - - [21/Nov/2026:04:13:43 +0000] "GET / HTTP/1.1" 200 1 "-" "x"\n', 'x') == 'combined'
+    assert choice.detect(head, 'x') == fmt
+    assert choice.detect(b'1.2.3.4 - - [21/Nov/2026:04:13:43 +0000] "GET / HTTP/1.1" 200 1 "-" "x"\n', 'x') == 'combined'
 
 
 # ---------------------------------------------------------------- twins against the reference
@@ -118,7 +121,7 @@ def _detect(log, fmt, base, scans=None, **extra):
 def _read_and_twins(requests, fmt, style, chunk=None, compress=False):
     """The random requests as a combined log rendered into ``fmt``: (the run on it, read in
     chunks of ``chunk`` bytes, gzip with ``compress``; the run on its twin log; its longest line)."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks
     lines = []
     for address, offset, method, path, agent, referer in requests:
         lines.append(('%s - - [%s] "%s %s HTTP/1.1" 200 %d "%s" "%s"' % (
@@ -130,12 +133,12 @@ def _read_and_twins(requests, fmt, style, chunk=None, compress=False):
         log.write_bytes(gzip.compress(data) if compress else data)
         twin_log.write_bytes(twins)
         theirs = _detect(twin_log, 'combined', Path(scratch) / 'b')
-        default = reading.READ_CHUNK
-        reading.READ_CHUNK = chunk or default
+        default = chunks.READ_CHUNK
+        chunks.READ_CHUNK = chunk or default
         try:
             mine = _detect(log, fmt, Path(scratch) / 'a')
         finally:
-            reading.READ_CHUNK = default
+            chunks.READ_CHUNK = default
     return mine, theirs, max(map(len, data.split(b'\n')))
 
 
@@ -152,7 +155,7 @@ def test_random_combined_logs_rendered_into_each_format_count_as_their_twins(req
 @given(st.lists(REQUEST, min_size=1, max_size=30), st.sampled_from(logformats.FORMATS), st.integers(0, 5),
        st.sampled_from([40, 64, 100]), st.booleans(), st.sampled_from(['UTC', 'Europe/Berlin']))
 def test_lines_longer_than_a_chunk_count_as_their_twins(requests, fmt, style, chunk, compress, tz):
-    """A line longer than a read chunk (reading.LongLine) in another format than combined is
+    """A line longer than a read chunk (chunks.LongLine) in another format than combined is
     joined and read whole: with chunks of a few hundred bytes most lines are, plain or gzip,
     and they count as their twins do in 1 MiB chunks, none unparsed."""
     mine, theirs, longest = in_timezone(tz, lambda: _read_and_twins(requests, fmt, style, chunk, compress))
@@ -178,11 +181,11 @@ def _caddy_log_with_headers(hitters, padded):
 
 def test_a_caddy_line_padded_past_a_chunk_with_headers_counts_as_its_twin(tmp_path):
     """Go's server takes 1 MiB of headers, which Caddy logs: a scraper that pads its requests
-    so is still counted (reading.LONG_LINE_READ). A line longer than that bound is counted as
+    so is still counted (chunks.LONG_LINE_READ). A line longer than that bound is counted as
     unparsed, warned with its start, and read in bounded memory."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks
     data, twins = _caddy_log_with_headers({'203.0.113.7': 1000, '203.0.113.8': 999},
-                                          {'203.0.113.7': 3 << 20, '203.0.113.8': reading.LONG_LINE_READ})
+                                          {'203.0.113.7': 3 << 20, '203.0.113.8': chunks.LONG_LINE_READ})
     for compress in (False, True):
         log, twin_log = tmp_path / 'access.log', tmp_path / 'twins.log'
         log.write_bytes(gzip.compress(data, 1) if compress else data)
@@ -198,19 +201,19 @@ def test_a_caddy_line_padded_past_a_chunk_with_headers_counts_as_its_twin(tmp_pa
         assert out['scans'][0]['unparsed_lines'] == 1
         warning, = [w for w in out['warnings'] if 'did not parse' in w]
         assert warning.startswith('%s: 1 lines did not parse as caddy' % log), warning
-        padded = next(line for line in data.split(b'\n') if len(line) > reading.LONG_LINE_READ)
+        padded = next(line for line in data.split(b'\n') if len(line) > chunks.LONG_LINE_READ)
         assert warning.endswith('the first: ' + padded[:300].decode()), warning[-400:]
 
 
 def test_a_line_past_the_bound_is_read_in_bounded_memory(tmp_path):
-    """A line of another format than combined is held whole up to reading.LONG_LINE_READ,
+    """A line of another format than combined is held whole up to chunks.LONG_LINE_READ,
     never past it: four times the line, not four times the memory, and not much more than
-    twice the bound (the reading, and before it the log's head for its layout: formats.head_of,
+    twice the bound (the reading, and before it the log's head for its layout: choice.head_of,
     read up to the bound and copied once)."""
     import tracemalloc
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks
     peaks = []
-    for size in (reading.LONG_LINE_READ + 1, 4 * reading.LONG_LINE_READ):
+    for size in (chunks.LONG_LINE_READ + 1, 4 * chunks.LONG_LINE_READ):
         data, dummy = _caddy_log_with_headers({'203.0.113.8': 5}, {'203.0.113.8': size})
         log = tmp_path / 'access.log'
         log.write_bytes(data)
@@ -221,7 +224,7 @@ def test_a_line_past_the_bound_is_read_in_bounded_memory(tmp_path):
         finally:
             tracemalloc.stop()
         assert windows[0][1] == [{'address': '203.0.113.8', 'count': 4}] and 'did not parse' in warnings[0]
-    assert peaks[1] < peaks[0] * 1.2 and peaks[1] < 2 * reading.LONG_LINE_READ + 3 * reading.READ_CHUNK, peaks
+    assert peaks[1] < peaks[0] * 1.2 and peaks[1] < 2 * chunks.LONG_LINE_READ + 3 * chunks.READ_CHUNK, peaks
 
 
 def test_auto_tells_a_log_whose_first_line_is_longer_than_the_head(tmp_path):
@@ -229,9 +232,10 @@ def test_auto_tells_a_log_whose_first_line_is_longer_than_the_head(tmp_path):
     request just after a rotation, read whole as every such line is): it tells Caddy, and
     counts as caddy does; a first line past the bound (unparsed) leaves no whole line to tell,
     and auto refuses (found by a hunt: a 2 MiB first line made auto refuse the log)."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import errors, reading
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import errors
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks
     unpadded = _caddy_log_with_headers({'203.0.113.8': 1}, {'203.0.113.8': 0})[0].split(b'\n', 1)[0]
-    longest = reading.LONG_LINE_READ - len(unpadded)        # the padding that makes the longest line read whole
+    longest = chunks.LONG_LINE_READ - len(unpadded)        # the padding that makes the longest line read whole
     for padding, compress, counted in ((2 << 20, False, 5), (2 << 20, True, 5), (longest, False, 5), (longest, True, 5),
                                        (longest + 1, False, 4), (longest + 1, True, 4)):
         data, dummy = _caddy_log_with_headers({'203.0.113.8': 5}, {'203.0.113.8': padding})
@@ -248,14 +252,14 @@ def test_auto_tells_a_log_whose_first_line_is_longer_than_the_head(tmp_path):
 
 @pytest.mark.parametrize('compress', [False, True])
 def test_a_line_past_the_bound_is_unparsed_with_its_start_unless_it_is_blank(tmp_path, monkeypatch, compress):
-    """Past reading.LONG_LINE_READ a line is one unparsed line, its first 300 bytes the
+    """Past chunks.LONG_LINE_READ a line is one unparsed line, its first 300 bytes the
     example, plain or gzip (where a long line's first piece may already be past a small bound:
     it failed with an IndexError); a blank line is none whatever its length (found by a hunt:
     one of spaces past the bound was warned of)."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks
     data, dummy = _caddy_log_with_headers({'203.0.113.8': 5}, {})
-    monkeypatch.setattr(reading, 'READ_CHUNK', 512)
-    monkeypatch.setattr(reading, 'LONG_LINE_READ', 1000)
+    monkeypatch.setattr(chunks, 'READ_CHUNK', 512)
+    monkeypatch.setattr(chunks, 'LONG_LINE_READ', 1000)
     padded = b'{"pad":"' + b'p' * 1600 + b'"}'
     for extra, unparsed in ((b' ' * 1600, 0), (b'\t \t' * 1000, 0), (padded, 1), (padded + b'\n' + b' ' * 5000, 1)):
         body = data + b'\n' + extra + b'\n'
@@ -284,10 +288,10 @@ def _w3c_log_with_a_long_field_name(length):
 
 @pytest.mark.parametrize('how', ['workers', 'incremental'])
 def test_a_long_w3c_fields_line_is_in_force_where_a_workers_part_or_an_incremental_run_starts(tmp_path, monkeypatch, how):
-    """formats_lines.fields_before reads the #Fields: line in force where a part starts as the
-    reader does from the start: whole up to reading.LONG_LINE_READ (found by a hunt: it read
+    """text_logs.fields_before reads the #Fields: line in force where a part starts as the
+    reader does from the start: whole up to chunks.LONG_LINE_READ (found by a hunt: it read
     64 KiB of it, and the rows after were unparsed)."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks
     data, twins = _w3c_log_with_a_long_field_name(70 << 10)
     log, twin_log = tmp_path / 'u_ex.log', tmp_path / 'twins.log'
     twin_log.write_bytes(twins)
@@ -296,8 +300,8 @@ def test_a_long_w3c_fields_line_is_in_force_where_a_workers_part_or_an_increment
     assert in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'cold')) == expected
     scans = []
     if how == 'workers':
-        monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
-        monkeypatch.setattr(reading, 'idle_cores', lambda: 4)
+        monkeypatch.setattr(chunks, 'PARALLEL_MIN_BYTES', 1)
+        monkeypatch.setattr(chunks, 'idle_cores', lambda: 4)
         got = in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'workers', scans))
     else:
         state = str(tmp_path / 'state')
@@ -310,11 +314,11 @@ def test_a_long_w3c_fields_line_is_in_force_where_a_workers_part_or_an_increment
 
 
 def test_a_fields_line_past_the_bound_is_passed_over_where_a_part_starts(tmp_path, monkeypatch):
-    """A #Fields: line longer than reading.LONG_LINE_READ is unparsed, and the one before it
+    """A #Fields: line longer than chunks.LONG_LINE_READ is unparsed, and the one before it
     stays in force: so in a forked worker's part, where fields_before looks back for it."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
-    monkeypatch.setattr(reading, 'LONG_LINE_READ', 4096)
-    monkeypatch.setattr(reading, 'READ_CHUNK', 2048)
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks
+    monkeypatch.setattr(chunks, 'LONG_LINE_READ', 4096)
+    monkeypatch.setattr(chunks, 'READ_CHUNK', 2048)
     data, twins = _w3c_log_with_a_long_field_name(10)
     header, rows = data.split(b'\n#Fields: ', 1)[0], data.split(b'\n#Fields: ', 1)[1].split(b'\n', 1)[1]
     fields = data.split(b'\n#Fields: ', 1)[1].split(b'\n', 1)[0]
@@ -324,8 +328,8 @@ def test_a_fields_line_past_the_bound_is_passed_over_where_a_part_starts(tmp_pat
     log = tmp_path / 'u_ex.log'
     log.write_bytes(header + b'\n#Fields: ' + fields + b'\n' + b'\n'.join(rows[:middle] + [too_long] + rows[middle:]))
     one = in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'one'))
-    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
-    monkeypatch.setattr(reading, 'idle_cores', lambda: 4)
+    monkeypatch.setattr(chunks, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(chunks, 'idle_cores', lambda: 4)
     scans = []
     assert in_timezone('UTC', lambda: _detect(log, 'w3c', tmp_path / 'workers', scans)) == one
     assert scans[0]['unparsed_lines'] == 1
@@ -335,19 +339,19 @@ def test_a_fields_line_past_the_bound_is_passed_over_where_a_part_starts(tmp_pat
 @given(st.lists(st.sampled_from([b'a', b'\xc3\xa9', b'"', b'\\', b'\x00', b'\x7f', b'\xff', b'/job/ ', b'x' * 70000]), max_size=40),
        st.integers(1, 5))
 def test_a_field_is_escaped_byte_by_byte_as_nginx_does_whatever_its_length(parts, repeat):
-    """formats.escaped: \\xHH for '"', '\\', controls and non-ASCII, each byte as itself else,
+    """escaping.escaped: \\xHH for '"', '\\', controls and non-ASCII, each byte as itself else,
     across its pieces of _ESCAPE_PIECE bytes (the rule written here byte by byte)."""
     field = b''.join(parts) * repeat
     expected = b''.join(b'\\x%02X' % byte if byte < 0x20 or byte >= 0x7f or byte in b'"\\' else bytes((byte,))
                         for byte in bytearray(field))
-    assert formats.escaped(field) == expected
+    assert escaping.escaped(field) == expected
 
 
 @pytest.mark.parametrize('fmt', ['nginx_json', 'caddy'])
 def test_a_long_line_of_non_ascii_text_is_read_in_memory_a_few_times_its_length(tmp_path, fmt):
     """A line read whole (longer than a chunk) whose user agent is 2 MiB of non-ASCII text,
     four bytes a byte in its twin (\\xC3\\xA9): counted, in memory a few times its length (each
-    byte escaped on its own held a hundred bytes: a line of reading.LONG_LINE_READ, a GiB)."""
+    byte escaped on its own held a hundred bytes: a line of chunks.LONG_LINE_READ, a GiB)."""
     import tracemalloc
     agent = '\u00e9' * (1 << 20)
     data, twins = in_timezone('UTC', lambda: logformats.render_log(
@@ -579,7 +583,7 @@ def test_w3c_fields_may_change_mid_file(tmp_path):
     log.write_bytes(head + first + other + second)
 
     def twins():
-        name, reader = formats.reader_for(settings, str(log))
+        name, reader = choice.reader_for(settings, str(log))
         data = log.read_bytes()
         return reader.translate(data, None)[0], reader.unparsed
     made, unparsed = in_timezone('UTC', twins)
@@ -631,7 +635,7 @@ def _odd_json_line(fmt, time_form, request):
         doc['http_referer'] = '\u00a21/Nov/2025:04'
     text = json.dumps(doc, separators=(', ', ': ') if odd == 'spaces' else (',', ':'),
                       ensure_ascii=odd not in ('raw_utf8', 'escape_makes_stamp'))
-    if odd == 'unicode_escape':     # not in the path: the needles are written as themselves (formats.needles_of)
+    if odd == 'unicode_escape':     # not in the path: the needles are written as themselves (readers.needles_of)
         text = text.replace(json.dumps(agent)[1:-1], json.dumps(agent)[1:-1].replace('o', '\\u006f').replace('M', '\\u004D'))
     elif odd == 'quote':
         text = text.replace(json.dumps(agent)[1:-1], 'a \\"q\\" bot' if minute % 2 else 'a \\"q\\"')
@@ -670,8 +674,10 @@ def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, 
     count each chunk as decoding every line with json.loads and counting its twin does:
     escapes, quotes, backslashes, non-ASCII, other key orders, missing or repeated keys,
     nested objects, bad bytes and times out of the windows included."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally, formats_json
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import json_logs
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
 
     def both():
         # The log's usual layout first (what the fast path learns), then the random lines.
@@ -680,10 +686,10 @@ def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, 
         stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
         line_filter = rules.LineFilter(Settings().job_prefixes, 'Google')
         settings = Settings(log_format=fmt)
-        fast = tally.Tally(stamps, line_filter, reader=formats.reader_class(fmt)(settings))
+        fast = tally.Tally(stamps, line_filter, reader=choice.reader_class(fmt)(settings))
         fast.chunk(data, data.rfind(b'\n'))
-        slow_reader = formats.reader_class(fmt)(settings)
-        twins = [formats_json.JsonReader.parse(slow_reader, line) for line in data.split(b'\n')[:-1]]
+        slow_reader = choice.reader_class(fmt)(settings)
+        twins = [json_logs.JsonReader.parse(slow_reader, line) for line in data.split(b'\n')[:-1]]
         slow = tally.Tally(stamps, line_filter)
         slow.chunk(b'\n'.join(t.encode('utf-8', 'surrogateescape') for t in twins if t is not None))
         return fast.counters, slow.counters
@@ -693,12 +699,14 @@ def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, 
 
 @pytest.mark.parametrize('workers', [2, 3, 5])
 def test_w3c_fields_changing_mid_file_in_forked_workers_parts(tmp_path, monkeypatch, workers):
-    """A W3C log split between forked workers (reading.count_parallel), with #Fields: lines
+    """A W3C log split between forked workers (chunks.count_parallel), with #Fields: lines
     of two layouts at several places (IIS writes one at each restart): each part reads with
     the fields of the last #Fields: line before its start, found searching back from it,
     whether that line is in the log's head or not. Counts equal those of its twin log, read
     as combined; no line unparsed."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, reading, rules, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
     rng = random.Random(workers)
     combined = b''.join(loggen.line('198.51.100.%d' % rng.randint(1, 40), NOW_EPOCH - rng.randint(0, 5000),
                                     path='/job/%d' % rng.randint(1, 999), agent=rng.choice(AGENTS[:3]))
@@ -723,14 +731,14 @@ def test_w3c_fields_changing_mid_file_in_forked_workers_parts(tmp_path, monkeypa
     log, twin_log = tmp_path / 'u_ex.log', tmp_path / 'twins.log'
     log.write_bytes(b''.join(out))
     twin_log.write_bytes(twins)
-    assert log.stat().st_size > 4 * formats.HEAD_BYTES
+    assert log.stat().st_size > 4 * readers.HEAD_BYTES
     line_filter = rules.LineFilter(Settings().job_prefixes, 'Google')
     windows = clock.hour_windows(NOW_EPOCH)
 
     def counted():
-        reader = formats.reader_for(Settings(log_format='w3c'), str(log))[1]
+        reader = choice.reader_for(Settings(log_format='w3c'), str(log))[1]
         theirs = tally.count_windows([str(twin_log)], windows, line_filter)
-        monkeypatch.setattr(reading, 'workers_for', lambda size: workers)
+        monkeypatch.setattr(chunks, 'workers_for', lambda size: workers)
         mine = tally.count_windows([str(log)], windows, line_filter, readers={str(log): reader})
         return mine, theirs
     mine, theirs = in_timezone('UTC', counted)
@@ -741,16 +749,16 @@ def test_w3c_fields_changing_mid_file_in_forked_workers_parts(tmp_path, monkeypa
 
 @pytest.mark.parametrize('block', [1, 19, 25, 64 * 1024])
 def test_w3c_fields_before_a_place_searched_back_block_by_block(tmp_path, monkeypatch, block):
-    """formats_lines.fields_before: the last #Fields: line ending before the place, a
+    """text_logs.fields_before: the last #Fields: line ending before the place, a
     #Fields: across two blocks of the backward search included; none before the first."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_lines
-    monkeypatch.setattr(formats_lines, 'HEAD_BYTES', block)
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import text_logs
+    monkeypatch.setattr(text_logs, 'HEAD_BYTES', block)
     content = b'#Fields: a b\n1 2\n3 4\n#Fields: c d e\n5 6 7\nx#Fields: f\n8 9 0\n'
     log = tmp_path / 'u_ex.log'
     log.write_bytes(content)
     with open(str(log), 'rb') as handle:
         fd = handle.fileno()
-        found = [formats_lines.fields_before(fd, at) for at in (0, content.index(b'1 2'), content.index(b'#Fields: c'),
+        found = [text_logs.fields_before(fd, at) for at in (0, content.index(b'1 2'), content.index(b'#Fields: c'),
                                                                 content.index(b'5 6'), content.index(b'8 9'))]
     assert found == [None, {b'a': 0, b'b': 1, None: 2}, {b'a': 0, b'b': 1, None: 2}, {b'c': 0, b'd': 1, b'e': 2, None: 3},
                      {b'c': 0, b'd': 1, b'e': 2, None: 3}]
@@ -766,7 +774,7 @@ def test_a_time_no_clock_can_show_is_an_unparsed_line_not_a_failed_run(tmp_path,
     for fmt, line in [('caddy', odd[0]), ('caddy', odd[1]),
                       ('nginx_json', b'{"msec":"99999999999999999999","remote_addr":"1.2.3.4","request":"GET /job/1 HTTP/1.1",'
                                      b'"status":"200","body_bytes_sent":"1"}')]:
-        reader = formats.reader_class(fmt)(Settings(log_format=fmt))
+        reader = choice.reader_class(fmt)(Settings(log_format=fmt))
         assert reader.translate(line + b'\n', len(line)) == (b'', False) and reader.unparsed == 1
     log = tmp_path / 'access.log'
     log.write_bytes(b''.join(_json_line('203.0.113.7', NOW_EPOCH - 60) for dummy in range(1000)) + b'{"msec":1e300,"remote_addr":'
@@ -784,13 +792,13 @@ DST_NIGHTS = [1743296400, 1761440400, 1741503600, 1762063200, 1743861600, 175959
 
 @pytest.mark.parametrize('tz', ['Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kolkata'])
 def test_the_json_time_filter_keeps_every_line_of_the_windows_across_dst_nights(tz):
-    """formats_fast.TimeFilter leaves a JSON line out before decoding only when its time is
+    """times.TimeFilter leaves a JSON line out before decoding only when its time is
     in no counted hour. Driven against the plain rule (the line's instant, as local time,
     has a window's hour stamp) for runs every 20 minutes around six DST nights, lines every
     5 minutes over the 4 hours before each run, their times written in seven zones (ISO-8601)
     and as epoch seconds: every line of the windows is kept, and lines outside are left out."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_stamp, hour_windows
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats_fast import TimeFilter
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_stamp, hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats.times import TimeFilter
     zones = [('Z', 0), ('+01:00', 3600), ('+02:00', 7200), ('+05:30', 19800), ('+05:45', 20700), ('-04:00', -14400),
              ('+10:30', 37800)]
 
@@ -895,13 +903,15 @@ def _other_hours_line(address, hour, minute, agent, odd, form='clf'):
 @example([(ADDRESSES[0], 1, 5, AGENTS[0], 'escape_makes_stamp')], 'iso', 'UTC')
 def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines, form, tz):
     """nginx_json, after a chunk that taught the log's layout and time key: a chunk of other
-    hours than the windows' is left out by passes over it joined (formats_fast.all_dated_by
+    hours than the windows' is left out by passes over it joined (times.all_dated_by
     for a $time_local, TimeFilter.keep for $time_iso8601) only where each of its lines would
     be on its own: the counts are those of decoding every line, and for $time_local the counts
-    and unparsed lines are those of the rule line by line (formats_fast.dated_by), with odd lines
+    and unparsed lines are those of the rule line by line (times.dated_by), with odd lines
     that take their time from another key, a nested object, an escape or a number."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally, formats_fast, formats_json
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import times, json_logs
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
     data = b'\n'.join(_other_hours_line(*(line + (form,))) for line in lines) + b'\n'
     settings = Settings(log_format='nginx_json')
     line_filter = rules.LineFilter(settings.job_prefixes, 'Google')
@@ -911,18 +921,18 @@ def test_a_chunk_of_other_hours_is_left_out_only_where_each_line_would_be(lines,
         first = _other_hours_line(ADDRESSES[0], 3, 30, AGENTS[0], 'plain', form) + b'\n'     # its layout is learnt
         if form == 'clf':       # a time in the windows
             first = re.sub(br'\d\d/Nov/2025:\d\d', stamps[0], first)
-        reader = formats.reader_class('nginx_json')(settings)
+        reader = choice.reader_class('nginx_json')(settings)
         counter = tally.Tally(stamps, line_filter, reader=reader)
-        at_once_rules = formats_fast.all_dated_by, formats_fast.TimeFilter.all_outside
+        at_once_rules = times.all_dated_by, times.TimeFilter.all_outside
         if not at_once:
-            formats_fast.all_dated_by = formats_fast.TimeFilter.all_outside = lambda *args: False
+            times.all_dated_by = times.TimeFilter.all_outside = lambda *args: False
         try:
             for chunk in (first, data):
                 counter.chunk(chunk, chunk.rfind(b'\n'))
         finally:
-            formats_fast.all_dated_by, formats_fast.TimeFilter.all_outside = at_once_rules
+            times.all_dated_by, times.TimeFilter.all_outside = at_once_rules
         assert reader.layout and (reader.time_filter is None) == (form == 'clf')
-        twins = [formats_json.JsonReader.parse(reader, line) for line in (first + data).split(b'\n')[:-1]]
+        twins = [json_logs.JsonReader.parse(reader, line) for line in (first + data).split(b'\n')[:-1]]
         every = tally.Tally(stamps, line_filter)
         every.chunk(b'\n'.join(t.encode('utf-8', 'surrogateescape') for t in twins if t is not None))
         return counter.counters, reader.unparsed, every.counters
@@ -970,7 +980,7 @@ def test_a_time_is_the_local_time_nginx_writes_to_the_second(tz):
     for the same instant, second for second, around the year's changes of offset, also where the
     offset has seconds (the local second is not UTC's; nginx cuts the offset to whole minutes)
     or changes within a minute."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import LocalTime
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import LocalTime
 
     def check():
         clock = LocalTime()
@@ -1009,7 +1019,7 @@ def test_lines_nginx_writes_count_as_their_twins_to_the_second_where_the_offset_
             twins.append(b'%s - - [%s] "GET /job/%d HTTP/1.1" 200 5 "-" "curl/8"' % (address.encode(), _nginx_time(at, 'clf').encode(), i))
         counted = []
         for chunks, reader in (([twins], None), ([lines], True), ([[line] for line in lines], True)):
-            reader = formats.reader_class('nginx_json')(settings).bind(lines[0]) if reader else None
+            reader = choice.reader_class('nginx_json')(settings).bind(lines[0]) if reader else None
             counter = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), reader=reader)
             for chunk in chunks:
                 data = b'\n'.join(chunk) + b'\n'
@@ -1023,11 +1033,11 @@ def test_lines_nginx_writes_count_as_their_twins_to_the_second_where_the_offset_
 
 @pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe'] + SECOND_ZONES)
 def test_a_layouts_iso_times_become_the_twin_times_reader_when_gives(tz):
-    """formats_layout._stamp (a minute converted once, each second put in its text): each time
+    """layouts._stamp (a minute converted once, each second put in its text): each time
     value's twin time is reader.when's, in any order, across DST nights, in zones whose offset
     is not whole hours or has seconds (a POSIX TZ, an old date's local mean time), for a leap
     second, and for values that are no time or not ISO-8601."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_layout
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import layouts
 
     def check():
         instants = [NOW_EPOCH, 1774746000, 1761354000, 1772953200, 1793512800, 1743307200, -2524521600, 1790000000]
@@ -1039,12 +1049,12 @@ def test_a_layouts_iso_times_become_the_twin_times_reader_when_gives(tz):
                    b'2026-11-21T04:13:43+25:00', b'2026-13-21T04:13:43Z', b'2026-11-21 04:13:43+01:00',
                    b'2026-11-21T04:13:43', b'1/Nov/2026:04:13:43 +0000', b'2026-11-21T04:13:+4+00:00', b'2026-11-21T04:13x43+00:00', b'x' * 25]
         random.Random(27).shuffle(values)
-        fast = formats.reader_class('nginx_json')(Settings(log_format='nginx_json'))
-        slow = formats.reader_class('nginx_json')(Settings(log_format='nginx_json'))
+        fast = choice.reader_class('nginx_json')(Settings(log_format='nginx_json'))
+        slow = choice.reader_class('nginx_json')(Settings(log_format='nginx_json'))
         minutes = {}
         for value in values:
             expected = slow.when(value.decode('ascii'))
-            assert formats_layout._stamp(value, fast, minutes) == (None if expected is None else expected.encode()), value
+            assert layouts._stamp(value, fast, minutes) == (None if expected is None else expected.encode()), value
         # Minutes converted once, but where the offset has seconds (and none of the values is the
         # local clock, as XXX+0:00:30's '+00:00' ones are).
         assert any(minutes.values()) == (tz not in ('XXX-0:07:30', 'XXX+3:59:59'))
@@ -1058,9 +1068,9 @@ def test_the_probes_are_told_as_each_one_looked_for_wherever_their_common_start_
     start or its end, is told as looking for each probe tells."""
     now = NOW_EPOCH - (NOW_EPOCH % 86400) + hour * 3600 + 600
     stamps = [w.stamp for w in in_timezone('UTC', lambda: hour_windows(now))]
-    probes = sorted(set(map(formats.probe, stamps)))
+    probes = sorted(set(map(escaping.probe, stamps)))
     common = os.path.commonprefix(probes)
-    reader = formats.reader_class('nginx_json')(Settings(log_format='nginx_json'))
+    reader = choice.reader_class('nginx_json')(Settings(log_format='nginx_json'))
     reader.stamps = dict.fromkeys(stamps)
     lines = [b'{"remote_addr":"192.0.2.%d","request":"GET /job/%d HTTP/1.1"}' % (i, i) for i in range(4)]
     for held in ((), (0,), (1,), (0, 1)):
@@ -1086,11 +1096,11 @@ def _time_key_moved(line, key, where):
 
 @pytest.mark.parametrize('where', ['middle', 'start', 'end'])
 def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by_its_key(where):
-    """formats_fast.all_dated_by, the passes over a chunk as it is: True for lines of the usual
+    """times.all_dated_by, the passes over a chunk as it is: True for lines of the usual
     shape, whatever follows ``end`` (the chunk is left out with no line split off), and with
-    an odd line anywhere among them True only where formats_fast.dated_by holds for each line;
+    an odd line anywhere among them True only where times.dated_by holds for each line;
     the key anywhere, first or last on each line (each looked for its own way)."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_fast
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import times
     marker = b'"time_local":"'
 
     def line(*args):
@@ -1099,9 +1109,9 @@ def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by
     assert plain[0].startswith(b'{' + marker) == (where == 'start') and plain[0].endswith(b'+0000"}') == (where == 'end')
     text = b'\n'.join(plain)
     for tail in (b'', b'\n', b'\n{"remote_addr":"1.2.3.4","time_local":"2026-11-21T04:00:00+00:00', b'\nx\\{{'):
-        assert formats_fast.all_dated_by(marker, text + tail, len(text))
+        assert times.all_dated_by(marker, text + tail, len(text))
     if where == 'end':      # told by the search for a line without its key last, not by a match a line
-        assert formats_fast._shaped_lines(marker)[0].search(text) is None
+        assert times._shaped_lines(marker)[0].search(text) is None
     # As many '{' as lines, but not one each: a line without its '{', another with a nested object
     # (where the key is not).
     for without, nested in ((1, 3), (3, 1), (2, 4), (4, 2)):
@@ -1109,15 +1119,15 @@ def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by
         lines[without] = lines[without][1:]
         lines[nested] = b'{"x":{"y":"z"},' + lines[nested][1:] if where == 'end' else lines[nested][:-1] + b',"x":{"y":"z"}}'
         text = b'\n'.join(lines)
-        assert not formats_fast.all_dated_by(marker, text, len(text)), (without, nested)
+        assert not times.all_dated_by(marker, text, len(text)), (without, nested)
     odd_kinds = [k for k in OTHER_HOURS_ODD.elements if k != 'plain']
     taken = set()
     for kind in odd_kinds:
         for at in range(len(plain) + 1):
             lines = plain[:at] + [line(ADDRESSES[0], 1, 30, AGENTS[0], kind)] + plain[at:]
             text = b'\n'.join(lines)
-            if formats_fast.all_dated_by(marker, text, len(text)):
-                assert all(formats_fast.dated_by(marker, lines)), (kind, at)
+            if times.all_dated_by(marker, text, len(text)):
+                assert all(times.dated_by(marker, lines)), (kind, at)
                 taken.add(kind)
     # Each other odd line sends the chunk line by line; these are dated by their key (the stamp a
     # referer spells is the probes' to find: Reader.dates_in; $time_local comes before $time_iso8601).
@@ -1125,14 +1135,14 @@ def test_a_chunk_of_other_hours_is_told_at_once_only_where_each_line_is_dated_by
 
 
 def test_a_chunk_of_other_hours_is_told_at_once_only_where_the_time_filter_leaves_out_each_line():
-    """formats_fast.TimeFilter.all_outside, the passes over a chunk as it is ($time_iso8601):
+    """times.TimeFilter.all_outside, the passes over a chunk as it is ($time_iso8601):
     True for lines of the usual shape in other hours than the windows', whatever follows
     ``end``, the key anywhere, and with an odd line anywhere among them True only where
     TimeFilter.keep leaves out each line; False when a line's time is in the windows."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import formats_fast
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import times
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
     stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
-    time_filter = formats_fast.TimeFilter('time_iso8601', 'iso', ('time_local',))
+    time_filter = times.TimeFilter('time_iso8601', 'iso', ('time_local',))
     # The key where _other_hours_line has it (after an address), first, or after the same bytes on each
     # line (as Caddy's '{"level":"info",'): the last two matched at each line's start.
     for lead in (None, b'{', b'{"level":"info",'):
@@ -1164,7 +1174,7 @@ def test_a_chunk_of_other_hours_is_told_at_once_only_where_the_time_filter_leave
                 lines = plain[:at] + [odd] + plain[at:]
                 text = b'\n'.join(lines)
                 # As JsonReader.translate asks it: of a chunk holding no stamp's probe.
-                if not any(formats.probe(stamp) in text for stamp in stamps) and time_filter.all_outside(text, len(text), stamps):
+                if not any(escaping.probe(stamp) in text for stamp in stamps) and time_filter.all_outside(text, len(text), stamps):
                     assert time_filter.keep(lines, stamps) == [], (kind, at, lead)
                     taken.add(kind)
         assert taken == set()       # each odd line sends the chunk line by line
@@ -1216,8 +1226,9 @@ def test_w3c_and_haproxy_lines_made_at_once_as_one_by_one(fmt, fields, kept, w3c
     values that need an escape (a quote, a backslash, non-ASCII, a control), CR LF ends,
     a field too many or too few, odd dates and times, syslog prefixes, truncated requests;
     and W3C's hour prefilter leaves out no line that counts."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
     fields = list(fields[:kept])
     if fmt == 'w3c':
         fields = [b'date', b'time'] + [f for f in fields if f not in (b'date', b'time')]
@@ -1227,8 +1238,8 @@ def test_w3c_and_haproxy_lines_made_at_once_as_one_by_one(fmt, fields, kept, w3c
     chosen = Settings(log_format=fmt, haproxy_user_agent_capture=1 if fmt == 'haproxy' else None)
 
     def made(at_once):
-        reader = formats.reader_class(fmt)(chosen)
-        reader.fields = formats_lines.W3C._fields(b'#Fields: ' + b' '.join(fields))
+        reader = choice.reader_class(fmt)(chosen)
+        reader.fields = text_logs.W3C._fields(b'#Fields: ' + b' '.join(fields))
         if at_once:
             twins = reader.parse_all(list(lines))
         else:
@@ -1237,8 +1248,8 @@ def test_w3c_and_haproxy_lines_made_at_once_as_one_by_one(fmt, fields, kept, w3c
         return sorted(twins), reader.unparsed
 
     def counted(prefilter):
-        reader = formats.reader_class(fmt)(chosen)
-        reader.fields = formats_lines.W3C._fields(b'#Fields: ' + b' '.join(fields))
+        reader = choice.reader_class(fmt)(chosen)
+        reader.fields = text_logs.W3C._fields(b'#Fields: ' + b' '.join(fields))
         if not prefilter:
             reader.in_windows = lambda lines, joined=None: lines
             reader._other_hours = lambda chunk: False
@@ -1265,8 +1276,8 @@ def test_a_w3c_chunk_of_other_hours_is_told_at_once_only_where_in_windows_keeps_
         return _w3c_line(fields, (date, hour, clock, 'GET', stem, ADDRESSES[0], 'a', '-', 0, ''))
 
     def reader():
-        made = formats.reader_class('w3c')(Settings(log_format='w3c'))
-        made.fields, made.stamps = formats_lines.W3C._fields(b'#Fields: ' + b' '.join(fields)), stamps
+        made = choice.reader_class('w3c')(Settings(log_format='w3c'))
+        made.fields, made.stamps = text_logs.W3C._fields(b'#Fields: ' + b' '.join(fields)), stamps
         return made
     odd = {'window': line(3), 'third hour': line(2), 'short date': line(1, date='2025-11-1'), 'blank': b'',
            'cr': b'\r', 'stamp in uri': line(1, stem='/job/21/Nov/2025:04'), 'minutes past 59': line(0, '%02d:99:09'),
@@ -1312,10 +1323,10 @@ def test_a_chunk_without_a_stamps_text_is_left_out_unsplit_only_where_in_windows
                 for lead in ([], [b'', b' '], [b'garbage']):
                     lines = lead + plain[:at] + [text] + plain[at:]
                     chunk = b'\n'.join(lines)
-                    reader = formats.reader_class(fmt)(chosen)
+                    reader = choice.reader_class(fmt)(chosen)
                     reader.stamps = stamps
                     twins, read = reader.translate(chunk + b'\n', len(chunk))
-                    slow = formats.reader_class(fmt)(chosen)
+                    slow = choice.reader_class(fmt)(chosen)
                     slow.stamps = stamps
                     if not twins:
                         taken += 1
@@ -1329,15 +1340,16 @@ def test_a_chunk_without_a_stamps_text_is_left_out_unsplit_only_where_in_windows
 
 def test_the_w3c_and_haproxy_property_test_counts_lines():
     """The property test above is not vacuous: its lines can count."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
     fields = [b'date', b'time'] + W3C_FIELDS[2:]
     for fmt, line in (('w3c', _w3c_line(fields, ('2025-11-21', 3, '%02d:07:09', 'GET', '/job/1', ADDRESSES[0],
                                                  'Mozilla/5.0+(X11)', '-', 0, '\r'))),
                       ('haproxy', _haproxy_line(('', ADDRESSES[0], 4, 'Nov', 'Mozilla/5.0', '{%s|jobs.example} ',
                                                  '"GET /job/1 HTTP/1.1"')))):
-        reader = formats.reader_class(fmt)(Settings(log_format=fmt, haproxy_user_agent_capture=1))
-        reader.fields = formats_lines.W3C._fields(b'#Fields: ' + b' '.join(fields))
+        reader = choice.reader_class(fmt)(Settings(log_format=fmt, haproxy_user_agent_capture=1))
+        reader.fields = text_logs.W3C._fields(b'#Fields: ' + b' '.join(fields))
         counter = tally.Tally([w.stamp for w in in_timezone('UTC', lambda: hour_windows(NOW_EPOCH))],
                               rules.LineFilter(Settings().job_prefixes, 'Google'), reader=reader)
         in_timezone('UTC', lambda: counter.chunk(line + b'\n', len(line)))
@@ -1347,16 +1359,16 @@ def test_the_w3c_and_haproxy_property_test_counts_lines():
 def test_a_raw_line_holds_the_probe_of_every_stamp_its_twin_holds():
     """An escape in a twin ('\\xA2') ends with hex digits, which with the raw text after it
     ('1/Nov/2026:04') may spell a stamp ('21/Nov/2026:04') the raw line does not hold: the
-    windows' passes look for formats.probe of each stamp, which the raw line then holds."""
+    windows' passes look for escaping.probe of each stamp, which the raw line then holds."""
     for day in range(1, 32):
         for stamp in (b'%02d/Nov/2026:04' % day, b'%02d/Nov/2026:' % day):
             for byte in range(256):
                 for cut in range(3):
                     raw = bytes((byte,)) + stamp[cut:]
-                    if stamp in formats.escaped(raw):
-                        assert formats.probe(stamp) in raw, (stamp, raw)
-    assert formats.probe(b'21/Nov/2026:04') == b'1/Nov/2026:04'
-    assert formats.probe(b'12/Nov/2026:04') == b'/Nov/2026:04'      # \x12, a control byte
+                    if stamp in escaping.escaped(raw):
+                        assert escaping.probe(stamp) in raw, (stamp, raw)
+    assert escaping.probe(b'21/Nov/2026:04') == b'1/Nov/2026:04'
+    assert escaping.probe(b'12/Nov/2026:04') == b'/Nov/2026:04'      # \x12, a control byte
 
 
 @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -1369,8 +1381,9 @@ def test_the_counts_and_unparsed_lines_do_not_depend_on_the_chunks(requests, fmt
     workers and incremental runs cut it): the same counts and the same unparsed lines, with
     lines of no format among them, the reader made as a run makes it (its layout and time
     key learnt from the log's start)."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
 
     def counted():
         lines = []
@@ -1386,8 +1399,8 @@ def test_the_counts_and_unparsed_lines_do_not_depend_on_the_chunks(requests, fmt
         stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
         found = []
         for bounds in ([0, len(data)], [0] + sorted(set(c % (len(data) + 1) for c in cuts)) + [len(data)]):
-            reader = formats.reader_class(fmt)(settings)
-            reader = reader.bind(b'\n'.join(data)[:formats.HEAD_BYTES]) if reader.needs_head else reader
+            reader = choice.reader_class(fmt)(settings)
+            reader = reader.bind(b'\n'.join(data)[:readers.HEAD_BYTES]) if reader.needs_head else reader
             counter = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), reader=reader)
             for low, high in zip(bounds, bounds[1:]):
                 if high > low:
@@ -1409,7 +1422,7 @@ LAYOUT_VALUES = st.sampled_from(['"a"', '""', '"GET"', '"/job/1"', '"x y"', '200
 @hsettings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(['nginx_json', 'traefik_json']), st.integers(0, 1), st.data(), st.sampled_from(['UTC', 'Asia/Kolkata']))
 def test_the_json_layouts_make_the_twins_decoding_makes(fmt, spaces, data, tz):
-    """nginx_json's and traefik_json's layout (formats_layout.Layout, learnt from the log's
+    """nginx_json's and traefik_json's layout (layouts.Layout, learnt from the log's
     first line) makes, for each line it matches, the twin that decoding the line makes
     (JSON's number forms, types, escapes, empty values, missing or added keys, blanks); the
     lines it does not match are left to decoding."""
@@ -1437,7 +1450,7 @@ def test_the_json_layouts_make_the_twins_decoding_makes(fmt, spaces, data, tz):
                               for change, (before, after) in zip(changes, frames)]
 
     def made():
-        reader = formats.reader_class(fmt)(Settings(log_format=fmt)).bind(lines[0])
+        reader = choice.reader_class(fmt)(Settings(log_format=fmt)).bind(lines[0])
         assert reader.layout, 'the first line has a layout'
         fast, slow = reader.layout.twins(list(lines), reader)
         matched = [line for line in lines if line not in slow]
@@ -1460,7 +1473,7 @@ def test_the_traefik_layout_leaves_odd_values_to_decoding(change):
     def render(values):
         return ('{' + ','.join('"%s":%s' % item for item in values.items()) + '}').encode('utf-8')
     line = render(dict(base, **change))
-    reader = formats.reader_class('traefik_json')(Settings(log_format='traefik_json')).bind(render(base))
+    reader = choice.reader_class('traefik_json')(Settings(log_format='traefik_json')).bind(render(base))
     fast, slow = in_timezone('UTC', lambda: reader.layout.twins([line], reader))
     made = in_timezone('UTC', lambda: reader.parse(line))
     assert (fast or None) == (None if slow else made.encode())
@@ -1488,7 +1501,7 @@ CADDY_CHANGED = st.sampled_from(['ts', 'status', 'size', 'level', 'client_ip', '
           ([('User-Agent', '["a"]')], {'resp_headers': '{"X": 0200}'}), ([('User-Agent', '["a"]')], {'tls': '{"a":0200}'})],
          True, True, 'UTC')
 def test_the_caddy_layout_makes_the_twins_decoding_makes(lines, with_client_ip, with_objects, tz):
-    """Caddy's layout (formats_layout.CaddyLayout, learnt from the log's first line) makes, for
+    """Caddy's layout (layouts.CaddyLayout, learnt from the log's first line) makes, for
     each line it matches, the twin that decoding makes: headers in any order, twice, with
     several values or none, other types and number forms; the others are left to decoding."""
     request_keys = ['remote_ip', 'remote_port'] + (['client_ip'] if with_client_ip else []) + ['proto', 'method', 'host', 'uri']
@@ -1510,7 +1523,7 @@ def test_the_caddy_layout_makes_the_twins_decoding_makes(lines, with_client_ip, 
     raw = [first] + [render(headers, changes) for headers, changes in lines]
 
     def made():
-        reader = formats.reader_class('caddy')(Settings(log_format='caddy')).bind(first)
+        reader = choice.reader_class('caddy')(Settings(log_format='caddy')).bind(first)
         assert reader.layout, 'the first line has a layout'
         fast, slow = reader.layout.twins(list(raw), reader)
         matched = [line for line in raw if line not in slow]
@@ -1566,13 +1579,14 @@ def test_odd_lines_found_by_a_hunt_count_as_parsing_every_line(fmt, data, extra)
     """Each found by a hunt for cases that break the fast paths: the run counts as parsing
     (or decoding) every line and counting its twin, in one chunk and a chunk per line, the
     same unparsed lines both ways, and nothing raises."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules, tally
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.clock import hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
     settings = Settings(log_format=fmt, **extra)
 
     def counted(chunks):
-        reader = formats.reader_class(fmt)(settings)
-        reader = reader.bind(data[:formats.HEAD_BYTES]) if reader.needs_head else reader
+        reader = choice.reader_class(fmt)(settings)
+        reader = reader.bind(data[:readers.HEAD_BYTES]) if reader.needs_head else reader
         counter = tally.Tally([w.stamp for w in hour_windows(NOW_EPOCH)], rules.LineFilter(settings.job_prefixes, 'Google'),
                               reader=reader)
         for chunk in chunks:
@@ -1580,8 +1594,8 @@ def test_odd_lines_found_by_a_hunt_count_as_parsing_every_line(fmt, data, extra)
         return counter.counters, reader.unparsed
 
     def every():
-        reader = formats.reader_class(fmt)(settings)
-        reader = reader.bind(data[:formats.HEAD_BYTES]) if reader.needs_head else reader
+        reader = choice.reader_class(fmt)(settings)
+        reader = reader.bind(data[:readers.HEAD_BYTES]) if reader.needs_head else reader
         twins = [reader.parse(line) for line in data.split(b'\n')[:-1] if not line.startswith(b'#')]
         counter = tally.Tally([w.stamp for w in hour_windows(NOW_EPOCH)], rules.LineFilter(settings.job_prefixes, 'Google'))
         counter.chunk(b'\n'.join(t if isinstance(t, bytes) else t.encode('utf-8', 'surrogateescape') for t in twins if t))
@@ -1615,9 +1629,9 @@ def _decoding_every_line(fmt, lines, stamps, tracked=(), **extra):
     """The counts of decoding (parsing) every line on its own and counting its twin as combined."""
     settings = Settings(log_format=fmt, **extra)
     data = b'\n'.join(lines) + b'\n'
-    reader = formats.reader_class(fmt)(settings)
-    reader = reader.bind(data[:formats.HEAD_BYTES]) if reader.needs_head else reader
-    parse = (lambda line: formats_json.JsonReader.parse(reader, line)) if reader.json else reader.parse
+    reader = choice.reader_class(fmt)(settings)
+    reader = reader.bind(data[:readers.HEAD_BYTES]) if reader.needs_head else reader
+    parse = (lambda line: json_logs.JsonReader.parse(reader, line)) if reader.json else reader.parse
     twins = [parse(line) for line in lines]
     counter = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), tracked)
     counter.chunk(b'\n'.join(t if isinstance(t, bytes) else t.encode('utf-8', 'surrogateescape') for t in twins if t))
@@ -1626,11 +1640,11 @@ def _decoding_every_line(fmt, lines, stamps, tracked=(), **extra):
 
 def _in_chunks_of(fmt, lines, stamps, size, tracked=(), **extra):
     """The counts of one reader (as a run, or a follower, keeps it) over the log cut into
-    chunks of ``size`` lines, each as reading.count_range hands it to Tally.chunk."""
+    chunks of ``size`` lines, each as chunks.count_range hands it to Tally.chunk."""
     settings = Settings(log_format=fmt, **extra)
     data = b'\n'.join(lines) + b'\n'
-    reader = formats.reader_class(fmt)(settings)
-    reader = reader.bind(data[:formats.HEAD_BYTES]) if reader.needs_head else reader
+    reader = choice.reader_class(fmt)(settings)
+    reader = reader.bind(data[:readers.HEAD_BYTES]) if reader.needs_head else reader
     counter = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), tracked, reader=reader)
     for low in range(0, len(lines), size):
         chunk = b'\n'.join(lines[low:low + size]) + b'\n'
@@ -1649,8 +1663,8 @@ def _msec_lines(count):
 def test_a_busy_msec_log_counts_as_decoding_every_line():
     """nginx_json with $msec, 40000 lines read in chunks of 4000 (a 7 MB log in 1 MiB reads).
     Expected: the counts of decoding every line. Got: KeyError from Layout.twins
-    (formats_layout.py:133, ``map(times.__getitem__, columns[1])``). The loop just above
-    fills ``reader.times`` for each new time value, and ``reader.when`` (formats_json.py:176)
+    (layouts.py:133, ``map(times.__getitem__, columns[1])``). The loop just above
+    fills ``reader.times`` for each new time value, and ``reader.when`` (json_logs.py:176)
     clears that same dict when it holds more than 65536 entries: the loop's own entries made
     before the clear are gone when they are looked up. Each distinct time adds two entries
     (its bytes for the layout, its text for when), so a log of ~33000 distinct times within the
@@ -1666,9 +1680,9 @@ def test_a_busy_msec_log_counts_as_decoding_every_line():
 def test_a_busy_caddy_log_read_a_few_lines_at_a_time_counts_as_decoding_every_line():
     """Caddy (its ``ts`` a float with a fraction: every line's time distinct), 34000 lines read
     by one reader 500 lines at a time, as a follower or a run's successive reads do. Expected:
-    the counts of decoding every line. Got: KeyError in Layout.twins (formats_layout.py:133):
+    the counts of decoding every line. Got: KeyError in Layout.twins (layouts.py:133):
     the chunk during which reader.times passes 65536 entries has its own entries cleared by
-    JsonReader.when (formats_json.py:176) before Layout.twins looks them up."""
+    JsonReader.when (json_logs.py:176) before Layout.twins looks them up."""
     stamps = [w.stamp for w in hour_windows(NOW_EPOCH)]
     lines = [_CADDY % (repr(NOW_EPOCH - 3000 + i * 0.0731 + 0.000123).encode(), i % 30, i % 30, i) for i in range(34000)]
     expected = in_timezone('UTC', lambda: _decoding_every_line('caddy', lines, stamps))
@@ -1681,12 +1695,12 @@ def test_the_command_reads_a_busy_msec_log_as_its_twin_log(tmp_path):
     """The command itself on a 7 MB nginx_json log with $msec (40000 requests in 2000 s,
     one reader over 1 MiB reads, no fork): it must end as the same command on the log's twins
     read as combined (the twins made by decoding every line). Got: exit status 1 and a Python
-    traceback ending in KeyError (formats_layout.py:133, Layout.twins; see the test above)."""
+    traceback ending in KeyError (layouts.py:133, Layout.twins; see the test above)."""
     lines = _msec_lines(40000)
     log, twins = tmp_path / 'access.json', tmp_path / 'twins.log'
     log.write_bytes(b'\n'.join(lines) + b'\n')
-    reader = formats.reader_class('nginx_json')(Settings(log_format='nginx_json')).bind(lines[0])
-    made = in_timezone('UTC', lambda: [formats_json.JsonReader.parse(reader, line) for line in lines])
+    reader = choice.reader_class('nginx_json')(Settings(log_format='nginx_json')).bind(lines[0])
+    made = in_timezone('UTC', lambda: [json_logs.JsonReader.parse(reader, line) for line in lines])
     twins.write_bytes('\n'.join(made).encode('utf-8') + b'\n')
     common = ['--now', NOW, '--threshold', '50', '--check', '--json']
     theirs = run_core(Files(tmp_path / 'b').options() + common + ['--log-format', 'combined', twins])
@@ -1697,10 +1711,10 @@ def test_the_command_reads_a_busy_msec_log_as_its_twin_log(tmp_path):
 
 
 def test_a_busy_haproxy_log_over_a_day_of_tracked_hours_counts_as_parsing_every_line():
-    """The same cache defect in HAProxy's batch path (formats_lines.Haproxy.parse_all): an
+    """The same cache defect in HAProxy's batch path (text_logs.Haproxy.parse_all): an
     incremental run's tally tracks the day's other hours, so a day-long log's lines of every
     hour are parsed; 70000 seconds of one request a second, read in chunks of 4000 lines.
-    Expected: the counts of parsing every line. Got: KeyError at formats_lines.py:127
+    Expected: the counts of parsing every line. Got: KeyError at text_logs.py:127
     (``map(times.__getitem__, stamp)``): the loop over the missing seconds calls
     Haproxy._when, which clears ``self.times`` past 65536 entries, dropping the seconds the
     same loop filled before."""
@@ -1725,7 +1739,7 @@ def test_iso_lines_count_alike_in_any_chunks_under_a_zone_off_the_quarter_hours(
     window, whatever the chunks. Got: 3 when the four lines are one chunk (a sampled time in
     the windows: the layout's twins, no time filter), 0 when the three lines are a chunk of
     their own (TimeFilter.sampled/all_outside, and TimeFilter.keep line by line, leave them
-    out). formats_fast.instants_of (formats_fast.py:223) places the windows in 15-minute steps
+    out). times.instants_of (times.py:223) places the windows in 15-minute steps
     ("every zone's offset is a multiple of 15 minutes"), so the window's first 7 minutes are
     lost and _outside calls the 02:00Z hour outside. No IANA zone has such an offset today;
     a POSIX TZ string (or an old zone's LMT) does."""
@@ -1737,7 +1751,7 @@ def test_iso_lines_count_alike_in_any_chunks_under_a_zone_off_the_quarter_hours(
             return _ISO % (address, time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch)).encode())
         lines = [line(NOW_EPOCH - 60, b'1.1.1.1')] + [line(NOW_EPOCH - 4800, b'2.2.2.2')] * 3
         settings = Settings(log_format='nginx_json')
-        reader = formats.reader_class('nginx_json')(settings).bind(lines[0])
+        reader = choice.reader_class('nginx_json')(settings).bind(lines[0])
         expected = _decoding_every_line('nginx_json', lines, stamps)
         apart = tally.Tally(stamps, rules.LineFilter(settings.job_prefixes, 'Google'), reader=reader)
         for chunk in (lines[:1], lines[1:]):
@@ -1827,7 +1841,7 @@ def test_the_unparsed_warning_example_is_the_first_line_that_did_not_parse(tmp_p
     """UNPARSED_LINES says 'the first: X', but W3C.parse_all (and Haproxy.parse_all) decode the
     lines needing an escape (plain_lines' others) before the plain ones, so X is the first
     unparsed line holding a quote, not the log's first unparsed line; the warning then also
-    changes with the chunk size (reading.READ_CHUNK: 100-byte chunks name the right line).
+    changes with the chunk size (chunks.READ_CHUNK: 100-byte chunks name the right line).
     Log: a header, then two lines of the current hour with a field too many, the first plain,
     the second with a quote in its user agent. Expected example: the first of them."""
     first = b'2025-11-21 04:01:09 GET /job/1 198.51.100.1 curl/8 extra\n'

@@ -12,7 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 import loggen
 from conftest import in_timezone, run_core
 from test_expiry import added
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading, run as entry, settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run as entry
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -160,9 +162,9 @@ def test_an_unwritable_metrics_file_is_a_warning_not_a_failure(tmp_path, files):
 def test_lines_and_stamps_are_counted_across_forked_workers(tmp_path, monkeypatch, stamped_part):
     """The lines read, and whether any carries an access-log timestamp, add up over the forked
     workers' parts as over one process's reading."""
-    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 4096)
-    monkeypatch.setattr(reading, 'READ_CHUNK', 4096)
-    monkeypatch.setattr(reading, 'idle_cores', lambda: 3)             # workers fork, whatever the load
+    monkeypatch.setattr(chunks, 'PARALLEL_MIN_BYTES', 4096)
+    monkeypatch.setattr(chunks, 'READ_CHUNK', 4096)
+    monkeypatch.setattr(chunks, 'idle_cores', lambda: 3)             # workers fork, whatever the load
     forks = []
     real_fork = os.fork
 

@@ -10,7 +10,9 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 import loggen
 from conftest import Files, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import precise, ranges, run as entry, settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import precise, ranges
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run as entry
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import ranges
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import ranges
 
 
 def oracle_network(text):

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
 
 
 class PassCounter(Counter):

@@ -94,7 +94,7 @@ def test_expiry_killed_at_any_point_leaves_the_lists_agreeing(tmp_path):
 KILLED_AT = """
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
-from bot_detector.cli import main
+from bot_detector.drivers.cli import main
 step, target = sys.argv[2], os.path.realpath(sys.argv[3])
 real_rename, real_unlink = os.rename, os.unlink
 def rename(src, dst):

@@ -7,7 +7,7 @@ import yaml
 from conftest import ROOT
 from ansible.errors import AnsibleFilterError
 from ansible_collections.jobboard.bot_detector.plugins.filter.host_config import role_problems, role_settings
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.settings import SETTINGS
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SETTINGS
 
 SPECS = yaml.safe_load((ROOT / 'roles' / 'bot_detector' / 'meta' / 'argument_specs.yml').read_text())
 

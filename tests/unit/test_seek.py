@@ -135,7 +135,10 @@ def test_several_logs_are_summed(tmp_path):
 
 def test_parallel_parts_count_what_one_process_counts(tmp_path, monkeypatch):
     """Forked workers over line-aligned parts, with chunks far smaller than lines at times."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, reading, rules, settings, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock, errors
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
     def build():
         scenario = loggen.equivalence_scenario(11, NOW_EPOCH)
@@ -146,11 +149,11 @@ def test_parallel_parts_count_what_one_process_counts(tmp_path, monkeypatch):
     line_filter = rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google')
     counted = tally.count_windows([str(log)], windows, line_filter)
     single, dummy = counted.counters, counted.scans
-    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
-    monkeypatch.setattr(reading, 'MAX_WORKERS', 4)
-    monkeypatch.setattr(reading, 'idle_cores', lambda: 3)               # idle cores: workers fork
+    monkeypatch.setattr(chunks, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(chunks, 'MAX_WORKERS', 4)
+    monkeypatch.setattr(chunks, 'idle_cores', lambda: 3)               # idle cores: workers fork
     for chunk in (4096, 100 * 1024):
-        monkeypatch.setattr(reading, 'READ_CHUNK', chunk)
+        monkeypatch.setattr(chunks, 'READ_CHUNK', chunk)
         counted = tally.count_windows([str(log)], windows, line_filter)
         parallel, dummy = counted.counters, counted.scans
         assert parallel == single
@@ -173,15 +176,18 @@ def test_seek_reads_stamps_as_local_text_whatever_their_offset(tmp_path):
 
 def test_failed_parallel_part_reaps_its_workers_and_names_the_log(tmp_path, monkeypatch):
     import pytest
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, errors, reading, rules, settings, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock, errors
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
     log = tmp_path / 'access.log'
     log.write_bytes(with_utc(lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 3000})))
-    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
-    monkeypatch.setattr(reading, 'idle_cores', lambda: 3)
+    monkeypatch.setattr(chunks, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(chunks, 'idle_cores', lambda: 3)
 
     def failing_range(*args):
         raise OSError(5, 'Input/output error')
-    monkeypatch.setattr(reading, 'count_range', failing_range)
+    monkeypatch.setattr(chunks, 'count_range', failing_range)
     with pytest.raises(errors.BotDetectorError) as err:
         tally.count_windows([str(log)], clock.hour_windows(NOW_EPOCH), rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google'))
     assert str(log) in err.value.message
@@ -203,14 +209,14 @@ def test_a_full_scan_deals_the_range_out_in_stripes(tmp_path, monkeypatch):
     """Where the lines that count lie is not known (a full scan): each worker gets every
     n-th stripe of the range, line-aligned, and together they cover it once. With where they
     begin (a seek), or for a format whose parts search back (w3c), one range each."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import reading
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks
     log = tmp_path / 'access.log'
     log.write_bytes(with_utc(lambda: _time_ordered_log(1, 3000)))
     data = log.read_bytes()
-    monkeypatch.setattr(reading, 'STRIPE_BYTES', 8192)
+    monkeypatch.setattr(chunks, 'STRIPE_BYTES', 8192)
     with open(str(log), 'rb') as handle:
         for workers in (2, 3):
-            parts = reading._parts(handle, 100, len(data), workers, None, False)  # pylint: disable=protected-access
+            parts = chunks._parts(handle, 100, len(data), workers, None, False)  # pylint: disable=protected-access
             stripes = sorted(sum(parts, []))
             assert len(stripes) >= 6 * workers and len(parts) == workers
             assert stripes[0][0] == 100 and stripes[-1][1] == len(data)
@@ -219,7 +225,7 @@ def test_a_full_scan_deals_the_range_out_in_stripes(tmp_path, monkeypatch):
             assert [part[0] for part in parts] == stripes[:workers]                  # dealt in turn
             assert all(part == stripes[worker::workers] for worker, part in enumerate(parts))
             for counted_from, contiguous in ((len(data) // 2, False), (None, True)):
-                parts = reading._parts(handle, 0, len(data), workers, counted_from, contiguous)  # pylint: disable=protected-access
+                parts = chunks._parts(handle, 0, len(data), workers, counted_from, contiguous)  # pylint: disable=protected-access
                 assert [len(part) for part in parts] == [1] * workers
                 assert parts[0][0][0] == 0 and parts[-1][0][1] == len(data)
 
@@ -228,7 +234,11 @@ def test_a_full_scan_deals_the_range_out_in_stripes(tmp_path, monkeypatch):
 def test_workers_over_stripes_count_what_one_process_counts(tmp_path, monkeypatch, fmt):
     """A full scan of a time-ordered log in forked workers, each over its stripes (or w3c's
     one part each): the counts, the lines and the unparsed lines of one process."""
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import clock, formats, reading, rules, settings, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import choice
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
     import logformats
     combined = with_utc(lambda: _time_ordered_log(2, 6000))
     data = combined if fmt == 'combined' else with_utc(lambda: logformats.render_log(fmt, combined, vary=False)[0])
@@ -243,21 +253,21 @@ def test_workers_over_stripes_count_what_one_process_counts(tmp_path, monkeypatc
     chosen = settings.Settings(log_format=fmt, haproxy_user_agent_capture=1 if fmt == 'haproxy' else None)
 
     def counted():
-        readers = None if fmt == 'combined' else {str(log): formats.reader_for(chosen, str(log))[1]}
+        readers = None if fmt == 'combined' else {str(log): choice.reader_for(chosen, str(log))[1]}
         found = tally.count_windows([str(log)], windows, line_filter, count_lines=True, readers=readers)
         return [c for dummy, c in found], found.scans[0].lines, found.scans[0].unparsed
     single = with_utc(counted)
-    monkeypatch.setattr(reading, 'PARALLEL_MIN_BYTES', 1)
-    monkeypatch.setattr(reading, 'idle_cores', lambda: 3)
-    monkeypatch.setattr(reading, 'STRIPE_BYTES', 16 * 1024)
-    monkeypatch.setattr(reading, 'READ_CHUNK', 8192)
+    monkeypatch.setattr(chunks, 'PARALLEL_MIN_BYTES', 1)
+    monkeypatch.setattr(chunks, 'idle_cores', lambda: 3)
+    monkeypatch.setattr(chunks, 'STRIPE_BYTES', 16 * 1024)
+    monkeypatch.setattr(chunks, 'READ_CHUNK', 8192)
     ranges = []
-    real = reading.count_range
+    real = chunks.count_range
 
     def count_range(fd, start, end, into):
         ranges.append((start, end))     # this process's: the first worker's part
         return real(fd, start, end, into)
-    monkeypatch.setattr(reading, 'count_range', count_range)
+    monkeypatch.setattr(chunks, 'count_range', count_range)
     assert with_utc(counted) == single
     assert len(ranges) == 1 if fmt == 'w3c' else len(ranges) >= 3
     assert sum(single[0][0].values()) + sum(single[0][1].values()) > 500

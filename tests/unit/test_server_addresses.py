@@ -8,7 +8,7 @@ import subprocess
 
 import loggen
 from conftest import CORE, Files, in_timezone, mask_duration, run_reference
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import rules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423

@@ -9,8 +9,9 @@ import yaml
 
 import loggen
 from conftest import ROOT, mask_duration, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import errors, settings
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.config import DEFAULT_CONFIG, format_config, read_config
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import errors
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.config import DEFAULT_CONFIG, format_config, read_config
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423

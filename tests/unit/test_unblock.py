@@ -13,7 +13,7 @@ import pytest
 
 import loggen
 from conftest import CORE, fill_up, in_timezone, require_root, run_core
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector import run as entry
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run as entry
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423

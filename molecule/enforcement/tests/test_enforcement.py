@@ -7,7 +7,7 @@ import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'plugins', 'module_utils'))
-from bot_detector.enforce import parse_entries  # noqa: E402  pylint: disable=wrong-import-position
+from bot_detector.enforce.sync import parse_entries  # noqa: E402  pylint: disable=wrong-import-position
 
 testinfra_hosts = ['podman://eweb1']
 

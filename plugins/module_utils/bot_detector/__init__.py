@@ -5,11 +5,12 @@
 
 Standard library only (Python 3.8+), no Ansible import: the modules import it as
 module_utils, the role installs it on each host, and ``python3 <this directory> LOG`` is
-the command that replaces ``bot-detector.sh``. Data flows one way (see run.py):
-settings.py (the one table of settings) -> clock.py (the hour windows, rule 5.2) ->
-logfile.py + reading.py + tally.py (reading and counting, 5.3.1-5.3.7, into a WindowCounts) ->
-rules.py / precise.py (ranking 5.3.7-5.3.9, list verdicts 5.5-5.7) -> writer.py
-(appending, 5.8) -> result.py (what the run found and did).
+the command that replaces ``bot-detector.sh``. One subpackage a stage, imports running
+one way, down: base (errors, text, messages, time) <- values (settings, config) <-
+reading (the logs read and counted, 5.3.1-5.3.7) <- formats (other log formats) <-
+decision (ranking and verdicts, 5.3.7-5.7) <- lists (appends, 5.8; removal) <- enforce <-
+reporting (result, metrics) <- drivers (run, follow, status, unblock, cli). docs/design.md
+follows a line through them.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -15,5 +15,5 @@ if __name__ == '__main__':
     # Run as a directory or as this file, Python puts the package itself first on the path;
     # its parent instead, so that the package imports as ``bot_detector`` with its relative imports.
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    from bot_detector.cli import main  # pylint: disable=import-error
+    from bot_detector.drivers.cli import main  # pylint: disable=import-error
     raise SystemExit(main())

@@ -25,8 +25,8 @@ import os
 import re
 import subprocess
 
-from ..errors import BotDetectorError
-from ..text import printable, to_text
+from ..base.errors import BotDetectorError
+from ..base.text import printable, to_text
 
 __metaclass__ = type
 
@@ -81,7 +81,7 @@ def _nft(args, text=None):
 
 def _record(settings):
     """The file beside the run's lock that records the last good load: '<digest> <entries>'."""
-    from ..writer import lock_file
+    from ..lists.writer import lock_file
     return lock_file(settings.blocklist)[:-len('.lock')] + '.nft'
 
 
@@ -111,7 +111,7 @@ def loaded(settings):
 
 def load(settings, entries, digest, force=False):
     """Load ``entries`` into the table in one transaction, and record it; True (it was loaded)."""
-    from ..replace import replace_file
+    from ..lists.replace import replace_file
     record = _record(settings)
     try:
         os.unlink(record)       # a load that fails leaves no record: the next run tries again

@@ -18,9 +18,9 @@ import re
 import shlex
 import subprocess
 
-from ..errors import BotDetectorError
-from ..replace import replace_file
-from ..text import printable, to_text
+from ..base.errors import BotDetectorError
+from ..lists.replace import replace_file
+from ..base.text import printable, to_text
 
 __metaclass__ = type
 

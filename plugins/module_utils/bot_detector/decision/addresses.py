@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Client addresses: what may be appended, parsing for the precise rules, the host's own."""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+
+from ..base.errors import BotDetectorError
+from ..base.text import printable, to_text
+
+__metaclass__ = type
+
+_IPV4 = re.compile(r'(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}'
+                   r'(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z')
+
+
+def is_client_address(field):
+    """True for a syntactically valid IPv4 or IPv6 address (not 0.0.0.0 or ::).
+
+    Our own IPv4 pattern rather than ipaddress, whose acceptance of leading
+    zeros changed between Python releases.
+    """
+    try:
+        text = field.decode('ascii')
+    except UnicodeDecodeError:
+        return False
+    if _IPV4.match(text):
+        return text != '0.0.0.0'
+    if ':' not in text or '%' in text:
+        return False
+    import ipaddress
+    try:
+        return not ipaddress.IPv6Address(text).is_unspecified
+    except ValueError:
+        return False
+
+
+def parse_address(field):
+    """An ipaddress object for a valid client address (see is_client_address), else None."""
+    if not is_client_address(field):
+        return None
+    import ipaddress
+    return ipaddress.ip_address(field.decode('ascii'))
+
+
+def parse_network(text):
+    """An ip_network for an address or a CIDR network (bytes), else None."""
+    import ipaddress
+    try:
+        return ipaddress.ip_network(text.strip().decode('ascii'), strict=False)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def entry_key(text):
+    """What an activity-log line names, as one key for every spelling of it: an unblock of
+    2001:DB8::7 or 10.0.0.1/32 ends the record of 2001:db8::7 or 10.0.0.1 (unblock.py
+    removes those lines). Any other text is its own key."""
+    if b':' in text or b'/' in text:        # a plain IPv4 address has one spelling
+        network = parse_network(text)
+        if network is not None:
+            return str(network.network_address if network.num_addresses == 1 else network).encode('ascii')
+    return text
+
+
+def server_addresses():
+    """Each address ``hostname -i`` prints (spec: server_ip)."""
+    import subprocess       # only runs without --server-ip pay for it
+    try:
+        # The core is also the host command, run without Ansible: no AnsibleModule.run_command.
+        proc = subprocess.run(['hostname', '-i'],  # pylint: disable=ansible-bad-function
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BotDetectorError('cannot determine the server address: hostname -i: %s (give it with --server-ip)' % exc)
+    if proc.returncode != 0:
+        detail = printable(to_text(proc.stderr)).strip() or 'exit status %d' % proc.returncode
+        raise BotDetectorError('cannot determine the server address: hostname -i: %s (give it with --server-ip)' % detail)
+    return proc.stdout.split()

@@ -1,0 +1,451 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Follow mode (``--follow``): one long-running process that reads the logs as they grow
+and decides, at most DECIDE_EVERY seconds after new lines were read, as a run at that
+instant would: the same counting (tally.read_log at its start, reading.count_range on),
+the same decision step and appends (run.decide_and_append). It differs from a run only in
+when it calls them.
+
+- Reading: polling, POLL_IDLE seconds asleep while nothing grows, READ_BLOCK bytes of
+  whole lines per log and round while busy. A rename (logrotate's default, a symlink
+  pointed elsewhere): the old file is read on until it has been quiet for DRAIN_QUIET
+  seconds, the new one from its start. A truncation (copytruncate): the rest of the old
+  content is read from the copy (LOG.1, found by its first bytes), the log from its start.
+  A log that does not exist yet is waited for. Counts read stay, whatever the rotations.
+- The windows' counts are kept per hour stamp (the windows', and those a later window can
+  have up to state.HORIZON ahead); at the top of the hour the windows move, as a run's do.
+- State: one file in the state directory holds every log's position (device, inode,
+  offset, first bytes, and an old file still being read) and the counts, written
+  atomically together at least every SAVE_EVERY seconds and at SIGTERM. After a restart or
+  a kill -9 it reads on from there: no line is lost or counted twice.
+- Status: a file in the lock directory (pid, logs, how far behind) for --status (status.py).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import base64
+import errno
+import json
+import os
+import signal
+import time
+
+from ..base import messages
+from ..reading import state
+from ..base.clock import hour_stamp, hour_windows
+from ..base.errors import BotDetectorError
+from .follow_files import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, load
+from ..reading.logfile import rotated_sibling
+from ..reading.chunks import count_range, lines_end
+from ..reporting.result import Result
+from ..decision.choice import rules_for
+from ..decision.rules import BLOCK
+from ..reading.spill import Session, SpillCounter
+from ..reading.tally import Tally, WindowCounts, read_log
+from ..lists.writer import lock_directory
+from ..base.text import printable, to_text
+from .after_change import after_run
+from .run import decide_and_append, server_ips_of
+
+__metaclass__ = type
+
+POLL_IDLE = 0.25        # seconds asleep when no log grew
+READ_BLOCK = 32 * 1024 * 1024   # bytes of whole lines read per log before the next decision check
+DECIDE_EVERY = 0.5      # seconds between decisions while lines arrive
+SAVE_EVERY = 5.0        # seconds between state saves (and metrics, status)
+EXPIRE_EVERY = 30.0     # seconds between ban expiries when ban_time is set
+DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged before it is closed
+
+
+class Position:
+    """One open file of a log: its identity, where its counted lines end, its first bytes."""
+
+    def __init__(self, fd, offset=0, head=b''):
+        self.fd = fd
+        info = os.fstat(fd)
+        self.dev, self.ino = info.st_dev, info.st_ino
+        self.offset, self.head = offset, head
+        self.quiet_since = None
+
+    def as_dict(self):
+        return {'dev': self.dev, 'ino': self.ino, 'offset': self.offset,
+                'head': base64.b64encode(self.head).decode('ascii')}
+
+
+def _open(path):
+    try:
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise BotDetectorError('cannot read %s: %s' % (path, exc.strerror))
+
+
+def _holds(fd, head, offset):
+    """Whether the open file begins with ``head`` and reaches ``offset``: the file read."""
+    return os.fstat(fd).st_size >= offset and os.pread(fd, len(head), 0) == head
+
+
+class Source:
+    """One log followed: its current file and the old files still being read."""
+
+    def __init__(self, path):
+        self.path = path
+        self.current = None
+        self.old = []           # [Position]: renamed away, read on until quiet
+
+    def positions(self):
+        return {'current': self.current.as_dict() if self.current else None, 'old': [p.as_dict() for p in self.old]}
+
+    def behind(self):
+        """Bytes written and not read yet (whole lines or not)."""
+        return sum(max(0, os.fstat(p.fd).st_size - p.offset) for p in ([self.current] if self.current else []) + self.old)
+
+    def close(self):
+        for pos in ([self.current] if self.current else []) + self.old:
+            os.close(pos.fd)
+
+
+class Follower:
+    def __init__(self, settings, logs, clock, emit, warn, resolver=None):
+        self.settings, self.logs, self.clock, self.emit, self.warn = settings, logs, clock, emit, warn
+        self.rules = rules_for(settings, resolver)
+        self.server_ips = server_ips_of(settings)
+        self.sources = [Source(path) for path in logs]
+        self.readers = {}       # logs in another format than combined (formats.py), decided once
+        self.formatted = settings.log_format != 'combined' or bool(settings.log_formats)
+        if self.formatted:
+            from ..formats.choice import reader_for      # logs in other formats only
+            self.reader_for = reader_for
+            self.readers = dict((path, reader_for(settings, path)[1]) for path in logs if os.path.exists(path))
+        self.label = ','.join(logs)
+        self.unparsed = {}      # log: its lines that did not parse since the start (warned once per log)
+        self.tally = self.hour = None
+        self.stop = False
+        self.additions, self.removals = {}, 0
+        self.caught_up_at = clock()
+        key = key_of(logs)
+        self.state_path = os.path.join(settings.state_dir, key + '.json')
+        self.status_path = os.path.join(lock_directory(), key + '.json')
+        self.decided_at = self.enforcement = None
+        self._pid_fd = None
+        # Bounded memory (issue 19): past count_budget distinct addresses, the windows'
+        # counts go to spill files; the state is then not kept (STATE_OVER_BUDGET, once).
+        self.session = Session(settings.count_budget)
+        self.session.summaries = True   # it ranks twice a second: from a summary of the files, read once per spill
+        self.state_dropped = False
+        self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
+
+    # ---- counting
+
+    def _new_tally(self, now):
+        windows = hour_windows(now)
+        self.horizon = now + state.HORIZON
+        return Tally([w.stamp for w in windows], self.rules.line_filter, state.stamps_in_play(now, self.horizon),
+                     session=self.session)
+
+    def _move_windows(self, now):
+        """At the top of the hour, a tally for the new windows, with the counts held (and
+        the hours tracked ahead renewed a day on)."""
+        hour = (hour_stamp(now - 3600), hour_stamp(now))     # both, as hour_windows (a DST night)
+        if self.tally is not None and hour == self.hour and now < self.horizon - 7200:
+            return False
+        self.hour = hour
+        fresh = self._new_tally(now)
+        if self.tally is not None:
+            for stamp, counter in self.tally.counters.items():
+                if stamp in fresh.counters:
+                    fresh.counters[stamp] = counter
+                elif isinstance(counter, SpillCounter):
+                    counter.discard()       # an hour past: its spill files go
+        self.tally = fresh
+        return True
+
+    def _count(self, pos, end):
+        """Count the whole lines of ``pos`` up to ``end`` (a line start or the file's end)."""
+        if end > pos.offset:
+            count_range(pos.fd, pos.offset, end, self.tally)
+            pos.offset = end
+            if len(pos.head) < state.HEAD_BYTES:
+                pos.head = os.pread(pos.fd, state.HEAD_BYTES, 0)
+
+    def _read_on(self, pos, limit=READ_BLOCK, finished=False):
+        """Read ``pos`` on, at most ``limit`` bytes of whole lines (all of a file that is
+        ``finished``: its last line too). Returns the bytes counted."""
+        size = os.fstat(pos.fd).st_size
+        start = pos.offset
+        if finished:
+            self._count(pos, size)
+        elif size > start:
+            stop = min(size, start + limit)
+            end = lines_end(pos.fd, start, stop)
+            if end == start and stop < size:
+                end = lines_end(pos.fd, start, size)     # a line longer than the block
+            self._count(pos, end)
+        return pos.offset - start
+
+    def _read_copy(self, source, pos):
+        """The log was truncated (copytruncate): read the rest of its old content from the
+        copy, LOG.1, when it holds what was read (same first bytes, as long)."""
+        sibling = rotated_sibling(source.path)
+        fd = _open(sibling) if sibling and not sibling.endswith('.gz') else None
+        if fd is None:
+            self.warn(messages.FOLLOW_LOST % (source.path, 'truncated, and no copy of it found'))
+            return
+        try:
+            if pos.head and _holds(fd, pos.head, pos.offset):
+                copy = Position(fd, pos.offset, pos.head)
+                self._read_on(copy, finished=True)
+            else:
+                self.warn(messages.FOLLOW_LOST % (source.path, 'truncated, and %s does not hold its lines' % sibling))
+        finally:
+            os.close(fd)
+
+    def _poll(self, source):
+        """One round of one log; the bytes counted (none before its format is known: auto, a log not there at the start)."""
+        if source.path not in self.readers and self.formatted and os.path.exists(source.path):
+            try:
+                self.readers[source.path] = self.reader_for(self.settings, source.path)[1]
+            except BotDetectorError:
+                pass
+        if self.formatted and source.path not in self.readers:
+            return 0
+        self.tally.reader = self.readers.get(source.path)       # this log's format, one tally for all
+        try:
+            return self._poll_files(source)
+        finally:
+            self._take_unparsed(source.path, self.tally.reader)
+
+    def _take_unparsed(self, path, reader):
+        """Add the lines ``reader`` found unparsed to the log's count; warn of a log's first, once."""
+        if reader is None or not reader.unparsed:
+            return
+        if path not in self.unparsed:
+            self.warn(messages.FOLLOW_UNPARSED % (path, reader.name, printable(to_text(reader.example or b''))))
+        self.unparsed[path] = self.unparsed.get(path, 0) + reader.unparsed
+        reader.unparsed, reader.example = 0, None
+
+    def _poll_files(self, source):
+        read = 0
+        for pos in list(source.old):
+            got = self._read_on(pos)
+            now = time.time()
+            if got or pos.quiet_since is None:
+                pos.quiet_since = now
+            elif now - pos.quiet_since >= DRAIN_QUIET:
+                read += self._read_on(pos, finished=True)
+                source.old.remove(pos)
+                os.close(pos.fd)
+            read += got
+        if source.current is None:
+            fd = _open(source.path)
+            if fd is None:
+                return read
+            source.current = Position(fd)
+        pos = source.current
+        try:
+            info = os.stat(source.path)
+        except OSError:
+            info = None                 # renamed away, the new one not made yet: read on
+        if info is not None and (info.st_dev, info.st_ino) != (pos.dev, pos.ino):
+            fd = _open(source.path)     # renamed (or a link pointed elsewhere): the new file from its start
+            if fd is not None:
+                source.old.append(pos)
+                source.current = pos = Position(fd)
+                read += self._read_on(source.old[-1])
+        size = os.fstat(pos.fd).st_size
+        if size < pos.offset or (pos.offset and os.pread(pos.fd, len(pos.head), 0) != pos.head):
+            self._read_copy(source, pos)
+            pos.offset, pos.head = 0, b''
+        return read + self._read_on(pos)
+
+    # ---- start: a state, or what a run reads
+
+    def _resume(self, doc, counts):
+        if not doc or doc.get('logs') != self.logs or doc.get('settings') != jsonable(state.counting_settings(self.settings)):
+            return False
+        for source, saved in zip(self.sources, doc['positions']):
+            for entry in saved['old'] + ([saved['current']] if saved['current'] else []):
+                self._resume_file(source, entry, entry is saved['current'])
+        for stamp, entries in counts.items():
+            if stamp in self.tally.counters:
+                self.tally.counters[stamp].update(dict(entries))
+        return True
+
+    def _resume_file(self, source, entry, current):
+        """Find a saved file again: the log itself, or its rotated copy (LOG.1) when it was
+        renamed or copied while the follower was down; read on from the saved offset."""
+        dev, ino, offset, head = entry['dev'], entry['ino'], entry['offset'], base64.b64decode(entry['head'])
+        for path in (source.path, rotated_sibling(source.path)):
+            fd = _open(path) if path and not path.endswith('.gz') else None
+            if fd is None:
+                continue
+            info = os.fstat(fd)
+            same = (info.st_dev, info.st_ino) == (dev, ino)
+            if (same or (head and path != source.path)) and _holds(fd, head, offset):   # the log itself, or a copy
+                pos = Position(fd, offset, head)
+                if path == source.path and current:
+                    source.current = pos
+                else:
+                    source.old.append(pos)
+                    pos.quiet_since = time.time()
+                return
+            os.close(fd)
+        self.warn(messages.FOLLOW_LOST % (source.path, 'a file read before the restart is gone'))
+
+    def _start(self, now):
+        self._move_windows(now)
+        doc, counts = load(self.state_path, self.settings.state_budget)
+        if self._resume(doc, counts):
+            return
+        settings = self.settings
+        seen = set()
+
+        def first_time(handle):
+            key = os.fstat(handle.fileno())[1:3]
+            if key in seen:
+                return False
+            seen.add(key)
+            return True
+
+        for source in self.sources:     # the one reading loop, as a cold run reads the log
+            if not os.path.exists(source.path):
+                continue
+            tally, reader = self.tally, self.readers.get(source.path)
+            new_tally = tally.fresh if reader is None else (lambda: tally.fresh(reader.fresh()))  # noqa: E731
+            files, warnings = read_log(source.path, tally.stamps, new_tally, first_time, settings.seek,
+                                       settings.seek_margin, settings.rotated, with_tail=True,
+                                       identify=lambda handle, scan: (os.dup(handle.fileno()), scan.end))
+            for line in warnings:
+                self.warn(line)
+            for read in files:
+                tally.add(read.tally.counters)
+                # Not the unfinished last line's (read.tail): it is read again once finished.
+                self._take_unparsed(source.path, read.tally.reader)
+                fd, end = read.identity
+                pos = Position(fd, end, os.pread(fd, state.HEAD_BYTES, 0))
+                if read.path == source.path:
+                    source.current = pos
+                else:
+                    os.close(fd)        # a rotated file is finished
+
+    # ---- saving
+
+    def save(self, now, unless=None):
+        """Write the state, unless its positions and windows are ``unless``; returns them."""
+        doc = {'logs': self.logs, 'settings': jsonable(state.counting_settings(self.settings)),
+               'positions': [source.positions() for source in self.sources], 'hour': self.hour[1]}
+        if doc != unless:
+            try:
+                dump(self.state_path, dict(doc, now=now), self.tally.counters, self.settings.state_budget)
+                self.state_dropped = False
+            except OverBudget as exc:       # a restart then reads the windows as a run does
+                try:
+                    os.unlink(self.state_path)
+                except OSError:
+                    pass
+                if not self.state_dropped:
+                    self.warn(messages.STATE_OVER_BUDGET % {'path': self.state_path, 'why': exc.args[0]})
+                self.state_dropped = True
+        return doc
+
+    def publish(self, now, behind_bytes, metrics=True):
+        """The status file (--status) and, with ``metrics``, the metrics."""
+        behind_seconds = 0 if not behind_bytes else max(0.0, now - self.caught_up_at)
+        doc = {'pid': os.getpid(), 'logs': self.logs, 'blocklist': os.path.realpath(self.settings.blocklist),
+               'updated': time.time(), 'decided': self.decided_at, 'behind_seconds': round(behind_seconds, 3), 'behind_bytes': behind_bytes}
+        formatted = [path for path, reader in self.readers.items() if reader is not None]
+        if formatted:
+            doc['unparsed_lines'] = dict((path, self.unparsed.get(path, 0)) for path in formatted)
+        try:
+            atomic_write(self.status_path, json.dumps(doc).encode('utf-8'))
+        except OSError:
+            pass
+        if metrics and self.settings.metrics_file is not None:
+            from ..reporting.metrics import write_follow      # a metrics file only
+            try:
+                write_follow(self.settings, self.label, behind_seconds, behind_bytes, self.additions, self.removals,
+                             self.enforcement, sum(self.unparsed.values()) if formatted else None)
+                self.additions, self.removals = {}, 0
+            except BotDetectorError as exc:
+                self.warn(messages.METRICS_UNWRITABLE % exc.message)
+
+    # ---- deciding
+
+    def decide(self, now, expire, first=False):
+        """A run's decision step at ``now`` on the counts held; then, with enforcement, its
+        sync, as after a run (at the start, and after each change to the blocklist)."""
+        started = time.time()
+        result = Result(emit=None, on_warning=self.warn)
+        counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
+        decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False)
+        self.decided_at = time.time()
+        self.decide_seconds = self.decided_at - started
+        if self.settings.enforcement != 'none' and (first or result.changed):
+            after_run(self.settings, result)
+            self.enforcement = result.enforcement
+        for entry in result.by_verdict[BLOCK]:
+            self.emit(messages.blocking(entry['address'], entry['count'], False, None))
+        for reason, count in result.additions.items():
+            self.additions[reason] = self.additions.get(reason, 0) + count
+        self.removals += len(result.expired)
+
+    def run(self):
+        self._pid_fd = claim(self.status_path[:-len('.json')] + '.pid', messages.FOLLOW_TWICE % self.label)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        now = self.clock()
+        try:
+            self._start(now)
+            self.decide(now, expire=self.settings.ban_time is not None, first=True)
+            last_decision = last_save = last_expiry = time.time()
+            lists_seen, saved = self._lists_stat(), None
+            pending = False
+            while not self.stop:
+                read = sum(self._poll(source) for source in self.sources)
+                now, wall = self.clock(), time.time()
+                moved = self._move_windows(now)
+                pending = pending or bool(read)
+                lists_now = self._lists_stat()
+                expire = self.settings.ban_time is not None and wall - last_expiry >= EXPIRE_EVERY
+                # Spilled counts may take a reading of their files per decision: at most half the time.
+                due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)
+                decided = due or moved or expire or lists_now != lists_seen
+                if decided:
+                    self.decide(now, expire)
+                    last_decision, pending, lists_seen = wall, False, self._lists_stat()
+                    if expire:
+                        last_expiry = wall
+                behind = sum(source.behind() for source in self.sources)
+                if not behind and not pending:
+                    self.caught_up_at = now
+                if decided:
+                    self.publish(now, behind, metrics=False)
+                if wall - last_save >= SAVE_EVERY:
+                    saved = self.save(now, saved)      # only when positions or windows changed
+                    self.publish(now, behind)
+                    last_save = wall
+                if not read and not self.stop:
+                    time.sleep(POLL_IDLE)
+            if sum(self._poll(source) for source in self.sources) or pending:     # what SIGTERM found written
+                self.decide(self.clock(), False)
+            self.save(self.clock())
+            self.publish(self.clock(), sum(source.behind() for source in self.sources))
+        finally:
+            for source in self.sources:
+                source.close()
+            self.session.close()
+            os.close(self._pid_fd)
+
+    def _on_signal(self, signum, frame):
+        self.stop = True
+
+    def _lists_stat(self):
+        return files_stat((self.settings.blocklist, self.settings.exclusions_file))
+
+
+def follow(settings, logs, now=None, emit=None, on_warning=None, resolver=None):
+    """The command's --follow: runs until SIGTERM or SIGINT; returns when its state is saved."""
+    Follower(settings, logs, Clock(now), emit or (lambda line: None), on_warning or (lambda line: None),
+             resolver).run()

@@ -1,0 +1,166 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a follower (follow.py) keeps on disk and its clock.
+
+- The state file, in the state directory: a JSON line (the logs, the counting settings,
+  each log's positions), then per hour stamp a line '@STAMP' and a line 'COUNT KEY' per
+  address (keys are a log line's first field: no blank, no newline). Written to a
+  temporary file, fsync'ed and renamed: positions and counts change together or not at all.
+- The pid file in the lock directory, locked while the follower runs (one per set of logs;
+  --status tells a running follower by it), and its status file beside it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import fcntl
+import json
+import os
+import time
+import zlib
+from itertools import islice
+
+from ..base.errors import BotDetectorError
+from ..reading.spill import spilled
+from ..base.text import to_bytes, write_all
+
+__metaclass__ = type
+
+FORMAT = 1
+
+
+class Clock:
+    """Now: the real time, or with ``start`` (--now) a clock started there that runs."""
+
+    def __init__(self, start=None):
+        self.offset = 0.0 if start is None else start - time.time()
+
+    def __call__(self):
+        return time.time() + self.offset
+
+
+def key_of(logs):
+    """The name part shared by a set of logs' state, status and pid files."""
+    return 'follow-%08x' % (zlib.crc32(to_bytes(','.join(os.path.abspath(path) for path in logs))) & 0xffffffff)
+
+
+def jsonable(value):
+    return json.loads(json.dumps(value))
+
+
+def atomic_write(path, pieces):
+    """Replace ``path`` by the bytes ``pieces`` (one bytes, or an iterable of them), mode 0600."""
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o700)
+    temporary = os.path.join(directory, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        try:
+            for data in [pieces] if isinstance(pieces, bytes) else pieces:
+                write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        os.unlink(temporary)        # nothing half-written is left
+        raise
+    os.rename(temporary, path)
+
+
+class OverBudget(Exception):
+    """The state would be larger than its budget (setting state_budget), or its counts
+    are partly in spill files (past count_budget)."""
+
+
+def dump(path, doc, counters, max_bytes=None):
+    """Write the state: ``doc`` (JSON) and ``counters`` ({stamp: Counter}), a slice of
+    the counts at a time (no copy of them all in memory). OverBudget, and nothing written,
+    when a counter spilled to files or the state would be larger than ``max_bytes``."""
+    if any(spilled(counter) for counter in counters.values()):
+        raise OverBudget('more than count_budget distinct addresses')
+
+    def pieces():
+        written = 0
+        head = json.dumps(dict(doc, format=FORMAT)).encode('utf-8') + b'\n'
+        for stamp, counter in counters.items():
+            if counter:
+                head += b'@' + stamp + b'\n'
+                items = iter(counter.items())
+                while True:
+                    part = head + b''.join(b'%d %s\n' % (count, key) for key, count in islice(items, 20000))
+                    head = b''
+                    written += len(part)
+                    if max_bytes is not None and written > max_bytes:
+                        raise OverBudget('larger than state_budget (%d bytes)' % max_bytes)
+                    if not part:
+                        break
+                    yield part
+        if head:
+            yield head
+    atomic_write(path, pieces())
+
+
+def load(path, max_bytes=None):
+    """(doc, {stamp: [(key, count)]}) of a state file; (None, None) when there is none, it
+    cannot be read, or it is larger than ``max_bytes``."""
+    try:
+        with open(path, 'rb') as handle:
+            if max_bytes is not None and os.fstat(handle.fileno()).st_size > max_bytes:
+                return None, None
+            header, rest = (handle.read().split(b'\n', 1) + [b''])[:2]
+        doc = json.loads(header.decode('utf-8'))
+        if doc.get('format') != FORMAT:
+            return None, None
+        counts, entries = {}, None
+        for entry in rest.split(b'\n'):
+            if entry.startswith(b'@'):
+                entries = counts.setdefault(entry[1:], [])
+            elif entry:
+                count, key = entry.split(b' ', 1)
+                entries.append((key, int(count)))
+        return doc, counts
+    except (OSError, IOError, ValueError, AttributeError):
+        return None, None
+
+
+def claim(path, busy):
+    """Lock the pid file ``path`` and write this pid in it; BotDetectorError(``busy``) when
+    another follower holds it. Returns its descriptor (closed at the end: unlocked)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise BotDetectorError(busy)
+    os.ftruncate(fd, 0)
+    os.write(fd, b'%d\n' % os.getpid())
+    return fd
+
+
+def running(path):
+    """Whether a follower holds the pid file ``path``."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def files_stat(paths):
+    """(device, inode, size, mtime) of each of ``paths``, None when it is missing: a file
+    changed (the lists: an unblock, an edit) when it differs."""
+    found = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+            found.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
+        except OSError:
+            found.append(None)
+    return found

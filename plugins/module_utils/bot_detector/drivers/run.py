@@ -1,0 +1,335 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The three entry points, each the spec's stages in order:
+
+detect   logs -> WindowCounts (tally) -> ranked records (rules) -> verdicts -> appended lines
+report   logs -> WindowCounts -> every key at or over a floor; no list read or written
+apply    decisions taken elsewhere (the fleet) -> verdicts -> appended lines
+
+With a ban time, detect removes the expired entries first (expiry.py). unblock.py and
+status.py hold the other two: unblock (remove entries) and status (read only). With a
+metrics file, detect, apply and unblock write metrics after the run (metrics.py).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+import sys
+import time
+
+from ..decision.addresses import entry_key, server_addresses
+from ..base.clock import hour_windows
+from ..values.log_formats import format_of
+from ..base.errors import bad_option
+from ..lists.content import count_lines, read_list
+from ..reading.logfile import check_readable
+from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES, UNREADABLE_FORMAT)
+from .after_change import recorded
+from ..reporting.result import Result
+from ..decision.choice import rules_for
+from ..decision.rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide
+from ..reading.spill import Session
+from ..reading.tally import count_windows, whole
+from ..base.text import printable, to_bytes, to_text
+from ..lists.writer import BlocklistWriter, removal_pending
+
+__metaclass__ = type
+
+
+def server_ips_of(settings):
+    """The server's own addresses (rule 5.3.8), as bytes."""
+    return [to_bytes(ip) for ip in (server_addresses() if settings.server_ips is None else settings.server_ips)]
+
+
+def count_logs(settings, logs, now, resolver, result, session=None):
+    """Rules 2 to 5.3: check the logs, then count them (with ``state_dir``, on from what
+    earlier runs counted); with ``session`` (spill.Session), in bounded memory. Returns
+    (rules, counts, server_ips, states to save)."""
+    for path in logs:       # rule 2, before anything else happens
+        check_readable(path)
+    now = time.time() if now is None else now
+    server_ips = server_ips_of(settings)
+    rules = rules_for(settings, resolver)
+    readers = log_readers(settings, logs, result)
+    states = []
+    if settings.state_dir:
+        from ..reading.incremental import count_with_state
+        counts, states = count_with_state(logs, hour_windows(now), rules.line_filter, settings, now, session, readers)
+    else:
+        counts = count_windows(logs, hour_windows(now), rules.line_filter, seek=settings.seek,
+                               margin=settings.seek_margin, rotated=settings.rotated,
+                               count_lines=settings.metrics_file is not None, session=session, readers=readers)
+    for line in counts.warnings:
+        result.warn(line)
+    for scan in counts.scans:
+        if scan.format is not None:
+            if scan.unparsed:
+                result.warn(UNPARSED_LINES % (scan.path, scan.unparsed, scan.format, printable(to_text(scan.unparsed_example or b''))))
+        elif scan.unreadable:     # lines, none with a date and hour dd/Mon/yyyy:HH: nothing counted
+            result.warn(UNREADABLE_FORMAT % scan.path)
+    return rules, counts, server_ips, states
+
+
+def log_readers(settings, logs, result):
+    """{log: formats.Reader} of the logs in another format than combined (none: the combined
+    path, untouched). ``auto`` is decided here, before anything is counted, and said."""
+    if settings.log_format == 'combined' and not settings.log_formats:
+        return None
+    from ..formats.choice import reader_for      # logs in other formats only: a combined run loads no format's code
+    readers = {}
+    for path in logs:
+        name, reader = reader_for(settings, path)
+        if format_of(settings, path) == 'auto':
+            result.say(FORMAT_DETECTED % (path, name))
+            result.formats[path] = name
+        if reader is not None:
+            readers[path] = reader
+            if name == 'haproxy' and settings.haproxy_user_agent_capture is None:
+                result.warn(NO_USER_AGENT % path)
+    return readers
+
+
+def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
+    """The writer, locked (unless check mode), and the rules' view of both lists read under
+    the lock; a run adds its own additions to that view, so the current-hour pass sees
+    what the previous-hour pass appended. With ``expire_bans`` and a ban time, the expired
+    entries are removed first (expiry.py)."""
+    writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
+    if not check_mode:
+        writer.lock()
+    try:
+        content = read_list(settings.blocklist)
+        result.blocklist_before = content
+        if expire_bans and settings.ban_time is not None:
+            from ..lists.expiry import expire      # only runs with a ban time pay for it
+            content = expire(settings, writer, result, content, check_mode)
+        elif not check_mode and removal_pending(settings.blocklist):
+            from ..lists.removal import finish_interrupted     # a killed unblock's: rare, so imported then
+            content = finish_interrupted(writer, result, content, check_mode)
+        result.blocklist_lines = count_lines(content)
+        return writer, rules.lists(content, read_list(settings.exclusions_file))
+    except BaseException:
+        writer.unlock()
+        raise
+
+
+def _act(result, writer, lists, verdict, key, entry, note=None):
+    """File the verdict; on BLOCK, append (unless check mode)."""
+    result.verdict(verdict, key, entry, note)
+    if verdict == BLOCK:
+        if not result.check_mode:
+            writer.block(key, entry['count'], note=note)
+        lists.add(key)
+
+
+def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None, report_floor=None, on_warning=None):
+    """The detector's run (spec rules 3 to 6). ``emit(line)`` gets each console line as it
+    happens, ``on_warning(line)`` each warning. With ``report_floor``, also return the
+    counts a fleet run sums. With a ban time, expired entries are removed first; with a
+    metrics file, metrics are written after. Raises BotDetectorError (see
+    BlocklistWriter.block for what an append failure leaves)."""
+    result = Result(check_mode, emit, on_warning)
+    with recorded(settings, result, logs), Session(settings.count_budget) as session:
+        _detect(result, settings, logs, now, resolver, report_floor, session)
+    return result
+
+
+def _detect(result, settings, logs, now, resolver, report_floor, session):
+    check_mode = result.check_mode
+    start = int(time.time())
+    rules, counts, server_ips, states = count_logs(settings, logs, now, resolver, result, session)
+    result.scans = [scan.as_dict() for scan in counts.scans]
+    if report_floor is not None:
+        result.counts = reported_counts(rules, counts, server_ips, report_floor)
+
+    def save_states():
+        if states and not check_mode:
+            from ..reading.state_files import save
+            problem = save(settings.state_dir, states, settings.state_budget)
+            for line in problem.split('\n') if problem else ():
+                result.warn(line)
+    decide_and_append(result, settings, rules, counts, server_ips, after=save_states)
+    result.rules = rules.name
+    result.verifications = rules.verifications
+    result.duration = int(time.time()) - start
+    result.say(EXECUTION_TIME % result.duration)
+
+
+def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=True, after=None, records_under=True):
+    """The one decision step (rules 5.3.7 to 6), a run's and a follower's (follow.py): under
+    the lock, the lists read (expired bans removed first, with ``expire_bans``), each
+    window's ranked records judged, each block appended; then ``after()``, still under the
+    lock, after the appends: a state saved there by a process killed before it keeps the
+    old one, which costs a cold start or a re-read, never a count. Without
+    ``records_under`` (a follower, which shows no record), the records under the threshold
+    may be left out of the ranking: they get no verdict, and leaving them out changes none."""
+    # Ranked before the lock: the ranking reads no list, and the precise rules' crawler
+    # verification (DNS, up to dns_budget seconds) must not hold the lock.
+    at_least = None if records_under else settings.threshold
+    ranked = [(window, rules.examined(counter, server_ips, settings.top, at_least)) for window, counter in counts]
+    writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
+    try:
+        for window, records in ranked:
+            result.say(window.heading)
+            result.window(window, records)
+            for count, key in records:
+                verdict = decide(count, key, settings.threshold, lists)
+                if verdict != BELOW_THRESHOLD:
+                    entry = {'address': to_text(key), 'count': count, 'window': window.name}
+                    _act(result, writer, lists, verdict, key, entry)
+        if after is not None:
+            after()
+    finally:
+        writer.unlock()
+
+
+def report(settings, logs, floor=None, candidates=None, now=None, resolver=None):
+    """Count only, for the fleet; no list is read or written. Each window's counts are
+    those of every key, with the rules' filters, grouping and server drop.
+
+    Phase 1 (``candidates`` None): per window every key with ``floor`` (default: the
+    threshold) or more requests, and this host's own blocks. Phase 2: ``candidates``,
+    {window name or hour stamp: [key]}, gets the exact count of each key asked, 0
+    included, in the windows named; the floor is not used. ``now`` (epoch) in phase 2
+    is phase 1's, so that both count the same hours."""
+    if candidates is not None and not (isinstance(candidates, dict) and all(
+            isinstance(keys, (list, tuple)) and all(isinstance(key, str) for key in keys) for keys in candidates.values())):
+        raise bad_option('candidates must map each window (name or hour stamp) to a list of keys, got %r' % (candidates,))
+    with Session(settings.count_budget) as session:
+        return _report(settings, logs, floor, candidates, now, resolver, session)
+
+
+def _report(settings, logs, floor, candidates, now, resolver, session):
+    result = Result()
+    start = int(time.time())
+    now = time.time() if now is None else now
+    rules, counts, server_ips, dummy = count_logs(settings, logs, now, resolver, result, session)    # state read, not written
+    result.scans = [scan.as_dict() for scan in counts.scans]
+    result.now = int(now)
+    if candidates is None:
+        floor = settings.threshold if floor is None else floor
+        result.counts = reported_counts(rules, counts, server_ips, floor)
+        result.report_floor = floor
+        result.local_blocks = local_blocks(settings.activity_log, read_list(settings.blocklist))
+    else:
+        result.counts = {}
+        for window, counter in counts:
+            asked = candidates.get(window.name, candidates.get(to_text(window.stamp), ()))
+            result.counts[window.name] = _asked_counts(rules, counter, server_ips, asked) if asked else {}
+    for window, dummy in counts:
+        result.window(window, [])
+    result.rules = rules.name
+    result.verifications = rules.verifications
+    result.duration = int(time.time()) - start
+    return result
+
+
+def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
+    """Append decisions taken elsewhere, ``[{address, count, reason}]``, with the same list
+    checks as a run (already listed, allow-listed, only addresses) and no threshold: the
+    decision is taken. Activity lines are noted '(fleet)' or '(sync)'."""
+    result = Result(check_mode, emit)
+    with recorded(settings, result):
+        rules = rules_for(settings, resolver)
+        writer, lists = _locked_lists(settings, rules, result, check_mode)
+        try:
+            for decision in decisions:
+                key = rules.decision_key(to_bytes(decision['address']))
+                count = int(decision.get('count') or 0)
+                note = decision.get('reason') or 'fleet'
+                entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
+                _act(result, writer, lists, lists.verdict(key), key, entry, note)
+        finally:
+            writer.unlock()
+        result.rules = rules.name
+    return result
+
+
+def _key_counts(rules, counter, server_ips, floor=None, wanted=None):
+    """{key: count} of one window as the module returns it, for the precise rules (whose
+    keys group fields: their counts are known only once grouped): the keys with ``floor``
+    or more requests, or those ``wanted`` accepts (a test of a key's bytes). Both bound
+    what is kept, spilled counts or not: a part at a time, at most lines / floor keys or
+    the keys asked."""
+    records = rules.examined(whole(counter), server_ips, sys.maxsize, at_least=floor, wanted=wanted)
+    return dict((printable(to_text(key)), count) for count, key in records)
+
+
+def _asked_counts(rules, counter, server_ips, asked):
+    """{key: count} of the keys ``asked`` (texts as the module returns them), 0 for one not
+    counted. The spec rules look each up, the precise rules rank only the keys asked: one
+    part of spilled counts at a time either way."""
+    spellings = dict((text, _key_bytes(text)) for text in set(asked))
+    wanted = set(key for keys in spellings.values() for key in keys)
+    if rules.name == 'spec':
+        counts = counts_of(whole(counter), server_ips, sorted(wanted))
+    else:
+        counts = dict((key, count) for count, key in
+                      rules.examined(whole(counter), server_ips, sys.maxsize, wanted=wanted.__contains__))
+    return dict((text, sum(counts.get(key, 0) for key in spellings[text])) for text in asked)
+
+
+_ESCAPE = re.compile(br'\\x([0-9a-f]{2})')
+
+
+def _key_bytes(text):
+    """The keys (bytes) whose text, as the module returns it (printable), is ``text``: its
+    UTF-8 bytes, or, where printable shows an undecodable byte as ``\\xNN``, that byte."""
+    literal = to_bytes(text)
+    unescaped = _ESCAPE.sub(lambda match: bytes(bytearray([int(match.group(1), 16)])), literal)
+    return [key for key in ([literal] if unescaped == literal else [literal, unescaped])
+            if printable(to_text(key)) == text]
+
+
+def reported_counts(rules, counts, server_ips, floor):
+    """Per window, every key with ``floor`` or more requests, with the rules' filters and
+    server drop: what a fleet run sums across hosts. Either rules keep only those (at most
+    lines / floor of them), a part of spilled counts at a time."""
+    reported = {}
+    for window, counter in counts:
+        if rules.name == 'spec':
+            reported[window.name] = dict((printable(to_text(key)), count) for key, count in
+                                         counts_at_least(whole(counter), server_ips, floor).items())
+        else:
+            reported[window.name] = _key_counts(rules, counter, server_ips, floor=floor)
+    return reported
+
+
+def compact_counts(counts):
+    """One window's {key: count} as one text, a line '<count> <key>' each (a record's form,
+    as ``uniq -c`` prints it): one value for Ansible to carry instead of thousands. Keys
+    hold no blank (a log's first field) and no newline."""
+    return ''.join('%d %s\n' % (count, key) for key, count in counts.items())
+
+
+_COMPACT_LINE = re.compile(r'^([0-9]+) ([^\n]+)$', re.M)
+
+
+def parse_compact_counts(text):
+    """compact_counts' text back to {key: count}; ValueError naming the first bad line."""
+    pairs = _COMPACT_LINE.findall(text)
+    if len(pairs) != text.count('\n') or not (text.endswith('\n') or not text):
+        for line in text.split('\n')[:-1] if text.endswith('\n') else text.split('\n'):
+            if not _COMPACT_LINE.match(line):
+                raise ValueError('not a line <count> <key>: %r' % line)
+    return dict((key, int(count)) for count, key in pairs)
+
+
+def local_blocks(activity_log, blocklist):
+    """The additions this host's own runs made, from its activity log (lines without a
+    '(fleet)' or '(sync)' note), in order, once each, less those removed since and those no
+    longer in ``blocklist`` (its content: an entry taken out by hand, or by an unblock killed
+    before its activity line, is not this host's block any more)."""
+    listed = set(entry_key(line.strip()) for line in blocklist.split(b'\n'))
+    pattern, removal = re.compile(ACTIVITY_ADDED_PATTERN), re.compile(ACTIVITY_REMOVED_PATTERN)
+    found = {}
+    for line in read_list(activity_log).split(b'\n'):
+        match = pattern.search(line)
+        if match and match.group(3) is None and entry_key(match.group(1)) not in found:
+            found[entry_key(match.group(1))] = (match.group(1), int(match.group(2)))
+        elif match is None:
+            match = removal.search(line)
+            if match:       # unblocked or expired since, under any spelling: not to be synced back
+                found.pop(entry_key(match.group(1)), None)
+    return [{'address': to_text(address), 'count': count} for key, (address, count) in found.items() if key in listed]

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""--status (module ``mode: status``): what is blocked, since when, why and until when; with
+logs, who is close to the threshold in the current windows. Reads, never writes."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import time
+
+from ..base import messages
+from ..base.clock import date_default_format
+from ..base.errors import BotDetectorError
+from ..lists.expiry import bans
+from .follow_files import running
+from ..lists.content import read_list
+from ..decision.rules import decide
+from ..base.text import printable, to_text
+from ..lists.writer import lock_directory
+
+__metaclass__ = type
+
+
+class Status:
+    """The blocklist's entries and, with logs, the windows' top records."""
+
+    def __init__(self, blocklist):
+        self.blocklist = blocklist
+        self.entries = []
+        self.windows = None
+        self.warnings = []
+        self.check_mode = False
+        self.followers = []
+
+    def warn(self, line):
+        self.warnings.append(line)
+
+    def as_dict(self):
+        output = {'changed': False, 'blocklist': self.blocklist, 'entries': self.entries, 'warnings': self.warnings}
+        if self.windows is not None:
+            output['windows'] = self.windows
+        if self.followers:
+            output['followers'] = self.followers
+        return printable(output)
+
+    def lines(self):
+        """The text of --status."""
+        out = [messages.status_heading(self.blocklist, len(self.entries))]
+        for entry in self.entries:
+            added = messages.STATUS_ADDED[entry['source']] % {'date': entry['added'], 'count': entry['count'] or 0}
+            expires = messages.STATUS_EXPIRES[entry['state']] % dict(entry, date=entry['expires_date'])
+            out.append(messages.STATUS_ENTRY % (entry['address'], added, expires))
+        for window in self.windows or []:
+            out.append(messages.STATUS_WINDOW % (messages.STATUS_WINDOW_NAMES[window['name']], window['hour_stamp'],
+                                                 window['threshold']))
+            for record in window['records']:
+                verdict = messages.STATUS_VERDICTS[record['verdict']]
+                out.append(messages.STATUS_RECORD % (record['count'], record['percent'], record['address'],
+                                                     '  ' + verdict if verdict else ''))
+        for doc in self.followers:
+            out.append(messages.STATUS_FOLLOWER % dict(doc, logs=','.join(doc['logs']), when=date_default_format(doc['updated']),
+                                                       state='running' if doc['running'] else 'not running'))
+        return out
+
+
+def entry_state(settings, ban, now):
+    """Which of messages.STATUS_EXPIRES describes a ban."""
+    if settings.ban_time is None:
+        return 'no_ban_time'
+    if ban.addition is None:
+        return 'never'
+    if ban.expires is None:
+        return 'unknown_date'
+    return 'due' if ban.due(now) else 'at'
+
+
+def status(settings, logs=(), now=None, resolver=None):
+    """The status of the blocklist (expiry judged on the wall clock, as the activity log's
+    dates are) and, with ``logs``, of the windows as of ``now``."""
+    report = Status(settings.blocklist)
+    content = read_list(settings.blocklist, strict=True)
+    found, history = bans(settings, content)
+    report.warnings.extend(history.warnings)
+    wall = time.time()
+    for ban in found:
+        addition = ban.addition
+        entry = ban.as_dict()
+        entry.update({
+            'source': 'hand' if addition is None else (addition.note or 'own'),
+            'count': addition.count if addition else None,
+            'added_epoch': addition.epoch if addition else None,
+            'expires_date': None if ban.expires is None else date_default_format(ban.expires),
+            'state': entry_state(settings, ban, wall),
+        })
+        report.entries.append(entry)
+    report.followers = [doc for doc in followers() if doc.get('blocklist') == os.path.realpath(settings.blocklist)]
+    if logs:
+        from ..reading.spill import Session
+        with Session(settings.count_budget) as session:
+            _windows(report, settings, logs, now, resolver, content, session)
+    return report
+
+
+def _windows(report, settings, logs, now, resolver, content, session):
+    """The windows' top records with their verdicts, into ``report``."""
+    from .run import count_logs      # the detector's own counting (and its warnings), unchanged
+    rules, counts, server_ips, dummy = count_logs(settings, logs, now, resolver, report, session)    # no state saved
+    lists = rules.lists(content, read_list(settings.exclusions_file, strict=True))
+    report.windows = []
+    for window, counter in counts:
+        records = []
+        for count, key in rules.examined(counter, server_ips, settings.top):
+            verdict = decide(count, key, settings.threshold, lists)
+            records.append({'address': to_text(key), 'count': count, 'percent': count * 100 // settings.threshold,
+                            'verdict': verdict})
+        report.windows.append({'name': window.name, 'hour_stamp': to_text(window.stamp),
+                               'threshold': settings.threshold, 'records': records})
+
+
+def followers():
+    """The followers (follow.py) of this user: the status file each
+    keeps in the lock directory, and whether it runs (its pid file is locked):
+    [{pid, logs, running, behind_seconds, behind_bytes, updated, decided}]."""
+    found = []
+    try:
+        directory = lock_directory()
+        names = sorted(os.listdir(directory))
+    except (OSError, BotDetectorError):
+        return found
+    for name in names:
+        if not (name.startswith('follow-') and name.endswith('.json')):
+            continue
+        try:
+            with open(os.path.join(directory, name), 'rb') as handle:
+                doc = json.loads(handle.read().decode('utf-8'))
+        except (OSError, IOError, ValueError):
+            continue
+        doc['running'] = running(os.path.join(directory, name[:-len('.json')] + '.pid'))
+        found.append(doc)
+    return found

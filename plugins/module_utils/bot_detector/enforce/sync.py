@@ -1,0 +1,226 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Enforcement (setting ``enforcement``): the enforcement point made equal to the blocklist.
+
+The detection imports this package through one call only, ``after_run`` (metrics.recorded,
+after a detection, apply or unblock run that was not in check mode), and ``--enforce-now``
+calls ``enforce_now``. Each sync reads the blocklist under the run's lock, parses its entries
+(``parse_entries``) and hands them to the backend, which applies them in one step:
+
+nftables.py  one ``nft -f -`` transaction: table inet bot_detector, sets blocked_v4/blocked_v6
+nginx.py     the geo include file, replaced atomically when it changes, nginx tested, reloaded
+
+A failed sync never undoes what the run did to the blocklist: it is a warning naming the
+cause, the command's exit status 4, and ``bot_detector_enforcement_in_sync 0`` in the metrics.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import ipaddress
+import re
+import socket
+
+from ..base.errors import BotDetectorError
+from ..lists.content import read_list
+from ..base.messages import ENFORCEMENT_SKIPPED
+from ..base.text import printable, to_text
+from ..lists.writer import BlocklistWriter
+
+__metaclass__ = type
+
+BACKENDS = ('nftables', 'nginx')
+FORMAT = '1'        # of what a load makes of a blocklist: part of its digest
+# The skipped lines one warning names; the rest are counted.
+NAMED_SKIPPED = 10
+_IPV4 = re.compile(r'(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}'
+                   r'(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z')
+_PREFIX = re.compile(r'(?:[0-9]|[1-9][0-9]|1[01][0-9]|12[0-8])\Z')
+
+
+def _span(line):
+    """One blocklist line (bytes, blanks around it ignored) as (version, first, last, prefix
+    length), the addresses as integers, or None when it is not an address or network that can
+    be enforced. An IPv4-mapped IPv6 entry (::ffff:192.0.2.7, ::ffff:192.0.2.0/120) is its
+    IPv4 address or network: packets and nginx's $remote_addr carry an IPv4 client as IPv4.
+    Host bits set in a network (192.0.2.7/24) are cleared, as the precise rules' matching
+    does. The unspecified address and a /0 network (every client) are refused. Integers and
+    the socket module, not ipaddress, whose objects cost a million-line blocklist a minute."""
+    try:
+        text = line.strip().decode('ascii')
+    except UnicodeDecodeError:
+        return None
+    address, slash, prefix = text.partition('/')
+    if slash and not _PREFIX.match(prefix):
+        return None
+    length = int(prefix) if slash else None
+    if ':' not in address:
+        if not _IPV4.match(address):
+            return None
+        version, bits, value = 4, 32, int.from_bytes(socket.inet_aton(address), 'big')
+    else:
+        if '%' in address:      # a zone: a link's own address, no client's
+            return None
+        try:
+            value = int.from_bytes(socket.inet_pton(socket.AF_INET6, address), 'big')
+        except (OSError, ValueError):
+            return None
+        version, bits = 6, 128
+        if value >> 32 == 0xffff and (length is None or length >= 96):
+            version, bits, value = 4, 32, value & 0xffffffff
+            length = None if length is None else length - 96
+    length = bits if length is None else length
+    if length > bits or length == 0:
+        return None
+    host = bits - length
+    first = value >> host << host
+    last = first | ((1 << host) - 1)
+    if first == last == 0:
+        return None
+    return version, first, last, length
+
+
+def parse_entry(line):
+    """One blocklist line as an ip_network, or None (see _span)."""
+    span = _span(line)
+    if span is None:
+        return None
+    version, first, dummy, length = span
+    return (ipaddress.IPv4Network if version == 4 else ipaddress.IPv6Network)((first, length))
+
+
+def _text(version, value):
+    return socket.inet_ntop(socket.AF_INET if version == 4 else socket.AF_INET6,
+                            value.to_bytes(4 if version == 4 else 16, 'big'))
+
+
+def _elements(spans, version):
+    """The spans merged (overlapping or adjacent: what nft's auto-merge would refuse in one
+    add) and written as addresses and CIDR networks, in order."""
+    spans.sort()
+    merged = []
+    for first, last in spans:
+        if merged and first <= merged[-1][1] + 1:
+            if last > merged[-1][1]:
+                merged[-1][1] = last
+        else:
+            merged.append([first, last])
+    found = []
+    for first, last in merged:
+        if first == last:
+            found.append(_text(version, first))
+            continue
+        kind = ipaddress.IPv4Address if version == 4 else ipaddress.IPv6Address
+        for network in ipaddress.summarize_address_range(kind(first), kind(last)):
+            found.append(str(network.network_address) if network.num_addresses == 1 else str(network))
+    return found
+
+
+class Entries:
+    """The enforceable content of a blocklist: ``v4`` and ``v6``, each a sorted list of
+    addresses and CIDR networks (text) with duplicates, and networks inside others or next to
+    each other, merged; ``skipped``, the lines that are not an address or network (text)."""
+
+    def __init__(self, content):
+        spans, self.skipped = {4: [], 6: []}, []
+        for raw in content.split(b'\n'):
+            line = raw.strip()
+            if not line or line.startswith(b'#'):
+                continue
+            span = _span(line)
+            if span is None:
+                self.skipped.append(printable(to_text(line)))
+            else:
+                spans[span[0]].append((span[1], span[2]))
+        self.v4 = _elements(spans[4], 4)
+        self.v6 = _elements(spans[6], 6)
+
+    def __len__(self):
+        return len(self.v4) + len(self.v6)
+
+    def skipped_warning(self):
+        """The one warning naming the lines skipped, or None."""
+        if not self.skipped:
+            return None
+        named = ', '.join(repr(line) for line in self.skipped[:NAMED_SKIPPED])
+        if len(self.skipped) > NAMED_SKIPPED:
+            named += ' and %d more' % (len(self.skipped) - NAMED_SKIPPED)
+        return ENFORCEMENT_SKIPPED % (len(self.skipped), 'line is' if len(self.skipped) == 1 else 'lines are', named)
+
+
+def parse_entries(content):
+    """The Entries of a blocklist's content (bytes)."""
+    return Entries(content)
+
+
+class Status:
+    """What one sync found: ``in_sync`` when the enforcement point equals the blocklist,
+    ``entries`` loaded (networks after collapsing), ``changed`` when it was changed,
+    ``error`` the cause when it failed."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.in_sync = False
+        self.entries = None
+        self.skipped = []
+        self.changed = False
+        self.error = None
+
+    def as_dict(self):
+        return {'backend': self.backend, 'in_sync': self.in_sync, 'entries': self.entries,
+                'skipped': self.skipped, 'changed': self.changed, 'error': self.error}
+
+
+def _backend(name):
+    if name == 'nftables':
+        from . import nftables
+        return nftables
+    from . import nginx
+    return nginx
+
+
+def digest_of(settings, content):
+    """What identifies a load: the blocklist's bytes, the backend and its settings, the
+    format. The backend keeps it beside what it loaded (nft: the drop rules' comment; nginx:
+    the geo file's header), so an unchanged blocklist is neither parsed nor loaded again."""
+    import hashlib
+    what = [FORMAT, settings.enforcement]
+    if settings.enforcement == 'nftables':
+        what.append(','.join(str(port) for port in sorted(set(settings.enforcement_ports))))
+    return hashlib.sha256(('\n'.join(what) + '\n').encode('ascii') + content).hexdigest()[:32]
+
+
+def sync(settings, force=False, on_skipped=None):
+    """Make the enforcement point of ``settings.enforcement`` equal to the blocklist, under
+    the run's lock (so two runs load their content in the order they changed it). When the
+    backend holds the digest of this blocklist already, nothing is parsed or loaded (the
+    lines skipped were named when it was loaded); ``force`` loads anyway. Returns a Status;
+    never raises for a failed sync. ``on_skipped(warning)`` gets the warning about lines
+    skipped."""
+    status = Status(settings.enforcement)
+    writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
+    try:
+        writer.lock()
+        try:
+            # strict: a blocklist that cannot be read is a failed sync, never an empty set
+            content = read_list(settings.blocklist, strict=True)
+            backend = _backend(settings.enforcement)
+            digest = digest_of(settings, content)
+            loaded = None if force else backend.loaded(settings)
+            if loaded is not None and loaded[0] == digest:
+                status.entries = loaded[1]
+            else:
+                entries = parse_entries(content)
+                status.skipped = entries.skipped
+                warning = entries.skipped_warning()
+                if warning and on_skipped is not None:
+                    on_skipped(warning)
+                status.changed = backend.load(settings, entries, digest, force)
+                status.entries = len(entries)
+            status.in_sync = True
+        finally:
+            writer.unlock()
+    except BotDetectorError as exc:
+        status.error = exc.message
+    return status
+

@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The reader of a log: its format's (``log_format``, ``log_formats``), or the one ``auto``
+tells from the log's first lines; None for combined, whose path is untouched."""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+
+from ..base.errors import bad_option
+from ..reading.chunks import LONG_LINE_READ
+from ..values.log_formats import format_of
+from .readers import HEAD_BYTES, VhostCombined
+
+__metaclass__ = type
+
+
+def reader_class(name):
+    if name in ('nginx_json', 'caddy', 'traefik_json'):
+        from . import json_logs
+        return json_logs.CLASSES[name]
+    if name == 'vhost_combined':
+        return VhostCombined
+    from . import text_logs
+    return text_logs.CLASSES[name]
+
+def head_of(path):
+    """The first HEAD_BYTES of a log (decompressed when it is gzip), b'' when unreadable; and
+    past them to the end of its first line where that is longer, up to the longest line read
+    whole (reading.LONG_LINE_READ; a longer one is unparsed): auto and the layouts are told
+    from whole lines."""
+    import zlib
+    head, whole, most = bytearray(), False, max(HEAD_BYTES, LONG_LINE_READ + 1)    # a longest line and its newline
+    try:
+        with open(path, 'rb') as handle:
+            raw = handle.read(HEAD_BYTES)
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if raw[:2] == b'\x1f\x8b' else None
+            while raw and len(head) < most and not (whole and len(head) >= HEAD_BYTES):
+                piece = raw if inflate is None else inflate.decompress(raw, min(HEAD_BYTES, most - len(head)))
+                head += piece[:most - len(head)]
+                whole = whole or b'\n' in piece
+                if inflate is not None and inflate.eof:
+                    break       # the first member (a rotated file's only one)
+                raw = (inflate is not None and inflate.unconsumed_tail) or handle.read(HEAD_BYTES)
+    except (OSError, IOError, zlib.error):
+        return b''
+    return bytes(head)
+
+
+def reader_for(settings, path, head=None):
+    """(format name, Reader or None for combined) of ``path``; ``auto`` is decided from
+    the log's first lines (detect), and refused (exit status 2) when they do not tell."""
+    name = format_of(settings, path)
+    if name == 'auto':
+        head = head_of(path) if head is None else head
+        name = detect(head, path)
+    if name == 'combined':
+        return name, None
+    reader = reader_class(name)(settings)
+    if reader.needs_head:
+        reader = reader.bind(head_of(path) if head is None else head)
+    return name, reader
+
+
+def detect(head, path):
+    """The one format all of the first lines of ``head`` parse as (up to 20). Raises the
+    refusal (exit status 2) when none or several fit, or when there is no line yet."""
+    from . import json_logs
+    from .text_logs import _HAPROXY, _TRAEFIK
+    lines = [line for line in head.split(b'\n')[:-1] if line.strip()][:20] if b'\n' in head else []
+    if lines and all(line.startswith(b'#') for line in lines[:1]):
+        fields = [line for line in lines if line.startswith(b'#Fields:')]
+        if fields:
+            return 'w3c'
+    if not lines:
+        raise bad_option('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path)
+    fits = []
+    for name, test in [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
+                       ('traefik', lambda line: _TRAEFIK.match(line) is not None and not _looks_combined(line)),
+                       ('haproxy', lambda line: _HAPROXY.search(line) is not None)] + json_logs.DETECTORS:
+        if all(test(line) for line in lines):
+            fits.append(name)
+    if len(fits) != 1:
+        raise bad_option('log_format auto: cannot tell the format of %s from its first lines (%s); set log_format'
+                         % (path, 'none fits' if not fits else 'fits ' + ' and '.join(fits)))
+    return fits[0]
+
+
+_COMBINED = re.compile(br'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \d{3} \S+ "[^"]*" "[^"]*"$')
+
+
+def _looks_combined(line):
+    return _COMBINED.match(line.rstrip(b'\r')) is not None

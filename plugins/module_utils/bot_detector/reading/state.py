@@ -1,0 +1,436 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The incremental state of one log (``--state-dir``): what earlier runs counted, so that
+the next run reads only the bytes appended since.
+
+Per log, one file in the state directory (statedir.py): a header line of JSON, then per
+segment and stamp two parts, whose lengths and CRC-32s the header gives:
+
+- the counting settings it was made under (state made under others is not used);
+- ``now``, the time of the run that wrote it (a run at an earlier time starts cold);
+- ``stamps``: the hour stamp texts it tracks, every hour from the previous one to
+  HORIZON ahead at the time it was started; each line read has been counted under each
+  of them it holds (the spec counts a line in a window when the window's hour text is
+  anywhere in it, a referrer included), so the count of a window whose text is tracked
+  is exact whatever the order of the lines. Stamps that no later run can have as a
+  window are dropped, with their counts; a run whose window is not tracked starts cold;
+- ``files``: the log (first) and, after a rotation, the file it was rotated to (LOG.1,
+  or LOG.1.gz): device, inode, the file's first bytes, the offset read up to (a line
+  start), for a compressed file its size and modification time (an inode is reused once
+  its file is deleted), and, per tracked stamp, the count per key.
+
+Each stamp's counts are two parts: its first entries in ``sort -nr`` order (a line of
+JSON, enough to rank an hour no new line touched without reading the rest), and all its
+counts (_section): a JSON line of precise-rules claims, the keys joined by blanks (a first
+field holds none), a newline, then the counts as unsigned 64-bit little-endian integers
+in the keys' order. Binary counts, since every cron run reads and writes the current
+hour's: written in a third of the time JSON took, read in two thirds.
+
+The file is parsed with json and array (never pickle: nothing in it can run code) and
+checked field by field; a damaged or foreign one (another user's, another log's) is
+ignored with one warning, and the run starts cold; one of an earlier format, silently.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import array
+import binascii
+import os
+import sys
+from collections import Counter
+
+from ..base.clock import hour_stamp
+from ..base.errors import BotDetectorError
+from .spill import spilled
+from .tally import Prefix, largest
+
+__metaclass__ = type
+
+FORMAT = 'jobboard.bot_detector state 2'
+FORMAT_NAME = 'jobboard.bot_detector state '    # what every format's name starts with
+HORIZON = 24 * 3600           # the stamps tracked reach this far ahead of the run that starts a state
+STAMP_STEP = 300              # hour_stamp is sampled this often: every local hour lasts longer
+HEAD_BYTES = 1024             # a file's identity: device, inode and its first bytes
+BEFORE_BYTES = 4096           # ... and the bytes before where it was read up to
+TOP_ENTRIES = 100             # an hour's first entries kept apart: enough to rank it unread
+# What decides which lines are counted and how, and which files are read: a state made
+# under other values is not used.
+COUNTING_SETTINGS = ('rules', 'job_prefixes', 'search_engine', 'crawlers', 'rotated', 'seek', 'seek_margin')
+FORMAT_SETTINGS = ('log_format', 'log_formats', 'log_json_fields', 'trusted_proxies', 'haproxy_user_agent_capture')
+
+
+class StateError(Exception):
+    """Why a state file cannot be used."""
+
+
+class EarlierFormat(StateError):
+    """A state file of an earlier version of this product: not used, and no warning (the
+    first run after an upgrade starts cold)."""
+
+
+def counting_settings(settings):
+    found = dict((name, getattr(settings, name)) for name in COUNTING_SETTINGS)
+    # The formats' settings, only when set: a state saved before they existed stays usable.
+    for name in FORMAT_SETTINGS:
+        value = getattr(settings, name, None)
+        if value and value != 'combined':
+            found[name] = value
+    return found
+
+
+def stamps_in_play(now, horizon):
+    """The hour stamps (bytes) some run at ``now`` or later, up to ``horizon``, can have as
+    a window: hour_stamp of every instant from an hour before ``now`` to ``horizon``."""
+    found = []
+    epoch = now - 3600
+    while True:
+        stamp = hour_stamp(epoch).encode('ascii')
+        if stamp not in found:
+            found.append(stamp)
+        if epoch >= horizon:
+            return found
+        epoch = min(horizon, (epoch // STAMP_STEP + 1) * STAMP_STEP)
+
+
+class Counts:
+    """A segment's counts per stamp: {stamp: Counter}. Read from a file, each stamp's
+    section is parsed only when asked for: an hour no new line touched is ranked from the
+    first entries its file keeps (prefix) and written back as it was read."""
+
+    def __init__(self, counters=None):
+        self._counters = dict(counters or {})
+        self._raw = {}                # stamp -> (top, counts, where, [their CRC-32s]): not parsed yet
+
+    def get(self, stamp):
+        """The Counter of ``stamp``, or None. Raises StateError for a damaged section."""
+        if stamp in self._raw:
+            top, raw, where, dummy = self._raw.pop(stamp)
+            self._counters[stamp] = _section_counter(raw, where)
+        return self._counters.get(stamp)
+
+    def prefix(self, stamp):
+        """A tally.Prefix of ``stamp``'s counts when they are not parsed yet, else None."""
+        if stamp not in self._raw:
+            return None
+        top, dummy, where, dummy = self._raw[stamp]
+        entries, complete = _top_entries(top, where)
+
+        def load():
+            try:
+                return self.get(stamp)
+            except StateError as exc:   # its checksum was right: not a disk's damage
+                raise BotDetectorError('the state file is damaged (%s); remove it, the next run starts cold' % exc)
+        return Prefix(entries, complete, load)
+
+    def add(self, stamp, counter):
+        """Add ``counter`` to ``stamp``'s counts (the smaller into the larger; counts
+        spilled to files, spill.py, take the others in)."""
+        if not counter and not spilled(counter):
+            return
+        mine = self.get(stamp)
+        if spilled(counter) or spilled(mine):
+            if not spilled(counter):
+                mine, counter = counter, mine
+            if mine is not None:
+                counter.absorb(mine)
+            self._counters[stamp] = counter
+            return
+        if mine is None or len(counter) > len(mine):
+            mine, counter = counter, mine
+            self._counters[stamp] = mine
+        if counter:
+            mine.update(counter.elements())     # counted in C, not a loop over the keys
+
+    def unparsed(self):
+        """The stamps whose section is not parsed yet (as read from the file)."""
+        return list(self._raw)
+
+    def stamps(self):
+        return [stamp for stamp in list(self._counters) + list(self._raw)
+                if stamp in self._raw or self._counters[stamp] or spilled(self._counters[stamp])]
+
+    def drop(self, stamp):
+        self._counters.pop(stamp, None)
+        self._raw.pop(stamp, None)
+
+    def sections(self, unranked=()):
+        """[(stamp, top, counts, [their CRC-32s])] in stamp order: parsed ones serialised,
+        the others as read, with the checksums they were read with. The stamps ``unranked``
+        get no first entries: the next run will add to them (the current hour), so it would
+        not rank them from those alone."""
+        out = []
+        for stamp in sorted(self.stamps()):
+            if stamp in self._raw:
+                top, raw, dummy, crcs = self._raw[stamp]
+            else:
+                counter = self._counters[stamp]
+                top, raw = _NO_TOP if stamp in unranked else _top_line(counter), _section(counter)
+                crcs = [binascii.crc32(top), binascii.crc32(raw)]
+            out.append((stamp, top, raw, crcs))
+        return out
+
+
+class Segment:
+    """One file of the state: its identity, how far it was read, and its counts per stamp."""
+
+    def __init__(self, dev, ino, head, offset, gzip=False, counts=None, before=None, compressed=None):
+        self.dev = dev
+        self.ino = ino
+        self.head = head              # its first bytes (at most HEAD_BYTES)
+        self.offset = offset          # read up to here (a line start; for gzip, in the decompressed bytes)
+        self.gzip = gzip
+        self.counts = counts if isinstance(counts, Counts) else Counts(counts)
+        self.before = before          # [length, CRC-32] of the bytes just before ``offset`` (plain files)
+        # gzip: [size, mtime in ns] of the compressed file read (a deleted file's inode is soon another's)
+        self.compressed = compressed
+
+    def unchanged(self, info):
+        """Whether the compressed file ``info`` (its fstat) is the one this segment read whole."""
+        return self.gzip and self.compressed == compressed_stat(info) and (info.st_dev, info.st_ino) == (self.dev, self.ino)
+
+    def matches(self, fd, info, head):
+        """True when the open file ``fd`` (``info``, its fstat; ``head``, its first bytes)
+        holds this segment's bytes: the same first bytes, at least as long, the same bytes
+        just before the offset (a file truncated and written again differs there); for
+        gzip, the same file, unchanged."""
+        if not head.startswith(self.head):
+            return False
+        if self.gzip:
+            return self.unchanged(info)
+        return info.st_size >= self.offset and (self.before is None or bytes_before(fd, self.offset) == self.before)
+
+
+def compressed_stat(info):
+    """[size, mtime in ns] of a compressed file (``info``, its fstat): with its device and inode, its identity."""
+    return [info.st_size, info.st_mtime_ns]
+
+
+def bytes_before(fd, offset):
+    """[length, CRC-32] of the BEFORE_BYTES (or fewer) bytes of ``fd`` before ``offset``."""
+    length = min(offset, BEFORE_BYTES)
+    return before_of(os.pread(fd, length, offset - length))
+
+
+def before_of(data):
+    """Segment.before of ``data``, the BEFORE_BYTES (or fewer) bytes before an offset."""
+    return [len(data), binascii.crc32(data)]
+
+
+class LogState:
+    """The state of one log."""
+
+    def __init__(self, log, settings, now, horizon, stamps, files):
+        self.log = log
+        self.settings = settings      # counting_settings() of the runs that made it
+        self.now = now
+        self.horizon = horizon
+        self.stamps = stamps          # the tracked stamps (bytes)
+        self.files = files            # [the log's Segment, the rotated file's Segment (optional)]
+
+    def prune(self, now):
+        """Drop the stamps no run at ``now`` or later can have as a window, and their counts."""
+        keep = set(stamps_in_play(now, max(now, self.horizon)))
+        self.stamps = [stamp for stamp in self.stamps if stamp in keep]
+        for segment in self.files:
+            for stamp in segment.counts.stamps():
+                if stamp not in keep:
+                    segment.counts.drop(stamp)
+
+    def dumps(self):
+        """The file: a header line (JSON), then for each segment and stamp its two parts
+        (the module's docstring); the header gives each part's length and CRC-32."""
+        import json
+        files, body = [], []
+        for segment in self.files:
+            sections = segment.counts.sections(unranked=(hour_stamp(self.now).encode('ascii'),))
+            files.append({'dev': segment.dev, 'ino': segment.ino, 'head': binascii.hexlify(segment.head).decode('ascii'),
+                          'offset': segment.offset, 'gzip': segment.gzip, 'before': segment.before,
+                          'compressed': segment.compressed,
+                          'sections': [{'stamp': stamp.decode('ascii'), 'top': [len(top), crcs[0]],
+                                        'counts': [len(raw), crcs[1]]} for stamp, top, raw, crcs in sections]})
+            for dummy, top, raw, dummy in sections:
+                body.extend((top, raw))
+        header = json.dumps({'format': FORMAT, 'log': self.log, 'settings': self.settings, 'now': self.now,
+                             'horizon': self.horizon, 'stamps': [s.decode('ascii') for s in self.stamps],
+                             'files': files}, separators=(',', ':'), sort_keys=True)
+        return b''.join([header.encode('utf-8'), b'\n'] + body)
+
+
+def _top_line(counter):
+    """The first TOP_ENTRIES of ``counter`` in sort -nr order, and whether that is all of
+    them, as a line of JSON; none for precise-rules counts (ranked whole)."""
+    import json
+    if set(map(type, counter)) - {bytes}:
+        return _NO_TOP
+    entries = largest(counter, TOP_ENTRIES)
+    complete = len(entries) == len(counter)
+    keys = [key.decode('latin-1') for key, count in entries]
+    return json.dumps({'complete': complete, 'keys': keys, 'counts': [count for key, count in entries]},
+                      separators=(',', ':')).encode('ascii') + b'\n'
+
+
+# The first entries of counts that are to be read whole (the ranking then reads them all).
+_NO_TOP = b'{"complete":false,"keys":[],"counts":[]}\n'
+
+
+def _top_entries(raw, where):
+    import json
+    try:
+        doc = json.loads(raw.decode('ascii'))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError('%s: not JSON (%s)' % (where, exc))
+    complete, keys, counts = (_field(doc, 'complete', bool, where), _field(doc, 'keys', list, where),
+                              _field(doc, 'counts', list, where))
+    if (len(keys) != len(counts) or set(map(type, keys)) - {str} or set(map(type, counts)) - {int}
+            or (counts and min(counts) <= 0)):
+        raise StateError('%s: first entries that are not keys and positive counts' % where)
+    try:
+        return list(zip([key.encode('latin-1') for key in keys], counts)), complete
+    except UnicodeEncodeError:
+        raise StateError('%s: a key with a character that is not a byte' % where)
+
+
+def _section(counter):
+    """One stamp's counts (the module's docstring): precise-rules claims ((field, crawler)
+    keys) as a JSON line of [field, crawler, count], the other keys joined by blanks, a
+    newline, their counts as 64-bit little-endian integers."""
+    import json
+    try:
+        keys = b' '.join(counter)
+        counts, claims = array.array('Q', counter.values()), []
+    except TypeError:       # claims among the keys
+        plain = [(k, n) for k, n in counter.items() if isinstance(k, bytes)]
+        keys = b' '.join(k for k, n in plain)
+        counts = array.array('Q', [n for k, n in plain])
+        claims = [[k[0].decode('latin-1'), k[1], n] for k, n in counter.items() if not isinstance(k, bytes)]
+    if _SWAP:
+        counts.byteswap()
+    return json.dumps(claims, separators=(',', ':')).encode('ascii') + b'\n' + keys + b'\n' + counts.tobytes()
+
+
+def _section_counter(raw, where):
+    import json
+    cut = raw.find(b'\n')
+    end = raw.find(b'\n', cut + 1) if cut != -1 else -1
+    if end == -1:
+        raise StateError('%s: counts without their claims and keys lines' % where)
+    try:
+        claims = json.loads(raw[:cut].decode('ascii'))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError('%s: claims not JSON (%s)' % (where, exc))
+    if not isinstance(claims, list):
+        raise StateError('%s: claims not a list' % where)
+    if (len(raw) - end - 1) % 8:
+        raise StateError('%s: counts cut short' % where)
+    counts = array.array('Q')
+    counts.frombytes(raw[end + 1:])
+    if _SWAP:
+        counts.byteswap()
+    keys = raw[cut + 1:end].split(b' ') if counts else []
+    if len(keys) != len(counts) or (not counts and end > cut + 1):
+        raise StateError('%s: %d keys, %d counts' % (where, len(keys), len(counts)))
+    if counts and min(counts) == 0:
+        raise StateError('%s: a count that is not a positive whole number' % where)
+    counter = Counter()
+    dict.update(counter, zip(keys, counts))
+    for claim in claims:
+        if (not isinstance(claim, list) or len(claim) != 3 or not isinstance(claim[0], str)
+                or not isinstance(claim[1], str) or not _whole(claim[2]) or claim[2] <= 0):
+            raise StateError('%s: a claim that is not [field, crawler, count]' % where)
+        try:
+            dict.__setitem__(counter, (claim[0].encode('latin-1'), claim[1]), claim[2])
+        except UnicodeEncodeError:
+            raise StateError('%s: a key with a character that is not a byte' % where)
+    if len(counter) != len(keys) + len(claims):
+        raise StateError('%s: a key twice' % where)
+    return counter
+
+
+# The counts are written little-endian whatever the host: a state directory moved between
+# hosts reads the same numbers.
+_SWAP = sys.byteorder != 'little'
+
+
+def _field(doc, name, kind, where):
+    """doc[name], which must be of ``kind`` (a bool is no number here)."""
+    value = doc.get(name) if isinstance(doc, dict) else None
+    if kind is bool:
+        valid = isinstance(value, bool)
+    else:
+        valid = isinstance(value, kind) and not isinstance(value, bool)
+    if not valid:
+        raise StateError('%s: %s missing or of the wrong type' % (where, name))
+    return value
+
+
+def _whole(value):
+    """An int that is not a bool (JSON's true is no count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _pair(doc, name, where):
+    value = _field(doc, name, list, where)
+    if len(value) != 2 or not all(_whole(v) and v >= 0 for v in value):
+        raise StateError('%s: %s is not two whole numbers' % (where, name))
+    return value
+
+
+def loads(data, log):
+    """A LogState from the file's bytes; its sections are checked against their CRC-32s
+    and parsed when needed. Raises StateError naming what is wrong."""
+    import json
+    cut = data.find(b'\n')
+    try:
+        doc = json.loads(data[:cut if cut != -1 else len(data)].decode('utf-8'))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError('not JSON (%s)' % exc)
+    found = doc.get('format') if isinstance(doc, dict) else None
+    if found != FORMAT:
+        error = EarlierFormat if isinstance(found, str) and found.startswith(FORMAT_NAME) else StateError
+        raise error('not a state file of this version (format %r)' % (found,))
+    if doc.get('log') != log:
+        raise StateError('the state of another log (%r)' % (doc.get('log'),))
+    settings = _field(doc, 'settings', dict, 'state')
+    now = _field(doc, 'now', (int, float), 'state')
+    horizon = _field(doc, 'horizon', (int, float), 'state')
+    stamps = _field(doc, 'stamps', list, 'state')
+    if not all(isinstance(s, str) and len(s) == 14 and s.isascii() for s in stamps):
+        raise StateError('stamps: not hour stamps')
+    stamps = [s.encode('ascii') for s in stamps]
+    files = _field(doc, 'files', list, 'state')
+    if not 1 <= len(files) <= 2:
+        raise StateError('files: one or two expected')
+    segments, position = [], cut + 1
+    for i, item in enumerate(files):
+        where = 'files[%d]' % i
+        try:
+            head = binascii.unhexlify(_field(item, 'head', str, where))
+        except (binascii.Error, ValueError):
+            raise StateError('%s: head is not hex' % where)
+        segment = Segment(_field(item, 'dev', int, where), _field(item, 'ino', int, where), head,
+                          _field(item, 'offset', int, where), _field(item, 'gzip', bool, where))
+        if segment.offset < 0 or len(head) > HEAD_BYTES:
+            raise StateError('%s: offset or head out of range' % where)
+        if item.get('before') is not None:
+            segment.before = _pair(item, 'before', where)
+        if item.get('compressed') is not None:
+            segment.compressed = _pair(item, 'compressed', where)
+        for section in _field(item, 'sections', list, where):
+            stamp = _field(section, 'stamp', str, where).encode('ascii', 'replace')
+            parts, crcs = [], []
+            for part in ('top', 'counts'):
+                length, crc = _pair(section, part, where)
+                raw = data[position:position + length]
+                position += length
+                if len(raw) != length or binascii.crc32(raw) != crc:
+                    raise StateError('%s: the section of %s is damaged or cut short' % (where, stamp.decode('ascii')))
+                parts.append(raw)
+                crcs.append(crc)
+            if stamp not in stamps or stamp in segment.counts.stamps():
+                raise StateError('%s: a section of %s, not tracked or twice' % (where, stamp.decode('ascii')))
+            segment.counts._raw[stamp] = (parts[0], parts[1], '%s %s' % (where, stamp.decode('ascii')), crcs)  # pylint: disable=protected-access
+        segments.append(segment)
+    if position != len(data):
+        raise StateError('%d bytes after the last section' % (len(data) - position))
+    return LogState(log, settings, now, horizon, stamps, segments)

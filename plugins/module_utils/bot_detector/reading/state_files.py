@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The state directory (``--state-dir``): one state file per log (state.py says what it
+holds), read only when it is a regular file of this run's user, replaced atomically."""
+
+from __future__ import absolute_import, division, print_function
+
+import binascii
+import errno
+import os
+import stat
+
+from .state import EarlierFormat, StateError, loads
+
+__metaclass__ = type
+
+from ..base.messages import STATE_OVER_BUDGET
+from ..base.text import write_all
+
+
+def state_path(state_dir, log):
+    """The state file of ``log`` (an absolute path): its path with '%' and '/' escaped, so
+    that two logs never share one; a long path is cut and given its CRC instead."""
+    name = log.replace('%', '%25').replace('/', '%2F')
+    if len(name) > 200:
+        name = '%s-%08x' % (name[-180:], binascii.crc32(log.encode('utf-8', 'surrogateescape')) & 0xffffffff)
+    return os.path.join(state_dir, name + '.json')
+
+
+def load(state_dir, log, max_bytes=None):
+    """(LogState or None, warning or None). No file is no state and no warning; a file that
+    cannot be used (one larger than ``max_bytes``, the setting state_budget, too) is no state and one warning saying why."""
+    path = state_path(state_dir, log)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None, None
+        return None, 'state file %s ignored: %s' % (path, exc.strerror)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, 'state file %s ignored: not a regular file' % path
+        if info.st_uid != os.geteuid():
+            return None, 'state file %s ignored: owned by user %d, not by this run\'s' % (path, info.st_uid)
+        if max_bytes is not None and info.st_size > max_bytes:
+            return None, 'state file %s ignored: larger than %d bytes' % (path, max_bytes)
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1024 * 1024)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError as exc:
+        return None, 'state file %s ignored: %s' % (path, exc.strerror)
+    finally:
+        os.close(fd)
+    try:
+        return loads(b''.join(chunks), log), None
+    except EarlierFormat:
+        return None, None
+    except StateError as exc:
+        return None, 'state file %s ignored: %s' % (path, exc)
+
+
+def _remove_leftovers(state_dir):
+    """Remove the temporary files of runs that were killed before their rename (named
+    .tmp-PID-..., the PID no longer running)."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split('-', 2)
+        if name.startswith('.tmp-') and len(parts) == 3 and parts[1].isdigit() and not _running(int(parts[1])):
+            try:
+                os.unlink(os.path.join(state_dir, name))
+            except OSError:
+                pass
+
+
+def _running(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        return exc.errno == errno.EPERM
+    return True
+
+
+def drop(state_dir, log, why):
+    """Remove the state file of ``log`` (its counts are past a budget); returns the warning."""
+    path = state_path(state_dir, log)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    return STATE_OVER_BUDGET % {'path': path, 'why': why}
+
+
+def save(state_dir, states, max_bytes=None):
+    """Replace each state's file atomically (a new file, mode 0600, fsync'ed, renamed over
+    the old). Called under the run's lock, after the run's appends: a run killed before
+    the rename leaves the previous state, which can only cost a cold run. A state larger
+    than ``max_bytes`` is not written, and its old file is removed. Returns a warning, or
+    None."""
+    try:
+        os.makedirs(state_dir, 0o700)
+    except OSError as exc:
+        if exc.errno != errno.EEXIST or not os.path.isdir(state_dir):
+            return 'cannot create the state directory %s: %s' % (state_dir, exc.strerror)
+    _remove_leftovers(state_dir)
+    over = []
+    for state in states:
+        path = state_path(state_dir, state.log)
+        data = state.dumps()
+        if max_bytes is not None and len(data) > max_bytes:
+            over.append(drop(state_dir, state.log, 'larger than state_budget (%d bytes, %d allowed)' % (len(data), max_bytes)))
+            continue
+        temporary = os.path.join(state_dir, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
+        fd = None
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            write_all(fd, data)
+            os.fsync(fd)
+            os.close(fd)
+            fd = None
+            os.rename(temporary, path)
+        except OSError as exc:
+            if fd is not None:
+                os.close(fd)
+                try:
+                    os.unlink(temporary)
+                except OSError:
+                    pass
+            return 'cannot write the state file %s: %s' % (path, exc.strerror)
+    return '\n'.join(over) or None

@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The log formats as settings name them: ``log_format``'s choices, a log's format
+(``log_formats`` overrides), nginx JSON's roles and key names (``log_json_fields``).
+
+Here, not in the formats package, so that the settings' checks and a combined run load
+none of the formats' code (formats/ reads the logs in these formats)."""
+
+from __future__ import absolute_import, division, print_function
+
+from ..base.errors import bad_option
+
+__metaclass__ = type
+
+FORMATS = ('combined', 'vhost_combined', 'nginx_json', 'caddy', 'traefik', 'traefik_json', 'haproxy', 'w3c')
+CHOICES = FORMATS + ('auto',)
+
+# nginx_json: the key names recognised by default, first found wins (issue 27).
+NGINX_KEYS = {
+    'address': ('remote_addr', 'clientip', 'client_ip', 'client', 'remote_ip', 'ip'),
+    'time': ('time_local', 'time_iso8601', '@timestamp', 'timestamp', 'time', 'date', 'msec'),
+    'request': ('request',),
+    'method': ('request_method',),
+    'uri': ('request_uri', 'uri', 'path', 'url'),
+    'protocol': ('server_protocol', 'protocol'),
+    'status': ('status',),
+    'bytes': ('body_bytes_sent', 'bytes_sent', 'size', 'bytes'),
+    'referer': ('http_referer', 'http_referrer', 'referer', 'referrer'),
+    'user_agent': ('http_user_agent', 'user_agent', 'agent', 'ua'),
+    'forwarded_for': ('http_x_forwarded_for', 'x_forwarded_for'),
+}
+JSON_ROLES = tuple(sorted(NGINX_KEYS))
+
+
+def format_of(settings, path):
+    """The format setting for ``path``: its ``log_formats`` entry (LOG=FORMAT), else ``log_format``."""
+    for item in settings.log_formats or ():
+        log, dummy, name = item.rpartition('=')
+        if log == path:
+            return name
+    return settings.log_format
+
+
+def parse_overrides(items, where='log_formats'):
+    """Check ``LOG=FORMAT`` items."""
+    for item in items or ():
+        log, equals, name = item.rpartition('=')
+        if not equals or not log or name not in CHOICES:
+            raise bad_option('%s: %r must be LOG=FORMAT with FORMAT one of %s' % (where, item, ', '.join(CHOICES)))
