@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings as hsettings, strateg
 import loggen
 from test_metrics import metrics
 from conftest import CORE, Files, in_timezone, run_core, run_reference
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import follow_files
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import follower_state
 
 START = 1795258200          # 2026-11-21 10:50:00 UTC: the windows 09 and 10
 THRESHOLD, TOP = 50, 100
@@ -48,7 +48,7 @@ def blocked(files):
 
 
 def read_state(path):
-    doc, counts = follow_files.load(str(path))
+    doc, counts = follower_state.load(str(path))
     doc['counts'] = counts
     return doc
 

@@ -23,7 +23,7 @@ import loggen
 import logformats
 from conftest import CORE, Files, in_timezone, mask_duration, run_core, run_reference
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import state_files
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import saves
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
 START = 1795255200          # 2026-11-21 10:00:00 UTC
@@ -292,7 +292,7 @@ def test_the_state_is_bounded_and_private(tmp_path):
         path = day.state_dir / name
         sizes.append(path.stat().st_size)
         assert oct(path.stat().st_mode & 0o777) == '0o600'
-        kept = state_files.load(str(day.state_dir), str(day.log))[0]
+        kept = saves.load(str(day.state_dir), str(day.log))[0]
         assert len(kept.stamps) <= 27                       # the hours in play, and no more
         assert kept.stamps[0] == in_timezone('UTC', lambda: time.strftime('%d/%b/%Y:%H', time.gmtime(day.clock - 3600))).encode()
     assert max(sizes) < 2 * min(sizes)                       # two hours of counts, whatever the log's length
@@ -313,7 +313,7 @@ def test_a_damaged_state_is_ignored_with_one_warning(tmp_path):
     warnings = result.warnings
     assert len(warnings) == 1 and 'ignored' in warnings[0] and name in warnings[0]
     assert [scan['mode'] for scan in result.scans] == ['seek']                # cold
-    assert state_files.load(str(day.state_dir), str(day.log))[1] is None           # replaced by a sound one
+    assert saves.load(str(day.state_dir), str(day.log))[1] is None           # replaced by a sound one
 
 
 def test_a_state_dir_that_cannot_be_written_is_a_warning_not_a_failure(tmp_path):
@@ -424,7 +424,7 @@ def test_several_logs_each_keep_a_state_and_are_summed(tmp_path):
             printed.append((result.messages[:-1], result.windows, files.read('blocklist')))
         assert printed[0] == printed[1]
     assert sorted(os.listdir(str(tmp_path / 'state'))) == sorted(
-        os.path.basename(state_files.state_path('', str(log))) for log in (first.log, second.log))
+        os.path.basename(saves.state_path('', str(log))) for log in (first.log, second.log))
 
 
 def test_a_fall_back_night_whose_two_windows_share_an_hour_counts_it_once(tmp_path):

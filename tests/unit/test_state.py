@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import state, state_files
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import state, saves
 
 ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Pacific/Chatham']
 LOG = '/var/log/nginx/access.log'
@@ -192,22 +192,22 @@ def test_a_damaged_section_is_refused_when_read(name):
 
 def test_load_ignores_what_it_cannot_trust_with_one_warning(tmp_path):
     directory = str(tmp_path / 'state')
-    path = state_files.state_path(directory, LOG)
-    assert state_files.load(directory, LOG) == (None, None)                   # no state yet: no warning
-    assert state_files.save(directory, [sample_state()]) is None
-    loaded, warning = state_files.load(directory, LOG)
+    path = saves.state_path(directory, LOG)
+    assert saves.load(directory, LOG) == (None, None)                   # no state yet: no warning
+    assert saves.save(directory, [sample_state()]) is None
+    loaded, warning = saves.load(directory, LOG)
     assert warning is None and loaded.dumps() == sample_state().dumps()
     with open(path, 'wb') as handle:
         handle.write(damaged_files()['truncated'])
-    loaded, warning = state_files.load(directory, LOG)
+    loaded, warning = saves.load(directory, LOG)
     assert loaded is None and warning.startswith('state file %s ignored: ' % path) and 'cut short' in warning
     os.unlink(path)
     os.symlink('/etc/passwd', path)
-    loaded, warning = state_files.load(directory, LOG)
+    loaded, warning = saves.load(directory, LOG)
     assert loaded is None and 'ignored' in warning
     os.unlink(path)
     os.mkfifo(path)                                                     # never blocks
-    loaded, warning = state_files.load(directory, LOG)
+    loaded, warning = saves.load(directory, LOG)
     assert loaded is None and 'not a regular file' in warning
 
 
@@ -215,42 +215,42 @@ def test_a_state_of_an_earlier_format_is_dropped_without_a_warning(tmp_path):
     """After an upgrade the first run starts cold, quietly; a format no version wrote is a
     foreign file, and warned about."""
     directory = str(tmp_path / 'state')
-    assert state_files.save(directory, [sample_state()]) is None
-    path = state_files.state_path(directory, LOG)
+    assert saves.save(directory, [sample_state()]) is None
+    path = saves.state_path(directory, LOG)
     good = open(path, 'rb').read()
     for fmt, warned in (('jobboard.bot_detector state 1', False), ('something else', True)):
         with open(path, 'wb') as handle:
             handle.write(with_header(good, lambda h: h.update(format=fmt)))
-        loaded, warning = state_files.load(directory, LOG)
+        loaded, warning = saves.load(directory, LOG)
         assert loaded is None and (warning is not None) == warned, fmt
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason='needs root to give the file to another user')
 def test_another_users_state_is_ignored(tmp_path):
     directory = str(tmp_path / 'state')
-    assert state_files.save(directory, [sample_state()]) is None
-    os.chown(state_files.state_path(directory, LOG), 65534, 65534)
-    loaded, warning = state_files.load(directory, LOG)
+    assert saves.save(directory, [sample_state()]) is None
+    os.chown(saves.state_path(directory, LOG), 65534, 65534)
+    loaded, warning = saves.load(directory, LOG)
     assert loaded is None and 'owned by user 65534' in warning
 
 
 def test_save_is_private_atomic_and_removes_only_dead_runs_leftovers(tmp_path):
     directory = tmp_path / 'state'
     dead = 4194304 + 12345          # above pid_max: no such process
-    assert state_files.save(str(directory), [sample_state()]) is None
+    assert saves.save(str(directory), [sample_state()]) is None
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
-    path = state_files.state_path(str(directory), LOG)
+    path = saves.state_path(str(directory), LOG)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     (directory / ('.tmp-%d-x.json' % dead)).write_text('half')
     (directory / ('.tmp-%d-y.json' % os.getpid())).write_text('ours, being written')
     inode = os.stat(path).st_ino
-    assert state_files.save(str(directory), [sample_state()]) is None
+    assert saves.save(str(directory), [sample_state()]) is None
     assert os.stat(path).st_ino != inode                                 # replaced, not rewritten in place
     assert sorted(os.listdir(str(directory))) == sorted([os.path.basename(path), '.tmp-%d-y.json' % os.getpid()])
 
 
 def test_state_paths_are_distinct_and_short():
     paths = ['/a/b', '/a%2Fb', '/a_b', '/a/b/', 'x' * 300, 'x' * 299 + 'y']
-    names = [state_files.state_path('/s', p) for p in paths]
+    names = [saves.state_path('/s', p) for p in paths]
     assert len(set(names)) == len(names)
     assert all(len(os.path.basename(n)) < 255 for n in names)

@@ -7,10 +7,12 @@ time text (LocalTime: the other formats' twins, as nginx writes $time_local)."""
 
 from __future__ import absolute_import, division, print_function
 
+import os
 import re
 import time
 
 from .errors import BotDetectorError, bad_option
+from .messages import HEADINGS
 
 __metaclass__ = type
 
@@ -197,7 +199,6 @@ def date_default_format(epoch=None):
     (``date -d @EPOCH`` for another moment than now): each locale has its own format.
     Under the C locale (cron's, when nothing sets one), whose format glibc fixes, it is
     written here, as ``date`` would: a process less for every address blocked."""
-    import os
     if _time_locale(os.environ) in ('C', 'POSIX'):
         # time.time(), the clock ``date`` reads: localtime() alone reads a coarser one, which
         # can still show the last second for a few milliseconds after the next began.
@@ -206,7 +207,7 @@ def date_default_format(epoch=None):
     key = (int(time.time()),) + tuple(os.environ.get(name) for name in _DATE_ENVIRONMENT) if epoch is None else None
     if key in _DATES:
         return _DATES[key]
-    import subprocess
+    import subprocess       # date(1) only: not under the C locale
     args = ['date'] if epoch is None else ['date', '-d', '@%d' % int(epoch)]
     try:
         # The core is also the host command, run without Ansible: no AnsibleModule.run_command.
@@ -254,7 +255,6 @@ class DateReader:
     is None: ban expiry keeps such an entry rather than guess."""
 
     def __init__(self, environments=None):
-        import os
         self.environments = environments or [dict(os.environ), dict(os.environ, LC_ALL='C')]
         names = [name.encode('ascii', 'replace') for name in time.tzname]
         self.zones = names + [name for name in _UTC_NAMES if name not in names]
@@ -291,7 +291,7 @@ class DateReader:
         fields = (year, month, day, hour, minute, second)
         try:
             if zone in _UTC_NAMES and zone not in self.zones[:2]:
-                import calendar
+                import calendar     # a UTC date read back only (calendar loads datetime and locale)
                 return calendar.timegm(fields + (0, 0, 0))
             standard, summer = self.zones[:2]
             dst = -1 if standard == summer else (1 if zone == summer else 0)
@@ -319,7 +319,7 @@ class DateReader:
         days share (no locale does that) reads as none of them."""
         if year in self._years:
             return self._years[year]
-        import subprocess
+        import subprocess       # date(1): a locale whose format must be learnt only
         days = []
         for month in range(1, 13):
             for day in range(1, 32):
@@ -352,7 +352,6 @@ class DateReader:
 
 def hour_windows(now):
     """The previous hour, then the current hour. '1 hour ago' is 3600 s earlier, as in GNU date."""
-    from .messages import HEADINGS
     return [
         Window('previous', HEADINGS['previous'], hour_stamp(now - 3600).encode('ascii')),
         Window('current', HEADINGS['current'], hour_stamp(now).encode('ascii')),

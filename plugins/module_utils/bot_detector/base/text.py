@@ -10,6 +10,8 @@ from __future__ import absolute_import, division, print_function
 import os
 import re
 
+from .errors import bad_option
+
 __metaclass__ = type
 
 # A byte that bytes.strip() leaves: a line without one is blank.
@@ -61,12 +63,11 @@ def unquote_item(line, where):
     line = line.strip()
     if not line.startswith('"'):
         return line
-    import json
+    import json     # a quoted list item only
     try:
         value = json.loads(line)
     except ValueError:
         value = None
     if not isinstance(value, str):
-        from .errors import bad_option
         raise bad_option('%s: a quoted item must be one JSON string, got %r' % (where, line))
     return value

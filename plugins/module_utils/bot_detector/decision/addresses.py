@@ -30,7 +30,7 @@ def is_client_address(field):
         return text != '0.0.0.0'
     if ':' not in text or '%' in text:
         return False
-    import ipaddress
+    import ipaddress        # only where an address is parsed: not a spec run's top 20
     try:
         return not ipaddress.IPv6Address(text).is_unspecified
     except ValueError:
@@ -41,13 +41,13 @@ def parse_address(field):
     """An ipaddress object for a valid client address (see is_client_address), else None."""
     if not is_client_address(field):
         return None
-    import ipaddress
+    import ipaddress        # only where an address is parsed: not a spec run's top 20
     return ipaddress.ip_address(field.decode('ascii'))
 
 
 def parse_network(text):
     """An ip_network for an address or a CIDR network (bytes), else None."""
-    import ipaddress
+    import ipaddress        # only where an address is parsed: not a spec run's top 20
     try:
         return ipaddress.ip_network(text.strip().decode('ascii'), strict=False)
     except (ValueError, UnicodeDecodeError):

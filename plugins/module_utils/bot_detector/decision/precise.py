@@ -15,11 +15,11 @@ from collections import Counter
 from itertools import compress, repeat
 from operator import contains, eq, ge, ne, not_, or_
 
-from .ranges import BITS, V4, Networks, client, grouped, network, spelling, v4_groups
-from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, count_first_fields, first_field, prefix_pattern
+from ..base.text import to_bytes, to_text
 from ..reading.spill import parts, spilled
 from ..reading.tally import largest, whole
-from ..base.text import to_bytes, to_text
+from .ranges import BITS, V4, Networks, client, grouped, network, spelling, v4_groups
+from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, count_first_fields, first_field, prefix_pattern
 
 __metaclass__ = type
 

@@ -12,10 +12,10 @@ from collections import Counter
 from itertools import compress, repeat
 from operator import contains, ge, itemgetter, not_
 
-from .addresses import is_client_address, parse_address
+from ..base.text import to_bytes
 from ..reading.spill import parts, spilled
 from ..reading.tally import largest
-from ..base.text import to_bytes
+from .addresses import is_client_address, parse_address
 
 __metaclass__ = type
 

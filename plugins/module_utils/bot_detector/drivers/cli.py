@@ -13,10 +13,9 @@ from .. import VERSION
 from ..base.clock import parse_now
 from ..base.errors import EXIT_BAD_OPTION, EXIT_ENFORCEMENT_FAILED, EXIT_OK, EXIT_SPEC_ERROR, BotDetectorError
 from ..base.messages import ERROR_PREFIX, FOLLOW_NEEDS, USAGE_LINES, WARNING_PREFIX
-from .run import detect
+from ..base.text import to_bytes
 from ..values.config import DEFAULT_CONFIG, resolve
 from ..values.settings import SETTINGS
-from ..base.text import to_bytes
 
 __metaclass__ = type
 
@@ -138,7 +137,7 @@ def main(argv=None):
         # A closed standard output (| head) ends the run where it ends a shell script: at
         # the line that could not be written, silently, by SIGPIPE; after the run's own
         # clean-up (its lock), which the exception went through.
-        import signal
+        import signal       # a closed standard output only
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGPIPE)
@@ -176,26 +175,27 @@ def _main(argv):
         if args.follow:
             if not settings.state_dir:
                 parser.error(FOLLOW_NEEDS)
-            from .follow import follow
+            from .follow import follow      # --follow only
             follow(settings, args.log, now=now, emit=emit, on_warning=warn)
             return EXIT_OK
         if args.enforce_now:
             if settings.enforcement == 'none':
                 parser.error('--enforce-now: setting enforcement is none (set it to nftables or nginx)')
-            from .after_change import enforce_now
+            from .after_change import enforce_now      # --enforce-now only
             result = enforce_now(settings, emit=None if args.json else emit, on_warning=warn)
         elif args.unblock:
-            from .unblock import unblock
+            from .unblock import unblock      # --unblock only
             result = unblock(settings, args.unblock, check_mode=args.check, emit=None if args.json else emit,
                              on_warning=warn)
         elif args.status:
-            from .status import status
+            from .status import status      # --status only
             result = status(settings, args.log, now=now)
             for line in result.warnings:
                 warn(line)
             for line in [] if args.json else result.lines():
                 emit(line)
         else:
+            from .run import detect     # a detection run only: --version and --help load none of the stages
             result = detect(settings, args.log, now=now, check_mode=args.check, emit=None if args.json else emit,
                             on_warning=warn)
     except BotDetectorError as exc:
@@ -205,7 +205,7 @@ def _main(argv):
             sys.stderr.write(ERROR_PREFIX + exc.message + '\n')
         return exc.exit_status
     if args.json:
-        import json
+        import json     # --json only
         emit(json.dumps(result.as_dict(), sort_keys=True))
     enforcement = getattr(result, 'enforcement', None)       # --status has none
     if enforcement is not None and not enforcement['in_sync']:

@@ -25,27 +25,27 @@ when it calls them.
 from __future__ import absolute_import, division, print_function
 
 import base64
-import errno
 import json
 import os
 import signal
 import time
 
 from ..base import messages
-from ..reading import state
 from ..base.clock import hour_stamp, hour_windows
 from ..base.errors import BotDetectorError
-from .follow_files import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, load
-from ..reading.logfile import rotated_sibling
-from ..reading.chunks import count_range, lines_end
-from ..reporting.result import Result
+from ..base.text import printable, to_text
 from ..decision.choice import rules_for
 from ..decision.rules import BLOCK
+from ..lists.writer import lock_directory
+from ..reading import state
+from ..reading.chunks import count_range, lines_end
+from ..reading.growing import Position, Source, holds, open_followed
+from ..reading.logfile import rotated_sibling
 from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
-from ..lists.writer import lock_directory
-from ..base.text import printable, to_text
+from ..reporting.result import Result
 from .after_change import after_run
+from .follower_state import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, load
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -56,55 +56,6 @@ DECIDE_EVERY = 0.5      # seconds between decisions while lines arrive
 SAVE_EVERY = 5.0        # seconds between state saves (and metrics, status)
 EXPIRE_EVERY = 30.0     # seconds between ban expiries when ban_time is set
 DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged before it is closed
-
-
-class Position:
-    """One open file of a log: its identity, where its counted lines end, its first bytes."""
-
-    def __init__(self, fd, offset=0, head=b''):
-        self.fd = fd
-        info = os.fstat(fd)
-        self.dev, self.ino = info.st_dev, info.st_ino
-        self.offset, self.head = offset, head
-        self.quiet_since = None
-
-    def as_dict(self):
-        return {'dev': self.dev, 'ino': self.ino, 'offset': self.offset,
-                'head': base64.b64encode(self.head).decode('ascii')}
-
-
-def _open(path):
-    try:
-        return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            return None
-        raise BotDetectorError('cannot read %s: %s' % (path, exc.strerror))
-
-
-def _holds(fd, head, offset):
-    """Whether the open file begins with ``head`` and reaches ``offset``: the file read."""
-    return os.fstat(fd).st_size >= offset and os.pread(fd, len(head), 0) == head
-
-
-class Source:
-    """One log followed: its current file and the old files still being read."""
-
-    def __init__(self, path):
-        self.path = path
-        self.current = None
-        self.old = []           # [Position]: renamed away, read on until quiet
-
-    def positions(self):
-        return {'current': self.current.as_dict() if self.current else None, 'old': [p.as_dict() for p in self.old]}
-
-    def behind(self):
-        """Bytes written and not read yet (whole lines or not)."""
-        return sum(max(0, os.fstat(p.fd).st_size - p.offset) for p in ([self.current] if self.current else []) + self.old)
-
-    def close(self):
-        for pos in ([self.current] if self.current else []) + self.old:
-            os.close(pos.fd)
 
 
 class Follower:
@@ -189,12 +140,12 @@ class Follower:
         """The log was truncated (copytruncate): read the rest of its old content from the
         copy, LOG.1, when it holds what was read (same first bytes, as long)."""
         sibling = rotated_sibling(source.path)
-        fd = _open(sibling) if sibling and not sibling.endswith('.gz') else None
+        fd = open_followed(sibling) if sibling and not sibling.endswith('.gz') else None
         if fd is None:
             self.warn(messages.FOLLOW_LOST % (source.path, 'truncated, and no copy of it found'))
             return
         try:
-            if pos.head and _holds(fd, pos.head, pos.offset):
+            if pos.head and holds(fd, pos.head, pos.offset):
                 copy = Position(fd, pos.offset, pos.head)
                 self._read_on(copy, finished=True)
             else:
@@ -239,7 +190,7 @@ class Follower:
                 os.close(pos.fd)
             read += got
         if source.current is None:
-            fd = _open(source.path)
+            fd = open_followed(source.path)
             if fd is None:
                 return read
             source.current = Position(fd)
@@ -249,7 +200,7 @@ class Follower:
         except OSError:
             info = None                 # renamed away, the new one not made yet: read on
         if info is not None and (info.st_dev, info.st_ino) != (pos.dev, pos.ino):
-            fd = _open(source.path)     # renamed (or a link pointed elsewhere): the new file from its start
+            fd = open_followed(source.path)     # renamed (or a link pointed elsewhere): the new file from its start
             if fd is not None:
                 source.old.append(pos)
                 source.current = pos = Position(fd)
@@ -278,12 +229,12 @@ class Follower:
         renamed or copied while the follower was down; read on from the saved offset."""
         dev, ino, offset, head = entry['dev'], entry['ino'], entry['offset'], base64.b64decode(entry['head'])
         for path in (source.path, rotated_sibling(source.path)):
-            fd = _open(path) if path and not path.endswith('.gz') else None
+            fd = open_followed(path) if path and not path.endswith('.gz') else None
             if fd is None:
                 continue
             info = os.fstat(fd)
             same = (info.st_dev, info.st_ino) == (dev, ino)
-            if (same or (head and path != source.path)) and _holds(fd, head, offset):   # the log itself, or a copy
+            if (same or (head and path != source.path)) and holds(fd, head, offset):   # the log itself, or a copy
                 pos = Position(fd, offset, head)
                 if path == source.path and current:
                     source.current = pos

@@ -18,21 +18,22 @@ import re
 import sys
 import time
 
-from ..decision.addresses import entry_key, server_addresses
 from ..base.clock import hour_windows
-from ..values.log_formats import format_of
 from ..base.errors import bad_option
-from ..lists.content import count_lines, read_list
-from ..reading.logfile import check_readable
-from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES, UNREADABLE_FORMAT)
-from .after_change import recorded
-from ..reporting.result import Result
+from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES,
+                             UNREADABLE_FORMAT)
+from ..base.text import printable, to_bytes, to_text
+from ..decision.addresses import entry_key, server_addresses
 from ..decision.choice import rules_for
 from ..decision.rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide
+from ..lists.content import count_lines, read_list
+from ..lists.writer import BlocklistWriter, removal_pending
+from ..reading.logfile import check_readable
 from ..reading.spill import Session
 from ..reading.tally import count_windows, whole
-from ..base.text import printable, to_bytes, to_text
-from ..lists.writer import BlocklistWriter, removal_pending
+from ..reporting.result import Result
+from ..values.log_formats import format_of
+from .after_change import recorded
 
 __metaclass__ = type
 
@@ -54,7 +55,7 @@ def count_logs(settings, logs, now, resolver, result, session=None):
     readers = log_readers(settings, logs, result)
     states = []
     if settings.state_dir:
-        from ..reading.incremental import count_with_state
+        from ..reading.incremental import count_with_state      # state_dir runs only
         counts, states = count_with_state(logs, hour_windows(now), rules.line_filter, settings, now, session, readers)
     else:
         counts = count_windows(logs, hour_windows(now), rules.line_filter, seek=settings.seek,
@@ -145,7 +146,7 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
 
     def save_states():
         if states and not check_mode:
-            from ..reading.state_files import save
+            from ..reading.saves import save      # state_dir runs only
             problem = save(settings.state_dir, states, settings.state_budget)
             for line in problem.split('\n') if problem else ():
                 result.warn(line)

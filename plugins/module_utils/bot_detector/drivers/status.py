@@ -13,12 +13,14 @@ import time
 from ..base import messages
 from ..base.clock import date_default_format
 from ..base.errors import BotDetectorError
-from ..lists.expiry import bans
-from .follow_files import running
-from ..lists.content import read_list
-from ..decision.rules import decide
 from ..base.text import printable, to_text
+from ..decision.rules import decide
+from ..lists.content import read_list
+from ..lists.expiry import bans
 from ..lists.writer import lock_directory
+from ..reading.spill import Session
+from .follower_state import running
+from .run import count_logs
 
 __metaclass__ = type
 
@@ -97,7 +99,6 @@ def status(settings, logs=(), now=None, resolver=None):
         report.entries.append(entry)
     report.followers = [doc for doc in followers() if doc.get('blocklist') == os.path.realpath(settings.blocklist)]
     if logs:
-        from ..reading.spill import Session
         with Session(settings.count_budget) as session:
             _windows(report, settings, logs, now, resolver, content, session)
     return report
@@ -105,7 +106,6 @@ def status(settings, logs=(), now=None, resolver=None):
 
 def _windows(report, settings, logs, now, resolver, content, session):
     """The windows' top records with their verdicts, into ``report``."""
-    from .run import count_logs      # the detector's own counting (and its warnings), unchanged
     rules, counts, server_ips, dummy = count_logs(settings, logs, now, resolver, report, session)    # no state saved
     lists = rules.lists(content, read_list(settings.exclusions_file, strict=True))
     report.windows = []

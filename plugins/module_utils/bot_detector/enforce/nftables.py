@@ -27,6 +27,8 @@ import subprocess
 
 from ..base.errors import BotDetectorError
 from ..base.text import printable, to_text
+from ..lists.replace import replace_file
+from ..lists.writer import lock_file
 
 __metaclass__ = type
 
@@ -81,7 +83,6 @@ def _nft(args, text=None):
 
 def _record(settings):
     """The file beside the run's lock that records the last good load: '<digest> <entries>'."""
-    from ..lists.writer import lock_file
     return lock_file(settings.blocklist)[:-len('.lock')] + '.nft'
 
 
@@ -111,7 +112,6 @@ def loaded(settings):
 
 def load(settings, entries, digest, force=False):
     """Load ``entries`` into the table in one transaction, and record it; True (it was loaded)."""
-    from ..lists.replace import replace_file
     record = _record(settings)
     try:
         os.unlink(record)       # a load that fails leaves no record: the next run tries again

@@ -19,8 +19,8 @@ import shlex
 import subprocess
 
 from ..base.errors import BotDetectorError
-from ..lists.replace import replace_file
 from ..base.text import printable, to_text
+from ..lists.replace import replace_file
 
 __metaclass__ = type
 

@@ -17,14 +17,15 @@ cause, the command's exit status 4, and ``bot_detector_enforcement_in_sync 0`` i
 
 from __future__ import absolute_import, division, print_function
 
+import hashlib
 import ipaddress
 import re
 import socket
 
 from ..base.errors import BotDetectorError
-from ..lists.content import read_list
 from ..base.messages import ENFORCEMENT_SKIPPED
 from ..base.text import printable, to_text
+from ..lists.content import read_list
 from ..lists.writer import BlocklistWriter
 
 __metaclass__ = type
@@ -173,9 +174,9 @@ class Status:
 
 def _backend(name):
     if name == 'nftables':
-        from . import nftables
+        from . import nftables      # the backend in use only
         return nftables
-    from . import nginx
+    from . import nginx     # the backend in use only
     return nginx
 
 
@@ -183,7 +184,6 @@ def digest_of(settings, content):
     """What identifies a load: the blocklist's bytes, the backend and its settings, the
     format. The backend keeps it beside what it loaded (nft: the drop rules' comment; nginx:
     the geo file's header), so an unchanged blocklist is neither parsed nor loaded again."""
-    import hashlib
     what = [FORMAT, settings.enforcement]
     if settings.enforcement == 'nftables':
         what.append(','.join(str(port) for port in sorted(set(settings.enforcement_ports))))

@@ -7,6 +7,7 @@ tells from the log's first lines; None for combined, whose path is untouched."""
 from __future__ import absolute_import, division, print_function
 
 import re
+import zlib
 
 from ..base.errors import bad_option
 from ..reading.chunks import LONG_LINE_READ
@@ -18,11 +19,11 @@ __metaclass__ = type
 
 def reader_class(name):
     if name in ('nginx_json', 'caddy', 'traefik_json'):
-        from . import json_logs
+        from . import json_logs      # the format in use only
         return json_logs.CLASSES[name]
     if name == 'vhost_combined':
         return VhostCombined
-    from . import text_logs
+    from . import text_logs     # the format in use only
     return text_logs.CLASSES[name]
 
 def head_of(path):
@@ -30,7 +31,6 @@ def head_of(path):
     past them to the end of its first line where that is longer, up to the longest line read
     whole (reading.LONG_LINE_READ; a longer one is unparsed): auto and the layouts are told
     from whole lines."""
-    import zlib
     head, whole, most = bytearray(), False, max(HEAD_BYTES, LONG_LINE_READ + 1)    # a longest line and its newline
     try:
         with open(path, 'rb') as handle:
@@ -66,8 +66,7 @@ def reader_for(settings, path, head=None):
 def detect(head, path):
     """The one format all of the first lines of ``head`` parse as (up to 20). Raises the
     refusal (exit status 2) when none or several fit, or when there is no line yet."""
-    from . import json_logs
-    from .text_logs import _HAPROXY, _TRAEFIK
+    from . import json_logs, text_logs      # auto only: each format's own test
     lines = [line for line in head.split(b'\n')[:-1] if line.strip()][:20] if b'\n' in head else []
     if lines and all(line.startswith(b'#') for line in lines[:1]):
         fields = [line for line in lines if line.startswith(b'#Fields:')]
@@ -77,8 +76,8 @@ def detect(head, path):
         raise bad_option('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path)
     fits = []
     for name, test in [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
-                       ('traefik', lambda line: _TRAEFIK.match(line) is not None and not _looks_combined(line)),
-                       ('haproxy', lambda line: _HAPROXY.search(line) is not None)] + json_logs.DETECTORS:
+                       ('traefik', lambda line: text_logs.TRAEFIK.match(line) is not None and not _looks_combined(line)),
+                       ('haproxy', lambda line: text_logs.HAPROXY.search(line) is not None)] + json_logs.DETECTORS:
         if all(test(line) for line in lines):
             fits.append(name)
     if len(fits) != 1:

@@ -12,6 +12,7 @@ from itertools import compress, repeat
 from operator import add, eq, itemgetter, not_, truth
 
 from ..base.clock import utc_seconds
+from ..reading.chunks import LONG_LINE_READ
 from .escaping import escaped
 from .layouts import PLAIN, plain_lines
 from .readers import HEAD_BYTES, Reader
@@ -22,7 +23,7 @@ __metaclass__ = type
 Match = type(re.match(b'', b''))
 
 
-_TRAEFIK = re.compile(br'^(\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \S+ \S+ "[^"]*" "[^"]*")'
+TRAEFIK = re.compile(br'^(\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \S+ \S+ "[^"]*" "[^"]*")'
                       br'(?: \d+ "[^"]*" "[^"]*" \d+ms)?\s*$')
 
 
@@ -35,12 +36,12 @@ class Traefik(Reader):
     date_marker = b''
 
     def parse(self, line):
-        match = _TRAEFIK.match(line)
+        match = TRAEFIK.match(line)
         return match.group(1) if match else None
 
     def parse_all(self, lines):
         """Reader.parse_all, by C-level passes over all of them: matched, the twin cut out."""
-        matches = list(map(_TRAEFIK.match, lines))
+        matches = list(map(TRAEFIK.match, lines))
         hits = list(map(truth, matches))
         if all(hits):
             return list(map(Match.group, matches, repeat(1)))
@@ -50,8 +51,8 @@ class Traefik(Reader):
 
 _HAPROXY_LINE = (br'(\S+):\d+ \[((\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}:\d{2}:\d{2}))\.\d+\] +\S+ +\S+ +\S+ +(-?\d+) +\+?(-?\d+) '
                  br'+\S+ +\S+ +\S+ +\S+ +\S+ +(?:\{([^}]*)\} +)?(?:\{[^}]*\} +)?"([^"]*)"?\s*$')
-_HAPROXY = re.compile(br'(?:^|\s)' + _HAPROXY_LINE)
-# A line without a syslog prefix, matched where it starts: the same match as _HAPROXY's search, faster.
+HAPROXY = re.compile(br'(?:^|\s)' + _HAPROXY_LINE)
+# A line without a syslog prefix, matched where it starts: the same match as HAPROXY's search, faster.
 _HAPROXY_AT_START = re.compile(_HAPROXY_LINE)
 _NO_REQUEST = {b'': b'-'}
 
@@ -69,7 +70,7 @@ class Haproxy(Reader):
         self.agents = {}        # request capture blocks read, and their user agent
 
     def parse(self, line):
-        match = _HAPROXY.search(line)
+        match = HAPROXY.search(line)
         if match is None:
             return None
         address, stamp, day, month, year, clock, status, size, captured, request = match.groups()
@@ -103,7 +104,7 @@ class Haproxy(Reader):
         matches = list(map(_HAPROXY_AT_START.match, lines))
         hits = list(map(truth, matches))
         if not all(hits):
-            matches = list(map(_HAPROXY.search, lines))
+            matches = list(map(HAPROXY.search, lines))
             hits = list(map(truth, matches))
         if not all(hits):
             twins.extend(Reader.parse_all(self, list(compress(lines, map(not_, hits)))))
@@ -350,7 +351,6 @@ def fields_before(fd, start):
     """W3C._fields of the last line starting with #Fields: that ends before ``start``, found
     searching back from it a block at a time; None when there is none. A line longer than
     one read whole (reading.LONG_LINE_READ) is unparsed, not in force: passed over."""
-    from ..reading.chunks import LONG_LINE_READ
     marker = b'\n#Fields:'
     end, size = start, max(HEAD_BYTES, 2 * len(marker))
     while end > 0:

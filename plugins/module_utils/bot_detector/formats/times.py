@@ -21,7 +21,8 @@ import time
 from itertools import compress, repeat
 from operator import contains, eq, not_, truth
 
-from ..base.clock import _ISO, utc_seconds
+from ..base.clock import _ISO, hour_stamp, utc_seconds
+from ..reading.logfile import stamp_clock
 from .escaping import CLF_BYTES, ESCAPE_TEXT, probe
 
 __metaclass__ = type
@@ -246,8 +247,6 @@ def instants_of(stamps):
     within 15 hours of the stamp read as UTC in steps of 15 minutes, where the zone's offsets
     there are multiples of them (every zone's today); else of a minute, or of a second (a
     POSIX TZ such as XXX-0:07, an old date's local mean time). Merged."""
-    from ..base.clock import hour_stamp
-    from ..reading.logfile import stamp_clock
     found = []
     for stamp in stamps:
         text = stamp.decode('ascii')

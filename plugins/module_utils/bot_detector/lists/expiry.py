@@ -11,11 +11,12 @@ from __future__ import absolute_import, division, print_function
 
 import time
 
-from .history import History
-from .content import entries
-from ..base.messages import EXPIRED_REASON, unblocking
 from ..base.clock import format_duration
+from ..base.messages import EXPIRED_REASON, unblocking
 from ..base.text import to_text
+from .content import entries
+from .history import History
+from .removal import finish_interrupted, remove
 
 __metaclass__ = type
 
@@ -82,7 +83,6 @@ def expire(settings, writer, result, content, check_mode):
     """Remove the entries of ``content`` (the blocklist, read under the lock) whose ban has
     run out, each logged as expired (in check mode: only reported). Returns the blocklist's
     content after it, for the run's verdicts."""
-    from .removal import finish_interrupted, remove
     due, warnings = due_bans(settings, content)
     for warning in warnings:
         result.warn(warning)

@@ -12,11 +12,11 @@ import re
 import stat
 import zlib
 
-from ..decision.addresses import entry_key
 from ..base.clock import DateReader, parse_duration
 from ..base.errors import BotDetectorError
-from .content import read_list
 from ..base.messages import ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, HISTORY_UNREADABLE
+from ..decision.addresses import entry_key
+from .content import read_list
 
 __metaclass__ = type
 
@@ -77,7 +77,7 @@ def read_rotated(path):
             return b''
         data = handle.read()
     if data[:2] == b'\x1f\x8b':
-        import gzip
+        import gzip     # rotated .gz activity logs only
         return gzip.decompress(data)
     return data
 

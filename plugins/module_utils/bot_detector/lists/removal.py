@@ -17,13 +17,13 @@ import re
 import socket
 from functools import partial
 
-from ..decision.addresses import entry_key, parse_network
 from ..base.clock import date_default_format
 from ..base.errors import bad_option
-from .content import count_lines, read_list
 from ..base.messages import activity_removed
-from .replace import open_for_rewrite, replace_file
 from ..base.text import to_bytes, to_text, write_all
+from ..decision.addresses import entry_key, parse_network
+from .content import count_lines, read_list
+from .replace import open_for_rewrite, replace_file
 from .writer import removal_journal, removal_pending, rewrite_target
 
 __metaclass__ = type
@@ -206,7 +206,7 @@ class Journal:
         if current is not None and current == new_inode:
             self.clear()        # renamed: only the journal's removal was missed
             return set()
-        from .history import History, REMOVED
+        from .history import History, REMOVED      # a killed removal's finish only
         history = History(activity_log)
         return set(address for address in (line.strip() for line in lines[1:]) if address
                    and (history.events.get(entry_key(address)) or [None])[-1] is not None

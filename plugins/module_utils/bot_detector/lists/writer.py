@@ -15,8 +15,8 @@ import zlib
 from ..base.clock import date_default_format
 from ..base.errors import BotDetectorError
 from ..base.messages import activity_added
-from ..values.settings import BY_NAME
 from ..base.text import to_bytes, to_text
+from ..values.settings import BY_NAME
 
 __metaclass__ = type
 

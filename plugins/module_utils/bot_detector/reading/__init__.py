@@ -6,7 +6,7 @@
 logfile.py opens a log, finds the windows' first line (the seek) and its rotated file;
 chunks.py brings whole lines a chunk at a time (gzip, long lines, forked workers);
 tally.py counts a chunk's lines with the rules' line filter; spill.py bounds the counts'
-memory (``count_budget``); state.py, state_files.py and incremental.py let a run with
+memory (``count_budget``); state.py, saves.py and incremental.py let a run with
 ``state_dir`` read on from where the last one stopped."""
 
 from __future__ import absolute_import, division, print_function

@@ -14,8 +14,8 @@ import signal
 import zlib
 
 from ..base.errors import BotDetectorError
-from .logfile import PROBE_BYTES, has_gzip_header, line_start_after
 from ..base.text import NOT_WHITESPACE
+from .logfile import PROBE_BYTES, has_gzip_header, line_start_after
 
 __metaclass__ = type
 
@@ -321,7 +321,7 @@ def _end_with(parent):
     Linux's PR_SET_PDEATHSIG kills this process with its parent; set only now, the parent may
     be gone already."""
     try:
-        import ctypes
+        import ctypes       # a forked worker's only
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # 1: PR_SET_PDEATHSIG
     except (ImportError, OSError, AttributeError, TypeError):     # no ctypes, no prctl: the check below only
         pass

@@ -28,10 +28,10 @@ from __future__ import absolute_import, division, print_function
 import os
 from collections import Counter
 
-from . import state, state_files
 from ..base.errors import BotDetectorError
-from .logfile import Scan, open_log, rotated_sibling
+from . import saves, state
 from .chunks import LONG_LINE_READ, DamagedGzip, count_parallel, count_range, count_stream, gunzip, gzip_problem, lines_end
+from .logfile import Scan, open_log, rotated_sibling
 from .spill import spilled, total
 from .tally import Tally, WindowCounts, read_log, seek_plan
 
@@ -45,7 +45,7 @@ class Unusable(Exception):
 def count_with_state(logs, windows, line_filter, settings, now, session=None, readers=None):
     """tally.count_windows, with a state per log in ``settings.state_dir``; with ``session``
     (spill.Session), in bounded memory. Returns (WindowCounts, [LogState]): the states to
-    save once the run's decisions are appended (state_files.save). A log whose counts went
+    save once the run's decisions are appended (saves.save). A log whose counts went
     past the session's budget keeps no state (one warning; its next run starts cold). ``readers``:
     {log: formats.Reader} of logs in another format than combined."""
     state_dir = settings.state_dir
@@ -54,7 +54,7 @@ def count_with_state(logs, windows, line_filter, settings, now, session=None, re
     scans, warnings, states, seen = [], [], [], set()
     for path in logs:
         log = os.path.abspath(path)
-        old, warning = state_files.load(state_dir, log, settings.state_budget)
+        old, warning = saves.load(state_dir, log, settings.state_budget)
         if warning:
             warnings.append(warning)
         reading = Reading(path, log, stamps, line_filter, settings, now, seen, session)
@@ -74,7 +74,7 @@ def count_with_state(logs, windows, line_filter, settings, now, session=None, re
         warnings.extend(reading.warnings)
         if reading.new_state is not None and reading.spilled():
             reading.new_state = None
-            warnings.append(state_files.drop(state_dir, log, 'more than count_budget (%d) distinct addresses' % session.budget))
+            warnings.append(saves.drop(state_dir, log, 'more than count_budget (%d) distinct addresses' % session.budget))
         if reading.new_state is not None:
             reading.new_state.prune(now)
             states.append(reading.new_state)

@@ -36,6 +36,7 @@ from __future__ import absolute_import, division, print_function
 
 import array
 import binascii
+import json
 import os
 import sys
 from collections import Counter
@@ -240,7 +241,6 @@ class LogState:
     def dumps(self):
         """The file: a header line (JSON), then for each segment and stamp its two parts
         (the module's docstring); the header gives each part's length and CRC-32."""
-        import json
         files, body = [], []
         for segment in self.files:
             sections = segment.counts.sections(unranked=(hour_stamp(self.now).encode('ascii'),))
@@ -260,7 +260,6 @@ class LogState:
 def _top_line(counter):
     """The first TOP_ENTRIES of ``counter`` in sort -nr order, and whether that is all of
     them, as a line of JSON; none for precise-rules counts (ranked whole)."""
-    import json
     if set(map(type, counter)) - {bytes}:
         return _NO_TOP
     entries = largest(counter, TOP_ENTRIES)
@@ -275,7 +274,6 @@ _NO_TOP = b'{"complete":false,"keys":[],"counts":[]}\n'
 
 
 def _top_entries(raw, where):
-    import json
     try:
         doc = json.loads(raw.decode('ascii'))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -295,7 +293,6 @@ def _section(counter):
     """One stamp's counts (the module's docstring): precise-rules claims ((field, crawler)
     keys) as a JSON line of [field, crawler, count], the other keys joined by blanks, a
     newline, their counts as 64-bit little-endian integers."""
-    import json
     try:
         keys = b' '.join(counter)
         counts, claims = array.array('Q', counter.values()), []
@@ -310,7 +307,6 @@ def _section(counter):
 
 
 def _section_counter(raw, where):
-    import json
     cut = raw.find(b'\n')
     end = raw.find(b'\n', cut + 1) if cut != -1 else -1
     if end == -1:
@@ -379,7 +375,6 @@ def _pair(doc, name, where):
 def loads(data, log):
     """A LogState from the file's bytes; its sections are checked against their CRC-32s
     and parsed when needed. Raises StateError naming what is wrong."""
-    import json
     cut = data.find(b'\n')
     try:
         doc = json.loads(data[:cut if cut != -1 else len(data)].decode('utf-8'))

@@ -19,10 +19,10 @@ from itertools import compress, repeat
 from operator import contains, ge, itemgetter
 
 from ..base import messages
-from . import chunks
-from .spill import BYTES, SpillCounter
 from ..base.errors import BotDetectorError
+from . import chunks
 from .logfile import HOUR_TEXT, Scan, SeekPlan, open_log, plan_seek, rotated_sibling
+from .spill import BYTES, SpillCounter
 
 __metaclass__ = type
 

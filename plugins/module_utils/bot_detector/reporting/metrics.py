@@ -18,6 +18,7 @@ import time
 
 from ..lists.content import entries, read_list
 from ..lists.writer import BlocklistWriter
+from .result import Result
 
 __metaclass__ = type
 
@@ -165,7 +166,6 @@ def write_follow(settings, log, behind_seconds, behind_bytes, additions, removal
     """A follower's metrics (follow.py): how far behind it is, its additions and removals
     since its last write, and last_run_timestamp_seconds and last_run_success as a run's, so
     that the alerts on runs that stopped hold for a follower too."""
-    from .result import Result
     result = Result()
     result.additions = dict(additions)
     result.expired = [None] * removals

@@ -6,8 +6,8 @@
 from __future__ import absolute_import, division, print_function
 
 from ..base import messages
-from ..decision.rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID
 from ..base.text import printable, to_text
+from ..decision.rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID
 
 __metaclass__ = type
 

@@ -17,8 +17,8 @@ import re
 
 from ..base.clock import format_duration, parse_duration
 from ..base.errors import bad_option
-from .log_formats import CHOICES as LOG_FORMATS, JSON_ROLES, parse_overrides
 from ..base.text import quote_item as _quote, unquote_item as _unquote
+from .log_formats import CHOICES as LOG_FORMATS, JSON_ROLES, parse_overrides
 
 __metaclass__ = type
 
@@ -185,7 +185,7 @@ class Setting:
         if kind == 'duration':
             return self.check(parse_duration(text, where), where)
         if kind == 'dict':
-            import json
+            import json     # only settings given as JSON (crawlers, log_json_fields)
             try:
                 value = json.loads(text)
             except ValueError as exc:
@@ -200,7 +200,7 @@ class Setting:
         if self.kind == 'list':
             return ''.join('\n    %s' % _quote(str(item)) for item in value)
         if self.kind == 'dict':
-            import json
+            import json     # only settings given as JSON
             return json.dumps(value, sort_keys=True)
         if self.kind == 'duration':
             return format_duration(value)
@@ -420,7 +420,7 @@ class Settings:
                 if role not in JSON_ROLES or not isinstance(key, str) or not key:
                     raise bad_option('log_json_fields: %r must map one of %s to a key name' % (role, ', '.join(JSON_ROLES)))
         for item in self.trusted_proxies or ():
-            import ipaddress
+            import ipaddress        # only runs behind trusted proxies
             try:
                 ipaddress.ip_network(item, strict=False)
             except ValueError:

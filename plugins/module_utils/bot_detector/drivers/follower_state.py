@@ -21,8 +21,8 @@ import zlib
 from itertools import islice
 
 from ..base.errors import BotDetectorError
-from ..reading.spill import spilled
 from ..base.text import to_bytes, write_all
+from ..reading.spill import spilled
 
 __metaclass__ = type
 
