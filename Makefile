@@ -87,6 +87,8 @@ equivalence: setup
 integration: setup
 	$(BIN)/pytest tests/integration -q
 
+# The core before it was arranged by stage: the start-up figures' "before" (startup_bench.py).
+STARTUP_BEFORE := f71bf7f
 # Not part of `make test`: minutes, and a few GB of generated logs in .cache/bench.
 # The fleet part (aggregation and playbook) needs ansible-core: the venv's interpreter.
 bench: setup
@@ -98,6 +100,7 @@ bench: setup
 	$(PYTHON) tests/bench/enforce_bench.py
 	/usr/bin/python3 tests/bench/follow_bench.py
 	$(PYTHON) tests/bench/formats_bench.py
+	$(PYTHON) tests/bench/startup_bench.py --before $(STARTUP_BEFORE)
 
 # Generated documentation: the role READMEs from their argument specs, CHANGELOG.md from
 # changelogs/changelog.yaml. `make test` fails when either is stale.
