@@ -10,7 +10,7 @@ import re
 import zlib
 
 from ..base.errors import bad_option
-from ..reading.chunks import LONG_LINE_READ
+from ..reading import chunks
 from ..values.log_formats import format_of
 from .readers import HEAD_BYTES, VhostCombined
 
@@ -31,7 +31,7 @@ def head_of(path):
     past them to the end of its first line where that is longer, up to the longest line read
     whole (reading.LONG_LINE_READ; a longer one is unparsed): auto and the layouts are told
     from whole lines."""
-    head, whole, most = bytearray(), False, max(HEAD_BYTES, LONG_LINE_READ + 1)    # a longest line and its newline
+    head, whole, most = bytearray(), False, max(HEAD_BYTES, chunks.LONG_LINE_READ + 1)    # a longest line and its newline
     try:
         with open(path, 'rb') as handle:
             raw = handle.read(HEAD_BYTES)

@@ -12,7 +12,7 @@ from itertools import compress, repeat
 from operator import add, eq, itemgetter, not_, truth
 
 from ..base.clock import utc_seconds
-from ..reading.chunks import LONG_LINE_READ
+from ..reading import chunks
 from .escaping import escaped
 from .layouts import PLAIN, plain_lines
 from .readers import HEAD_BYTES, Reader
@@ -364,8 +364,8 @@ def fields_before(fd, start):
         else:
             end = low + len(marker) - 1 if low else 0       # a marker across two blocks: in the next
             continue
-        line = os.pread(fd, min(start - begin, LONG_LINE_READ + 1), begin).split(b'\n', 1)[0]
-        if len(line) <= LONG_LINE_READ:
+        line = os.pread(fd, min(start - begin, chunks.LONG_LINE_READ + 1), begin).split(b'\n', 1)[0]
+        if len(line) <= chunks.LONG_LINE_READ:
             return W3C._fields(line.rstrip(b'\r'))
         end = begin + len(marker) - 2       # the search goes on before this marker
     return None
