@@ -50,7 +50,8 @@ def test_activity_date_is_date_default_format(zone, tz, monkeypatch):
 def test_hour_stamp_ignores_locale(zone):
     zone('UTC')
     env = dict(os.environ, LC_ALL='de_DE.UTF-8', LANG='de_DE.UTF-8')
-    code = 'import sys; sys.path[:0] = %r; from bot_detector.base.clock import hour_stamp; print(hour_stamp(1792888200))' % [str(Path(clock.__file__).parents[2])]
+    code = ('import sys; sys.path[:0] = %r; from bot_detector.base.clock import hour_stamp; print(hour_stamp(1792888200))'
+            % [str(Path(clock.__file__).parents[2])])
     out = subprocess.run(['python3', '-c', code], env=env, stdout=subprocess.PIPE, check=True).stdout
     assert out == b'25/Oct/2026:00\n'
 

@@ -759,7 +759,7 @@ def test_w3c_fields_before_a_place_searched_back_block_by_block(tmp_path, monkey
     with open(str(log), 'rb') as handle:
         fd = handle.fileno()
         found = [text_logs.fields_before(fd, at) for at in (0, content.index(b'1 2'), content.index(b'#Fields: c'),
-                                                                content.index(b'5 6'), content.index(b'8 9'))]
+                                                            content.index(b'5 6'), content.index(b'8 9'))]
     assert found == [None, {b'a': 0, b'b': 1, None: 2}, {b'a': 0, b'b': 1, None: 2}, {b'c': 0, b'd': 1, b'e': 2, None: 3},
                      {b'c': 0, b'd': 1, b'e': 2, None: 3}]
 

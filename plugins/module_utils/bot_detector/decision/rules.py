@@ -335,4 +335,3 @@ class SpecRules:
     @staticmethod
     def lists(blocklist_content, exclusions_content):
         return SubstringLists(blocklist_content, exclusions_content)
-

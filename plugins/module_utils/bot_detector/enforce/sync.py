@@ -223,4 +223,3 @@ def sync(settings, force=False, on_skipped=None):
     except BotDetectorError as exc:
         status.error = exc.message
     return status
-

@@ -26,6 +26,7 @@ def reader_class(name):
     from . import text_logs     # the format in use only
     return text_logs.CLASSES[name]
 
+
 def head_of(path):
     """The first HEAD_BYTES of a log (decompressed when it is gzip), b'' when unreadable; and
     past them to the end of its first line where that is longer, up to the longest line read

@@ -343,4 +343,3 @@ def _is_nginx(line):
 
 
 DETECTORS = [('nginx_json', _is_nginx), ('caddy', _is_caddy), ('traefik_json', _is_traefik)]
-

@@ -281,4 +281,3 @@ class VhostCombined(Reader):
     def parse(self, line):
         head, space, rest = line.partition(b' ')
         return rest if space else None
-

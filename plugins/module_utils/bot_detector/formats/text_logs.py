@@ -24,7 +24,7 @@ Match = type(re.match(b'', b''))
 
 
 TRAEFIK = re.compile(br'^(\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \S+ \S+ "[^"]*" "[^"]*")'
-                      br'(?: \d+ "[^"]*" "[^"]*" \d+ms)?\s*$')
+                     br'(?: \d+ "[^"]*" "[^"]*" \d+ms)?\s*$')
 
 
 class Traefik(Reader):

@@ -252,4 +252,3 @@ def _carry_appended(old_fd, size, path):
     finally:
         os.close(fd)
     return tail
-

@@ -190,4 +190,3 @@ def enforcement_samples(settings, status, old):
     if status['in_sync']:
         return [('enforcement_in_sync', labels, 1), ('enforcement_entries', labels, status['entries'])]
     return [('enforcement_in_sync', labels, 0)] + [sample for sample in kept if sample[0] == 'enforcement_entries']
-
