@@ -18,13 +18,14 @@ __metaclass__ = type
 
 # English names whatever the locale: the hour stamp is what the access log holds.
 MONTHS = ('Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec')
-# Durations: whole seconds, or a number with a unit, or several ('1d12h').
+# Durations: whole seconds, or a number with a unit, or several ('1d12h'). This pattern and the
+# next two are compiled at their first use (re's cache): most runs use none of them.
 DURATION_UNITS = (('d', 86400), ('h', 3600), ('m', 60), ('s', 1))
-_DURATION_PART = re.compile(r'(\d+)([wdhms])')
+_DURATION_PART = r'(\d+)([wdhms])'
 _DURATION_SECONDS = dict(DURATION_UNITS + (('w', 604800),))
 # Reading the activity log's dates back (DateReader): a clock time, 04:13:43; a year, 1970 on.
-_CLOCK = re.compile(br'(?<!\d)(\d{1,2})([:.])(\d{2})\2(\d{2})(?!\d)')
-_YEAR = re.compile(br'(?<!\d)(19[7-9]\d|2\d{3})(?!\d)')
+_CLOCK = br'(?<!\d)(\d{1,2})([:.])(\d{2})\2(\d{2})(?!\d)'
+_YEAR = br'(?<!\d)(19[7-9]\d|2\d{3})(?!\d)'
 _UTC_NAMES = (b'UTC', b'GMT')
 
 
@@ -273,7 +274,7 @@ class DateReader:
         if masked is None:
             return None
         key, clock, zone = masked
-        years = set(_YEAR.findall(key))
+        years = set(re.findall(_YEAR, key))
         if len(years) != 1:
             return None
         year = int(years.pop())
@@ -302,7 +303,7 @@ class DateReader:
     def _masked(self, text):
         """``text`` with its clock time and zone replaced by markers, and both; None unless it
         holds exactly one of each."""
-        clocks = list(_CLOCK.finditer(text))
+        clocks = list(re.finditer(_CLOCK, text))
         if len(clocks) != 1:
             return None
         clock = clocks[0]
@@ -369,7 +370,7 @@ def parse_duration(text, where):
     compact = text.strip().lower()
     if compact.isdigit():
         return int(compact, 10)
-    parts = _DURATION_PART.findall(compact)
+    parts = re.findall(_DURATION_PART, compact)
     if not compact or ''.join(n + u for n, u in parts) != compact:
         raise bad_option('%s: must be a duration (seconds, or a number with a unit s, m, h, d or w: '
                          '90m, 12h, 7d), got %r' % (where, text))
