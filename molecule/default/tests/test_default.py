@@ -24,8 +24,11 @@ def test_host_runs_its_debian_release(host):
 
 
 def test_files_owners_and_modes(host):
-    sources = sorted(name for name in os.listdir(CORE) if name.endswith('.py'))
-    assert '__main__.py' in sources and 'settings.py' in sources
+    # Every file of the core's stages (enforce/ is installed with enforcement only).
+    sources = sorted(os.path.relpath(os.path.join(directory, name), CORE) for directory, dirs, names in os.walk(CORE)
+                     for name in names if name.endswith('.py') and '__pycache__' not in directory)
+    sources = [name for name in sources if not name.startswith('enforce/')]
+    assert '__main__.py' in sources and 'values/settings.py' in sources and 'drivers/run.py' in sources
     for name in sources:
         core = host.file('/usr/local/lib/bot-detector/bot_detector/' + name)
         assert (core.user, core.group, core.mode) == ('root', 'root', 0o644)

@@ -46,22 +46,24 @@ def test_wrongly_typed_variable_fails_before_any_change(host):
 
 def test_a_deploy_puts_right_a_changed_core_and_removes_what_the_collection_no_longer_has(host):
     """The deploy copies only the core files that differ (one checksum look per host): a file
-    edited on the host, one whose mode changed and one the collection does not have are all
-    put right, and nothing else is copied."""
+    edited on the host, one whose mode changed, one the collection does not have and one of
+    the flat layout before the stages (an upgraded host's) are all put right, and nothing else
+    is copied."""
     lib = '/usr/local/lib/bot-detector/bot_detector/'
-    host.check_output('echo "# edited on the host" >> %srules.py && chmod 0600 %stext.py && echo "x = 1" > %sstale.py'
-                      % (lib, lib, lib))
+    host.check_output('echo "# edited on the host" >> %sdecision/rules.py && chmod 0600 %sbase/text.py && echo "x = 1" > %sstale.py'
+                      ' && echo "x = 1" > %stally.py' % (lib, lib, lib, lib))
     run = ansible_run(['ansible-playbook', os.path.join(ROOT, 'molecule', 'default', 'converge.yml'), '--limit', 'web1'],
                       callback='ansible.builtin.default')
     out = run.stdout.decode()
     assert run.returncode == 0, out[-3000:]
-    for name in ('rules.py', 'text.py'):
+    for name in ('decision/rules.py', 'base/text.py'):
         with open(os.path.join(CORE, name), 'rb') as source:
             assert get(host, lib + name) == source.read(), name
         assert host.file(lib + name).mode == 0o644
-    assert not host.file(lib + 'stale.py').exists
-    # Exactly those: two files copied, one removed, nothing else changed.
-    assert set(re.findall(r'^changed: \[web1\] => \(item=(\S+)\)', out, re.M)) == {'rules.py', 'text.py', 'stale.py'}, out
+    assert not host.file(lib + 'stale.py').exists and not host.file(lib + 'tally.py').exists
+    # Exactly those: two files copied, two removed, nothing else changed.
+    assert set(re.findall(r'^changed: \[web1\] => \(item=(\S+)\)', out, re.M)) == {'decision/rules.py', 'base/text.py', 'stale.py',
+                                                                               'tally.py'}, out
     assert re.search(r'^web1\s+: ok=\d+\s+changed=2\s', out, re.M), out[-2000:]      # two tasks: the copies, the removal
 
 
