@@ -142,3 +142,16 @@ def test_every_name_the_role_and_its_playbooks_set_is_known_to_the_preflight():
     set_here = set(name for name in set_here if not name.startswith('bot_detector_preflight_') or 'types' in name)
     assert set_here, 'no names found'
     assert sorted(set_here - internal - documented) == []
+
+
+@pytest.mark.parametrize('scheduler', ['systemd', 'follow'])
+def test_a_scheduler_of_systemd_units_fails_first_where_systemd_does_not_run(tmp_path, scheduler):
+    """Issue 39: the follow units need systemd as much as the timer does. This machine's init
+    is not systemd (/run/systemd/system is missing)."""
+    if os.path.exists('/run/systemd/system'):
+        pytest.skip('systemd runs this machine')
+    status, out = preflight(tmp_path, 'bot_detector_scheduler=%s' % scheduler, 'bot_detector_install_packages=false')
+    assert status == 2, out[-3000:]
+    task, fatal = failure(out)
+    assert ('"msg": "bot_detector_scheduler: %s needs systemd running as init on testhost (/run/systemd/system is '
+            'missing); use bot_detector_scheduler: cron"' % scheduler) in fatal, fatal
