@@ -118,3 +118,16 @@ def test_site_check_passes_on_a_fresh_host_for_every_scheduler_and_enforcement_a
     # of the simulated install of cron, which this machine lacks).
     written = set((scratch / 'after').read_text().split()) - set((scratch / 'before').read_text().split())
     assert sorted(path for path in written if not path.startswith('upper_var_log/apt')) == []
+
+
+def test_cron_is_installed_without_recommends(tmp_path):
+    """Issue 39: Debian's cron recommends an MTA (exim4); the role installs its packages (cron,
+    logrotate, nftables) with apt, without recommends. The dry run's apt simulation on this machine, which lacks cron, shows the plan."""
+    if os.path.exists('/usr/sbin/cron'):
+        pytest.skip('cron is installed on this machine: nothing to simulate')
+    status, out, scratch = dry_run(tmp_path, ROOT / 'site.yml', '--limit', 'cron-none', '--tags', 'bot_detector_preflight',
+                                   '-v')
+    assert status == 0, out[-6000:]
+    planned = task_output(out, 'Install the missing packages')
+    assert 'Inst cron ' in planned, planned[-3000:]
+    assert 'exim4' not in planned and 'mailx' not in planned and 'postfix' not in planned, planned[-3000:]
