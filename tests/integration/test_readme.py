@@ -106,6 +106,7 @@ def test_install_the_built_collection(clone):
     (tarball,) = checkout.glob('jobboard-bot_detector-*.tar.gz')
     os.rename(str(tarball), str(downloads / tarball.name))
     out = run(script, downloads, user)
-    assert (base / 'home-user' / '.ansible' / 'collections' / 'ansible_collections' / 'jobboard' / 'bot_detector'
-            / 'MANIFEST.json').exists()
+    installed = base / 'home-user' / '.ansible' / 'collections' / 'ansible_collections' / 'jobboard' / 'bot_detector'
+    assert (installed / 'MANIFEST.json').exists()
+    assert (installed / 'CODE_OF_CONDUCT.md').exists()
     assert 'Counts requests to job-listing pages' in out
