@@ -52,12 +52,12 @@ def both_runs(run, base, args):
 
 
 def as_root_cases(base, mount):
-    """name -> the command's list options, each with a blocklist or activity log it cannot append to."""
+    """(name, how to make it, blocklist, activity log): each case of a list the run cannot append to."""
     lists = base / 'lists'
     lists.mkdir()
     blocklist, activity = lists / 'ipblocklist.txt', lists / 'bot-detector.log'
-    yield 'blocklist is a directory', lambda: blocklist.mkdir(), blocklist, activity
-    yield 'activity log is a directory', lambda: activity.mkdir(), blocklist, activity
+    yield 'blocklist is a directory', blocklist.mkdir, blocklist, activity
+    yield 'activity log is a directory', activity.mkdir, blocklist, activity
     yield 'blocklist is a FIFO', lambda: os.mkfifo(str(blocklist)), blocklist, activity
     yield 'blocklist directory missing', lambda: None, lists / 'gone' / 'ipblocklist.txt', activity
 
@@ -79,7 +79,7 @@ def test_check_fails_as_the_real_run_does_on_a_list_it_cannot_append_to(tmp_path
     make()
     args = ['--blocklist', blocklist, '--exclusions', base / 'ipexcludedlist.txt', '--activity-log', activity,
             '--server-ip', '10.0.0.5', '--now', NOW, log]
-    check, real = both_runs(lambda argv: run_core(argv), base, args)
+    check, real = both_runs(run_core, base, args)
     assert real.returncode == 3, (name, real.stdout, real.stderr)
     assert (check.returncode, check.stderr) == (real.returncode, real.stderr), name
     assert check.stderr.startswith(b'bot-detector: error: ') and check.stderr.count(b'\n') == 1
