@@ -4,6 +4,7 @@ with the one sentence that says how to get a supported one, which the README quo
 Run by a real older ansible-core: 2.14, what Debian 12's apt gives, from the package index into
 .cache/ansible-core-2.14 (a venv made once, about a minute; kept, as .cache is). With it, the
 collection's own check (meta/runtime.yml) only warns and goes on."""
+import fcntl
 import os
 import re
 import subprocess
@@ -27,9 +28,13 @@ def sentence():
 def old_core():
     """ansible-playbook of ansible-core 2.14, in its own venv."""
     playbook = OLD / 'bin' / 'ansible-playbook'
-    if not playbook.exists():
-        subprocess.run([sys.executable, '-m', 'venv', '--clear', str(OLD)], check=True)
-        subprocess.run([str(OLD / 'bin' / 'pip'), 'install', '--quiet', 'ansible-core>=2.14,<2.15'], check=True, timeout=600)
+    OLD.parent.mkdir(exist_ok=True)
+    with open(str(OLD) + '.lock', 'w') as lock:        # pytest -n: one worker makes it, the others wait
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not playbook.exists():
+            subprocess.run([sys.executable, '-m', 'venv', '--clear', str(OLD)], check=True)
+            subprocess.run([str(OLD / 'bin' / 'pip'), 'install', '--quiet', 'ansible-core>=2.14,<2.15'], check=True,
+                           timeout=600)
     version = subprocess.run([str(OLD / 'bin' / 'ansible'), '--version'], stdout=subprocess.PIPE, universal_newlines=True,
                              check=True).stdout
     assert version.startswith('ansible [core 2.14.'), version
