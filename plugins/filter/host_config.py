@@ -76,6 +76,14 @@ def role_problems(variables, argument_specs, internal=()):
     for entry in argument_specs.get('argument_specs', argument_specs).values():
         known.update(entry.get('options') or {})
     problems = []
+    # The role's own lists (not settings, whose text the table parses) are looped over: a
+    # string would be taken a character at a time.
+    lists = set(name for entry in argument_specs.get('argument_specs', argument_specs).values()
+                for name, option in (entry.get('options') or {}).items() if option.get('type') == 'list')
+    for name in sorted(lists - set(PREFIX + setting.name for setting in SETTINGS)):
+        if isinstance(variables.get(name), str):
+            problems.append('%s: a list is needed, not the string %r; write it as a YAML list, [%s]' % (
+                name, variables[name], variables[name]))
     for name in sorted(variables):
         if name.startswith(PREFIX) and name not in known:
             # Nearest by what follows the prefix, which every name shares.

@@ -18,14 +18,16 @@ description:
     requests to the blocklist, unless it is already listed or allow-listed. Each addition is logged to
     the activity log.
   - With its defaults it follows the reference C(bot-detector.sh) exactly, quirks included; see the
-    collection README for the quirks (for example, the case-insensitive C(bot) filter drops every
-    C(/stellenangebot/) request, and list matching is a substring search).
+    contract guide's R(Quirks, ansible_collections.jobboard.bot_detector.docsite.guide_contract.quirks)
+    (for example, the case-insensitive C(bot) filter drops every C(/stellenangebot/) request, and list
+    matching is a substring search).
   - Safety additions that change nothing for valid input are always on. Only a syntactically valid IPv4 or
     IPv6 address is ever appended; any other first field of a log line is reported in RV(skipped_invalid).
     A missing newline at the end of the blocklist is added before appending. Appends run under an
     exclusive lock (a lock file of the run's own, keyed by the blocklist, that no other user can open),
     each as one fsync'ed write, so overlapping runs never append the same address twice; a blocklist line
-    and its activity line are appended both or neither (see the collection README, Safety additions).
+    and its activity line are appended both or neither (see the contract guide's
+    R(Safety additions, ansible_collections.jobboard.bot_detector.docsite.guide_contract.safety)).
   - The blocklist, the exclusion list and the activity log are only ever appended to, except that O(mode=unblock)
     and ban expiry (O(ban_time)) remove blocklist lines by an atomic replace that keeps every other line byte for
     byte and in order, and the file's owner and mode.

@@ -126,6 +126,16 @@ def test_failed_append_names_the_path(case):
     assert not (tmp_path / 'activity.log').exists()
 
 
+def test_check_mode_fails_where_the_real_run_fails(case):
+    """Issue 39: check mode reported what it would block, and passed, where the real run fails."""
+    tmp_path, args = case
+    (tmp_path / 'dir').mkdir()
+    rc, checked = ansible(dict(args, blocklist=str(tmp_path / 'dir')), flags=['--check'])
+    assert checked['failed'] is True, checked
+    assert checked['msg'] == 'cannot append to %s: Is a directory' % (tmp_path / 'dir')
+    assert os.listdir(str(tmp_path / 'dir')) == [] and not (tmp_path / 'activity.log').exists()
+
+
 def test_precise_rules_through_the_module(case):
     tmp_path, args = case
     (tmp_path / 'blocklist').write_bytes(b'203.0.113.0/24\n')

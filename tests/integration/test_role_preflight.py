@@ -142,3 +142,38 @@ def test_every_name_the_role_and_its_playbooks_set_is_known_to_the_preflight():
     set_here = set(name for name in set_here if not name.startswith('bot_detector_preflight_') or 'types' in name)
     assert set_here, 'no names found'
     assert sorted(set_here - internal - documented) == []
+
+
+def role_lists():
+    """The role's own list variables (type list in meta/argument_specs.yml, no setting of the
+    table, whose text the table parses): the role loops over them."""
+    import yaml
+    specs = yaml.safe_load((ROOT / 'roles' / 'bot_detector' / 'meta' / 'argument_specs.yml').read_text())['argument_specs']
+    settings = set('bot_detector_' + setting.name for setting in SETTINGS)
+    return sorted(set(name for entry in specs.values() for name, option in entry['options'].items()
+                      if option.get('type') == 'list') - settings)
+
+
+@pytest.mark.parametrize('name', role_lists())
+def test_a_list_given_as_a_string_fails_naming_the_variable(tmp_path, name):
+    """Issue 39: bot_detector_logs given as a string failed in a loop naming no variable."""
+    assert 'bot_detector_logs' in role_lists()
+    status, out = preflight(tmp_path, '%s=/var/log/nginx/access.log' % name, 'bot_detector_install_packages=false')
+    assert status == 2, out[-3000:]
+    task, fatal = failure(out)
+    assert 'Check the variables' in task, task
+    assert ('"msg": "%s: a list is needed, not the string \'/var/log/nginx/access.log\'; write it as a YAML list, '
+            '[/var/log/nginx/access.log]"' % name) in fatal, fatal
+
+
+@pytest.mark.parametrize('scheduler', ['systemd', 'follow'])
+def test_a_scheduler_of_systemd_units_fails_first_where_systemd_does_not_run(tmp_path, scheduler):
+    """Issue 39: the follow units need systemd as much as the timer does. This machine's init
+    is not systemd (/run/systemd/system is missing)."""
+    if os.path.exists('/run/systemd/system'):
+        pytest.skip('systemd runs this machine')
+    status, out = preflight(tmp_path, 'bot_detector_scheduler=%s' % scheduler, 'bot_detector_install_packages=false')
+    assert status == 2, out[-3000:]
+    task, fatal = failure(out)
+    assert ('"msg": "bot_detector_scheduler: %s needs systemd running as init on testhost (/run/systemd/system is '
+            'missing); use bot_detector_scheduler: cron"' % scheduler) in fatal, fatal

@@ -75,3 +75,14 @@ def test_the_readme_has_no_developer_material():
     text = README.read_text()
     for developer in ('make test', 'make bench', 'molecule', 'pytest', 'changelogs/fragments'):
         assert developer not in text, developer
+
+
+def test_the_code_of_conduct_adopts_ansibles_and_is_linked_and_shipped():
+    """Issue 39: the community checklist's Code of Conduct, by the docs URL of Ansible's (the
+    installed tarball holds it: tests/integration/test_readme.py)."""
+    conduct = (ROOT / 'CODE_OF_CONDUCT.md').read_text()
+    assert 'https://docs.ansible.com/ansible/latest/community/code_of_conduct.html' in conduct
+    assert '](CODE_OF_CONDUCT.md)' in README.read_text()
+    row = [line for line in (ROOT / 'docs' / 'inclusion-checklist.md').read_text().splitlines()
+           if line.startswith('| A Code of Conduct')]
+    assert len(row) == 1 and '**open**' not in row[0], row

@@ -17,4 +17,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-VERSION = '1.0.0'
+# The collection's version, declared in galaxy.yml; a copy here for the host command, which has
+# no galaxy.yml (tests/unit/test_version.py checks that they agree).
+VERSION = '2.0.0'

@@ -14,6 +14,15 @@ if __name__ == '__main__':
     import sys
     # Run as a directory or as this file, Python puts the package itself first on the path;
     # its parent instead, so that the package imports as ``bot_detector`` with its relative imports.
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[0] = os.path.dirname(here)
+    if os.path.basename(here) != 'bot_detector':
+        # A copy under another folder name: this directory imported as the package bot_detector
+        # (never another package of that name beside it).
+        import importlib.util
+        spec = importlib.util.spec_from_file_location('bot_detector', os.path.join(here, '__init__.py'),
+                                                      submodule_search_locations=[here])
+        sys.modules['bot_detector'] = package = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(package)
     from bot_detector.drivers.cli import main  # pylint: disable=import-error
     raise SystemExit(main())

@@ -99,6 +99,8 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
     writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
     if not check_mode:
         writer.lock()
+    else:
+        writer.check()      # what the lock would fail on, without taking it
     try:
         content = read_list(settings.blocklist)
         result.blocklist_before = content
@@ -121,6 +123,8 @@ def _act(result, writer, lists, verdict, key, entry, note=None):
     if verdict == BLOCK:
         if not result.check_mode:
             writer.block(key, entry['count'], note=note)
+        else:
+            writer.check(appending=True)    # what the append would fail on, nothing written
         lists.add(key)
 
 

@@ -27,10 +27,11 @@ USER_LOCK_DIR = '/tmp/bot-detector-%d'
 MAX_LINKS = 40
 
 
-def lock_directory():
+def lock_directory(create=True):
     """The directory for this user's lock files, created 0700 when absent. One that is not
     a real directory of this user's, entered by no one else, is refused: another user may
-    have planted it."""
+    have planted it. Without ``create`` (check mode) nothing is made or changed: an absent
+    directory is only checked to be creatable."""
     uid = os.geteuid()
     if uid == 0:
         path = ROOT_LOCK_DIR
@@ -38,6 +39,11 @@ def lock_directory():
         path = os.path.join(os.environ['XDG_RUNTIME_DIR'], 'bot-detector')
     else:
         path = USER_LOCK_DIR % uid
+    if not create and not os.path.lexists(path):
+        problem = creation_problem(os.path.dirname(path))
+        if problem:
+            raise BotDetectorError('cannot create the lock directory %s: %s' % (path, problem))
+        return path
     try:
         os.mkdir(path, 0o700)
     except OSError as exc:
@@ -47,7 +53,7 @@ def lock_directory():
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
         raise BotDetectorError('the lock directory %s is not a directory of user %d: another user may have made it; '
                                'remove it' % (path, uid))
-    if info.st_mode & 0o077:
+    if info.st_mode & 0o077 and create:
         os.chmod(path, 0o700)       # ours: only its mode is off
     return path
 
@@ -78,6 +84,7 @@ class BlocklistWriter:
         self.lock_timeout = BY_NAME['lock_timeout'].default if lock_timeout is None else lock_timeout
         self.lock_path = None
         self._lock_fd = None
+        self._append_checked = False
 
     def lock(self):
         try:
@@ -107,6 +114,20 @@ class BlocklistWriter:
                 self._lock_fd, self.lock_path = fd, path
                 return
             os.close(fd)            # its holder removed it on unlock: take the new one
+
+    def check(self, appending=False):
+        """Check mode: what lock() would fail on (and with ``appending``, what block() would),
+        found without writing anything: the lock directory; the activity log and the
+        blocklist opened for appending as block() opens them, neither created."""
+        try:
+            lock_directory(create=False)
+        except BotDetectorError as exc:
+            raise BotDetectorError('cannot lock %s: %s' % (self.blocklist, exc.message))
+        for path in (self.activity_log, self.blocklist) if appending and not self._append_checked else ():
+            fd = self.open_for_append(path, create=False)
+            if fd is not None:
+                os.close(fd)
+        self._append_checked = self._append_checked or appending
 
     def unlock(self):
         if self._lock_fd is not None:
@@ -142,11 +163,9 @@ class BlocklistWriter:
                 raise BotDetectorError('refusing to append to %s: it became a symbolic link (running as root)' % path)
             reason = exc.strerror
             if exc.errno == errno.ENOENT and not create:
-                directory = os.path.dirname(os.path.abspath(target))
-                if os.access(directory, os.W_OK | os.X_OK):
+                reason = creation_problem(os.path.dirname(os.path.abspath(target)))
+                if not reason:
                     return None
-                reason = os.strerror(errno.ENOENT if not os.path.isdir(directory)
-                                     else errno.EROFS if os.statvfs(directory).f_flag & os.ST_RDONLY else errno.EACCES)
             raise BotDetectorError('cannot append to %s: %s' % (path, reason))
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -210,6 +229,14 @@ class BlocklistWriter:
         finally:
             if activity_fd is not None:
                 os.close(activity_fd)
+
+
+def creation_problem(directory):
+    """Why a file could not be created in ``directory`` (as open(2) would say it), or None."""
+    if os.access(directory, os.W_OK | os.X_OK):
+        return None
+    return os.strerror(errno.ENOENT if not os.path.isdir(directory)
+                       else errno.EROFS if os.statvfs(directory).f_flag & os.ST_RDONLY else errno.EACCES)
 
 
 def take_back(fd, size, written):
