@@ -119,7 +119,8 @@ def main():
                'command\'s start, with `/usr/bin/python3 -S` as the role runs it, against the floor of any Python '
                'command line, all cases interleaved, %d rounds, on %s. "before" is the core as it was at %s (the flat '
                'layout of 37 files, before the stages). The cron run reads an empty log with `--state-dir`: all it '
-               'loads, nothing read. The .pyc files are written first, as a host\'s first run writes them.\n\n%s\n<!-- END startup -->' % (args.before, args.rounds, run_bench.machine(), args.before, table))
+               'loads, nothing read. The .pyc files are written first, as a host\'s first run writes them.\n\n%s\n<!-- END startup -->'
+               % (args.before, args.rounds, run_bench.machine(), args.before, table))
     for doc in ('benchmarks.md', 'benchmarks.md.in'):
         path = os.path.join(run_bench.ROOT, 'docs', doc)
         text = open(path).read()
