@@ -64,7 +64,7 @@ WARNING_PREFIX = 'bot-detector: warning: '
 UNREADABLE_FORMAT = ('%s: no line of the part read carries an access-log timestamp [dd/Mon/yyyy:HH:MM:SS +zzzz], '
                      'so nothing was counted; log in the combined format (nginx: log_format combined; Apache: '
                      'LogFormat "%%h %%l %%u %%t \\"%%r\\" %%>s %%b \\"%%{Referer}i\\" \\"%%{User-Agent}i\\"")')
-# Logs in another format (setting log_format; formats.py).
+# Logs in another format (setting log_format; formats/readers.py).
 UNPARSED_LINES = '%s: %d lines did not parse as %s and were not counted; the first: %s'
 FORMAT_DETECTED = 'Log format of %s: %s (detected)'
 NO_USER_AGENT = ('%s: haproxy logs no user agent unless it is captured (haproxy_user_agent_capture): the bot and '

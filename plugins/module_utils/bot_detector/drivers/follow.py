@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Follow mode (``--follow``): one long-running process that reads the logs as they grow
 and decides, at most DECIDE_EVERY seconds after new lines were read, as a run at that
-instant would: the same counting (tally.read_log at its start, reading.count_range on),
+instant would: the same counting (tally.read_log at its start, chunks.count_range on),
 the same decision step and appends (run.decide_and_append). It differs from a run only in
 when it calls them.
 
@@ -64,7 +64,7 @@ class Follower:
         self.rules = rules_for(settings, resolver)
         self.server_ips = server_ips_of(settings)
         self.sources = [Source(path) for path in logs]
-        self.readers = {}       # logs in another format than combined (formats.py), decided once
+        self.readers = {}       # logs in another format than combined (formats/readers.py), decided once
         self.formatted = settings.log_format != 'combined' or bool(settings.log_formats)
         if self.formatted:
             from ..formats.choice import reader_for      # logs in other formats only

@@ -73,7 +73,7 @@ def count_logs(settings, logs, now, resolver, result, session=None):
 
 
 def log_readers(settings, logs, result):
-    """{log: formats.Reader} of the logs in another format than combined (none: the combined
+    """{log: readers.Reader} of the logs in another format than combined (none: the combined
     path, untouched). ``auto`` is decided here, before anything is counted, and said."""
     if settings.log_format == 'combined' and not settings.log_formats:
         return None

@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Enforcement (setting ``enforcement``): the enforcement point made equal to the blocklist.
 
-The detection imports this package through one call only, ``after_run`` (metrics.recorded,
-after a detection, apply or unblock run that was not in check mode), and ``--enforce-now``
-calls ``enforce_now``. Each sync reads the blocklist under the run's lock, parses its entries
+Nothing of the detection imports this package: the drivers call ``sync`` through one step,
+drivers/after_change.py (after a detection, apply or unblock run that was not in check mode,
+a follower's change, and ``--enforce-now``). Each sync reads the blocklist under the run's lock, parses its entries
 (``parse_entries``) and hands them to the backend, which applies them in one step:
 
 nftables.py  one ``nft -f -`` transaction: table inet bot_detector, sets blocked_v4/blocked_v6

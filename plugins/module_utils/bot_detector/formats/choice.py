@@ -30,7 +30,7 @@ def reader_class(name):
 def head_of(path):
     """The first HEAD_BYTES of a log (decompressed when it is gzip), b'' when unreadable; and
     past them to the end of its first line where that is longer, up to the longest line read
-    whole (reading.LONG_LINE_READ; a longer one is unparsed): auto and the layouts are told
+    whole (chunks.LONG_LINE_READ; a longer one is unparsed): auto and the layouts are told
     from whole lines."""
     head, whole, most = bytearray(), False, max(HEAD_BYTES, chunks.LONG_LINE_READ + 1)    # a longest line and its newline
     try:

@@ -35,7 +35,7 @@ def probe(text):
 _ESCAPE_RUN = re.compile(_ESCAPE.pattern + b'+')
 _ESCAPES = [b'\\x%02X' % byte for byte in range(256)]
 # A field is escaped this many bytes at a time: re.sub holds a piece and a Match a run, some
-# hundred bytes a byte where runs are short, so a long field (a line read whole: reading.LONG_LINE_READ)
+# hundred bytes a byte where runs are short, so a long field (a line read whole: chunks.LONG_LINE_READ)
 # costs about its escaped length, not a hundred times its own.
 _ESCAPE_PIECE = 64 * 1024
 

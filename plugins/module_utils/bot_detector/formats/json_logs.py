@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The JSON formats of formats.py: nginx JSON (any key order, usual key names, others by
-``log_json_fields``), Caddy's access log and Traefik's JSON access log; and the trusted
-proxies whose X-Forwarded-For names the client.
+"""The JSON formats: nginx JSON (any key order, usual key names, others by
+``log_json_fields``), Caddy's access log and Traefik's JSON access log (proxies.py: the trusted
+proxies whose X-Forwarded-For names the client).
 
-Only the lines formats.Reader.candidates keeps are read: those of the log's usual layout
-(formats_layout) by C-level passes, the others decoded (json.loads, in C); the rest are only checked
+Only the lines readers.Reader.candidates keeps are read: those of the log's usual layout
+(formats/layouts.py) by C-level passes, the others decoded (json.loads, in C); the rest are only checked
 to start with '{'."""
 
 from __future__ import absolute_import, division, print_function
@@ -48,7 +48,7 @@ def decode_all(lines):
 class JsonReader(Reader):
     json = True
     needs_head = True   # bind: the layout learnt from the log's start
-    layout = None       # formats_layout.Layout of the log's lines (False: none; None: not yet learnt)
+    layout = None       # layouts.Layout of the log's lines (False: none; None: not yet learnt)
     layout_of = None    # the format's Layout of a line and its doc (None: every line decoded)
     time_filter = None  # times.TimeFilter of the log's time key
 
@@ -65,7 +65,7 @@ class JsonReader(Reader):
 
     def translate(self, buf, limit):
         """The twins of the lines that may count: those of the log's usual layout
-        (formats_layout.Layout, CaddyLayout) matched by one regex and made without decoding
+        (layouts.Layout, CaddyLayout) matched by one regex and made without decoding
         them, the rest decoded one by one."""
         layout = self.layout if self.proxies is None else False        # X-Forwarded-For: decoded
         end = len(buf) if limit is None else min(limit, len(buf))
@@ -206,7 +206,7 @@ class NginxJson(JsonReader):
             self.date_marker = b'"time_local":"'
 
     def _learn(self, line):
-        """The layout of ``line`` (formats_layout.Layout; False: none) and the time filter
+        """The layout of ``line`` (layouts.Layout; False: none) and the time filter
         of its time key."""
         doc = _decode(line)
         if doc is None:
@@ -248,7 +248,7 @@ class NginxJson(JsonReader):
 
 def _header(headers, name):
     values = headers.get(name) if isinstance(headers, dict) else None
-    if isinstance(values, list):        # a value not text as JSON (formats.text_field's reason)
+    if isinstance(values, list):        # a value not text as JSON (escaping.text_field's reason)
         return ', '.join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in values) if values else None
     return values
 

@@ -4,7 +4,7 @@
 """The JSON formats' usual line turned into its twin without decoding it (issue 27): a log's
 layout (Layout: nginx JSON's, Traefik's; CaddyLayout), its keys in their order, learnt from
 one line of the log's start (JsonReader.bind); a chunk's lines of that layout matched and
-formatted by C-level passes over all of them. formats_lines.py uses plain_lines too."""
+formatted by C-level passes over all of them. formats/text_logs.py uses plain_lines too."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,7 +18,7 @@ from .escaping import CLF_BYTES
 __metaclass__ = type
 
 # Printable ASCII but backslash, and the newline that joins lines: the bytes a fast
-# layout's values may hold as the combined format writes them (formats.escaped's others).
+# layout's values may hold as the combined format writes them (escaping.escaped's others).
 PLAIN = bytes(range(0x20, 0x7f)).replace(b'\\', b'') + b'\n'
 # A layout's values: any bytes but a quote (plain_lines has checked them: one pass in C,
 # faster than a class); the roles' not empty; a $time_local as the combined format writes it.
@@ -88,7 +88,7 @@ class Layout:
 
     @classmethod
     def of_traefik(cls, line, doc):
-        """Traefik's JSON line (flat: text, integers and other scalars) whose twin formats_fast.
+        """Traefik's JSON line (flat: text, integers and other scalars) whose twin times.
         plain_twin makes at once; False for another (its twin is made field by field)."""
         status = 'DownstreamStatus' if 'DownstreamStatus' in doc else 'OriginStatus'
         kinds = {'ClientHost': _VALUE_SOME, 'request_User-Agent': _VALUE_SOME, 'request_Referer': _VALUE_SOME,
@@ -220,7 +220,7 @@ def _other_value(value):
 
 
 class CaddyLayout(Layout):
-    """Caddy's usual line (formats_json.Caddy): its keys in its order, the request an object
+    """Caddy's usual line (json_logs.Caddy): its keys in its order, the request an object
     of text values and its headers (any, each a list of text), ``ts`` a number, status and
     size integers. The user agent and referer are found in the headers of each line."""
 

@@ -115,7 +115,7 @@ class Reader:
         return self
 
     def start_at(self, fd, start):
-        """Before the lines of ``fd`` from ``start`` (a line start) are read (reading.count_range)."""
+        """Before the lines of ``fd`` from ``start`` (a line start) are read (chunks.count_range)."""
 
     def stop_at(self, fd, end):
         """After the lines of ``fd`` up to ``end`` were read."""

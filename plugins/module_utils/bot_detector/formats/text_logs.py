@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The line formats of formats.py besides vhost_combined: Traefik's common log format,
+"""The line formats besides vhost_combined (readers.py): Traefik's common log format,
 HAProxy's ``option httplog`` and the W3C extended format IIS writes."""
 
 from __future__ import absolute_import, division, print_function
@@ -134,7 +134,7 @@ class Haproxy(Reader):
 
 # A W3C line's date and time as IIS writes them, the first two fields (in_windows): its hour.
 _W3C_HOUR = re.compile(br'\n(\d{4}-\d{2}-\d{2} \d{2}):[0-5]\d:[0-5]\d ')      # after a newline: a fast search
-# The bytes a W3C line's fields may hold as the combined format writes them (formats.escaped's
+# The bytes a W3C line's fields may hold as the combined format writes them (escaping.escaped's
 # others): its twin is then made without escaping a field (W3C.parse_all; HAProxy's lines quote
 # the request, so Haproxy.parse_all takes plain_lines' bytes and looks for a quote elsewhere).
 _ESCAPE_FREE = PLAIN.replace(b'"', b'')
@@ -350,7 +350,7 @@ class W3C(Reader):
 def fields_before(fd, start):
     """W3C._fields of the last line starting with #Fields: that ends before ``start``, found
     searching back from it a block at a time; None when there is none. A line longer than
-    one read whole (reading.LONG_LINE_READ) is unparsed, not in force: passed over."""
+    one read whole (chunks.LONG_LINE_READ) is unparsed, not in force: passed over."""
     marker = b'\n#Fields:'
     end, size = start, max(HEAD_BYTES, 2 * len(marker))
     while end > 0:

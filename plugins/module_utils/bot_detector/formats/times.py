@@ -4,7 +4,7 @@
 """The fast paths of the JSON formats (issue 27) that read time: the lines of a chunk whose own
 time lies in no hour the tally counts, left out before any of them is decoded (TimeFilter; for
 nginx's $time_local, all_dated_by and dated_by); and a decoded line's twin at once (plain_twin).
-formats_layout.py turns the lines of a log's usual layout into twins without decoding them.
+formats/layouts.py turns the lines of a log's usual layout into twins without decoding them.
 
 A line's time is read by one regex over the chunk's lines joined (``TimeFilter.finder``):
 only its distinct values, an hour of ISO-8601 text with its zone or a hundred seconds of

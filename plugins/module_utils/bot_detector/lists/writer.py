@@ -274,7 +274,7 @@ def rewrite_target(path):
 
 
 def removal_journal(target):
-    """The journal of a removal under way (unblock.Journal), beside the file it rewrites:
+    """The journal of a removal under way (removal.Journal), beside the file it rewrites:
     '.ipblocklist.txt.bot-detector-removing'."""
     directory, base = os.path.split(os.path.abspath(target))
     return os.path.join(directory, '.%s.bot-detector-removing' % base)

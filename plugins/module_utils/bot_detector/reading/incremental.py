@@ -47,7 +47,7 @@ def count_with_state(logs, windows, line_filter, settings, now, session=None, re
     (spill.Session), in bounded memory. Returns (WindowCounts, [LogState]): the states to
     save once the run's decisions are appended (saves.save). A log whose counts went
     past the session's budget keeps no state (one warning; its next run starts cold). ``readers``:
-    {log: formats.Reader} of logs in another format than combined."""
+    {log: readers.Reader} of logs in another format than combined."""
     state_dir = settings.state_dir
     stamps = [window.stamp for window in windows]
     parts = dict((stamp, []) for stamp in stamps)
@@ -109,7 +109,7 @@ class Reading:
         self.rotated_key = None       # (device, inode) of the rotated file read on
         self.new_state = None
         self._claimed = []
-        self.reader = None            # formats.Reader: a log in another format than combined
+        self.reader = None            # readers.Reader: a log in another format than combined
 
     def counting(self):
         """The counting settings its state is made under: the run's, and the format the log is

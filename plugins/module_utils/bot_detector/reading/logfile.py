@@ -206,12 +206,12 @@ class Scan:
         self.end = 0              # where the lines counted end (tally.scan_file)
         self.lines = None         # lines read, when counted (the metrics)
         self.stamped = False      # whether a line counted carries a date and hour (HOUR_TEXT)
-        self.format = None        # another format than combined (formats.py): its name
+        self.format = None        # another format than combined (formats/readers.py): its name
         self.unparsed = 0         # ... and its lines that did not parse, the first of them
         self.unparsed_example = None
 
     def read_by(self, reader):
-        """The format ``reader`` (formats.Reader; None: combined) read it in, and its unparsed lines."""
+        """The format ``reader`` (readers.Reader; None: combined) read it in, and its unparsed lines."""
         if reader is not None:
             self.format, self.unparsed, self.unparsed_example = reader.name, reader.unparsed, reader.example
 

@@ -4,7 +4,7 @@
 """The incremental state of one log (``--state-dir``): what earlier runs counted, so that
 the next run reads only the bytes appended since.
 
-Per log, one file in the state directory (statedir.py): a header line of JSON, then per
+Per log, one file in the state directory (reading/saves.py): a header line of JSON, then per
 segment and stamp two parts, whose lengths and CRC-32s the header gives:
 
 - the counting settings it was made under (state made under others is not used);

@@ -89,7 +89,7 @@ class Tally:
     (``lines``; None without)."""
 
     def __init__(self, stamps, line_filter, tracked=(), count_lines=False, session=None, reader=None):
-        # A log in another format than combined: its lines become their combined twins first (formats.py).
+        # A log in another format than combined: its lines become their combined twins first (formats/readers.py).
         self.reader = reader
         self.stamps = []
         for stamp in stamps:
@@ -407,7 +407,7 @@ def count_windows(logs, windows, line_filter, seek=False, margin=600, rotated=Fa
     warning (WindowCounts.warnings). A file already read (same device and inode: a log
     given twice, LOG.1 a link to LOG) is not read again. Counts of all files are summed.
     With ``count_lines``, each scan also counts its lines (the metrics). With ``session``
-    (spill.Session), counts past its budget go to its files. ``readers``: {log: formats.Reader}
+    (spill.Session), counts past its budget go to its files. ``readers``: {log: readers.Reader}
     for logs in another format than combined. Returns a WindowCounts."""
     stamps = [window.stamp for window in windows]
     tally = Tally(stamps, line_filter, count_lines=count_lines, session=session)
