@@ -26,6 +26,8 @@ EXECUTION_TIME = 'Execution time: %d seconds'
 ROTATED_LEFT_OUT = '%s; the run goes on without this rotated file'
 # A state past its budget (count_budget distinct keys in memory, state_budget bytes on
 # disk) is not kept: the next run counts that log cold, with the same decisions.
+# A state file that cannot be trusted: the log is read cold, as without one.
+STATE_IGNORED = 'state file %s ignored: %s'
 STATE_OVER_BUDGET = ('state file %(path)s not kept: %(why)s; the next run reads the windows of this log again '
                      '(the decisions are the same)')
 
@@ -79,6 +81,7 @@ ENFORCEMENT_FAILED = ('enforcement (%s) failed, the blocklist is updated but not
 ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
 # --follow
 FOLLOW_LOST = '%s: lines may be missed: %s'
+FOLLOW_NOT_A_FILE = '%s is not a regular file: not read until a file is there'
 FOLLOW_TWICE = 'a follower of %s already runs'
 FOLLOW_UNPARSED = ('%s: a line did not parse as %s and was not counted (warned once; the count since the start is in '
                    '--status and the metric follow_unparsed_lines): %s')

@@ -58,12 +58,29 @@ EXPIRE_EVERY = 30.0     # seconds between ban expiries when ban_time is set
 DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged before it is closed
 
 
+def _saved_positions_valid(positions, count):
+    """Whether a state file's positions are as save() writes them: per log, its old files and
+    its current one, each {dev, ino, offset: whole numbers, head: base64}."""
+    def entry_valid(entry):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool)
+                                                  and entry.get(k) >= 0 for k in ('dev', 'ino', 'offset')):
+            return False
+        try:
+            base64.b64decode(entry.get('head'), validate=True)
+        except (TypeError, ValueError):
+            return False
+        return True
+    return (isinstance(positions, list) and len(positions) == count and all(
+        isinstance(saved, dict) and isinstance(saved.get('old'), list) and all(map(entry_valid, saved['old']))
+        and 'current' in saved and (saved['current'] is None or entry_valid(saved['current'])) for saved in positions))
+
 class Follower:
     def __init__(self, settings, logs, clock, emit, warn, resolver=None):
         self.settings, self.logs, self.clock, self.emit, self.warn = settings, logs, clock, emit, warn
         self.rules = rules_for(settings, resolver)
         self.server_ips = server_ips_of(settings)
         self.sources = [Source(path) for path in logs]
+        self.odd_paths = set()          # logs whose path holds something else than a file, said once
         self.readers = {}       # logs in another format than combined (formats/readers.py), decided once
         self.formatted = settings.log_format != 'combined' or bool(settings.log_formats)
         if self.formatted:
@@ -190,9 +207,10 @@ class Follower:
                 os.close(pos.fd)
             read += got
         if source.current is None:
-            fd = open_followed(source.path)
+            fd = open_followed(source.path, self._odd_path)
             if fd is None:
                 return read
+            self.odd_paths.discard(source.path)
             source.current = Position(fd)
         pos = source.current
         try:
@@ -200,7 +218,7 @@ class Follower:
         except OSError:
             info = None                 # renamed away, the new one not made yet: read on
         if info is not None and (info.st_dev, info.st_ino) != (pos.dev, pos.ino):
-            fd = open_followed(source.path)     # renamed (or a link pointed elsewhere): the new file from its start
+            fd = open_followed(source.path, self._odd_path)     # renamed (or a link pointed elsewhere): the new file from its start
             if fd is not None:
                 source.old.append(pos)
                 source.current = pos = Position(fd)
@@ -215,6 +233,10 @@ class Follower:
 
     def _resume(self, doc, counts):
         if not doc or doc.get('logs') != self.logs or doc.get('settings') != jsonable(state.counting_settings(self.settings)):
+            return False
+        if not _saved_positions_valid(doc.get('positions'), len(self.sources)):
+            # Its own file, damaged or edited: read cold rather than die at every restart.
+            self.warn(messages.STATE_IGNORED % (self.state_path, 'its saved positions are not what a follower writes'))
             return False
         for source, saved in zip(self.sources, doc['positions']):
             for entry in saved['old'] + ([saved['current']] if saved['current'] else []):
@@ -244,6 +266,12 @@ class Follower:
                 return
             os.close(fd)
         self.warn(messages.FOLLOW_LOST % (source.path, 'a file read before the restart is gone'))
+
+    def _odd_path(self, path):
+        """Something else than a file at a log's path: said once until a file is there again."""
+        if path not in self.odd_paths:
+            self.odd_paths.add(path)
+            self.warn(messages.FOLLOW_NOT_A_FILE % path)
 
     def _start(self, now):
         self._move_windows(now)

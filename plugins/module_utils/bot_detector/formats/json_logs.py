@@ -34,7 +34,7 @@ def _decode(line):
     json.loads of bytes would also take UTF-16 and UTF-32."""
     try:
         doc = json.loads(line.decode('utf-8-sig'))
-    except ValueError:
+    except (ValueError, RecursionError):      # RecursionError: a client's value nested past the parser's depth
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -162,7 +162,10 @@ class JsonReader(Reader):
     def when(self, value):
         """A time value as local combined text: epoch seconds (a number, or text as
         nginx's $msec), ISO-8601 with a zone, or already combined ($time_local). Cached
-        by second: a second's lines share it."""
+        by second: a second's lines share it. A value of another type (an array, an object,
+        true: a client's or a broken writer's) is no time."""
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            return None
         cache = self.times
         value = second_of(value)
         found = cache.get(value)

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 import base64
 import errno
 import os
+import stat
 
 from ..base.errors import BotDetectorError
 
@@ -31,14 +32,21 @@ class Position:
                 'head': base64.b64encode(self.head).decode('ascii')}
 
 
-def open_followed(path):
-    """The log's file open for reading, or None when there is none (yet)."""
+def open_followed(path, on_odd=None):
+    """The log's file open for reading, or None when there is none (yet); ``on_odd(path)`` when
+    something else than a regular file is there."""
     try:
-        return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             return None
         raise BotDetectorError('cannot read %s: %s' % (path, exc.strerror))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):      # a directory or a FIFO made at its path: no log (yet)
+        os.close(fd)
+        if on_odd is not None:
+            on_odd(path)
+        return None
+    return fd
 
 
 def holds(fd, head, offset):

@@ -15,7 +15,7 @@ from .state import EarlierFormat, StateError, loads
 
 __metaclass__ = type
 
-from ..base.messages import STATE_OVER_BUDGET
+from ..base.messages import STATE_IGNORED, STATE_OVER_BUDGET
 from ..base.text import write_all
 
 
@@ -37,15 +37,15 @@ def load(state_dir, log, max_bytes=None):
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return None, None
-        return None, 'state file %s ignored: %s' % (path, exc.strerror)
+        return None, STATE_IGNORED % (path, exc.strerror)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return None, 'state file %s ignored: not a regular file' % path
+            return None, STATE_IGNORED % (path, 'not a regular file')
         if info.st_uid != os.geteuid():
-            return None, 'state file %s ignored: owned by user %d, not by this run\'s' % (path, info.st_uid)
+            return None, STATE_IGNORED % (path, 'owned by user %d, not by this run\'s' % info.st_uid)
         if max_bytes is not None and info.st_size > max_bytes:
-            return None, 'state file %s ignored: larger than %d bytes' % (path, max_bytes)
+            return None, STATE_IGNORED % (path, 'larger than %d bytes' % max_bytes)
         chunks = []
         while True:
             chunk = os.read(fd, 1024 * 1024)
@@ -53,7 +53,7 @@ def load(state_dir, log, max_bytes=None):
                 break
             chunks.append(chunk)
     except OSError as exc:
-        return None, 'state file %s ignored: %s' % (path, exc.strerror)
+        return None, STATE_IGNORED % (path, exc.strerror)
     finally:
         os.close(fd)
     try:
@@ -61,7 +61,7 @@ def load(state_dir, log, max_bytes=None):
     except EarlierFormat:
         return None, None
     except StateError as exc:
-        return None, 'state file %s ignored: %s' % (path, exc)
+        return None, STATE_IGNORED % (path, exc)
 
 
 def _remove_leftovers(state_dir):

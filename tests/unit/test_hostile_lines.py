@@ -1,0 +1,158 @@
+"""Lines a client can shape never stop detection (issue 38, item 5): in every JSON format, a
+line nested past the parser's depth, or a time field holding a value of another type than the
+format's, is at worst an unparsed line; the run goes on, blocks the scraper beside it and
+exits 0. Run as the command, a real process."""
+import json
+import os
+import time
+
+import pytest
+
+from conftest import run_core
+
+NOW = '2025-11-21 04:13:43'
+NOW_EPOCH = 1763698423
+SCRAPER = '203.0.113.7'
+# Values of another type than a time, for any time field (what a JSON log can hold there).
+ODD_TIMES = [[], ['21/Nov/2025:04:00:00 +0000'], {}, {'t': 1763697600}, True, False, None, 10 ** 400, -1e308, 1e308,
+             float('nan'), '', ' ', '\u0000', 'x' * 3000, [[[[[]]]]]]
+DEEP = 100000
+
+
+def good_line(fmt, epoch, address=SCRAPER, time_key='time_iso8601'):
+    """One job-page request in ``fmt``, at ``epoch``."""
+    if fmt == 'caddy':
+        doc = {'level': 'info', 'ts': epoch + 0.25, 'request': {'client_ip': address, 'method': 'GET', 'uri': '/job/1',
+                                                                'proto': 'HTTP/1.1', 'headers': {'User-Agent': ['curl']}},
+               'size': 5, 'status': 200}
+    elif fmt == 'traefik_json':
+        doc = {'ClientHost': address, 'DownstreamContentSize': 5, 'DownstreamStatus': 200, 'RequestMethod': 'GET',
+               'RequestPath': '/job/1', 'RequestProtocol': 'HTTP/1.1',
+               'StartLocal': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch)), 'request_User-Agent': 'curl'}
+    else:
+        when = {'time_iso8601': time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime(epoch)),
+                'time_local': time.strftime('%d/%b/%Y:%H:%M:%S +0000', time.gmtime(epoch)),
+                'msec': '%d.000' % epoch}[time_key]
+        doc = {time_key: when, 'remote_addr': address, 'request': 'GET /job/1 HTTP/1.1', 'status': '200',
+               'body_bytes_sent': '5', 'http_referer': '', 'http_user_agent': 'curl'}
+    return doc
+
+
+def time_key_of(fmt, time_key):
+    return {'caddy': 'ts', 'traefik_json': 'StartLocal'}.get(fmt, time_key)
+
+
+def dumps(doc):
+    return json.dumps(doc, allow_nan=True).encode()
+
+
+CASES = [('nginx_json', 'time_iso8601'), ('nginx_json', 'time_local'), ('nginx_json', 'msec'), ('caddy', None),
+         ('traefik_json', None)]
+
+
+@pytest.mark.parametrize('fmt,time_key', CASES)
+def test_a_time_field_of_another_type_is_an_unparsed_line(tmp_path, files, fmt, time_key):
+    lines = [dumps(good_line(fmt, NOW_EPOCH - 60 - i % 600, time_key=time_key or 'time_iso8601')) for i in range(1000)]
+    odd = []
+    for value in ODD_TIMES:
+        doc = good_line(fmt, NOW_EPOCH - 30, address='198.51.100.9', time_key=time_key or 'time_iso8601')
+        doc[time_key_of(fmt, time_key)] = value
+        odd.append(dumps(doc))
+    log = tmp_path / 'access.log'
+    log.write_bytes(b'\n'.join(odd + lines + odd) + b'\n')
+    got = run_core(files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', fmt, '--json', '--threshold',
+                                      '1000', log])
+    assert got.returncode == 0, got.stderr.decode()[-2000:]
+    out = json.loads(got.stdout)
+    assert [b['address'] for b in out['blocked']] == [SCRAPER]
+    assert out['scans'][0]['unparsed_lines'] == 2 * len(ODD_TIMES)
+
+
+@pytest.mark.parametrize('fmt,time_key', CASES)
+@pytest.mark.parametrize('where', ['whole', 'agent', 'time'])
+def test_a_line_nested_past_the_parser_depth_is_an_unparsed_line(tmp_path, files, fmt, time_key, where):
+    """Nested 100,000 deep: the whole line, the user agent, or the time value."""
+    nested = b'[' * DEEP + b']' * DEEP
+    doc = good_line(fmt, NOW_EPOCH - 30, address='198.51.100.9', time_key=time_key or 'time_iso8601')
+    if where == 'whole':
+        hostile = nested
+    elif where == 'agent':
+        key = {'caddy': None, 'traefik_json': 'request_User-Agent'}.get(fmt, 'http_user_agent')
+        if key is None:
+            doc['request']['headers']['User-Agent'] = ['@@']
+        else:
+            doc[key] = '@@'
+        hostile = dumps(doc).replace(b'"@@"', nested).replace(b'/job/1', b'/job/2')
+    else:
+        doc[time_key_of(fmt, time_key)] = '@@'
+        hostile = dumps(doc).replace(b'"@@"', nested)
+    lines = [dumps(good_line(fmt, NOW_EPOCH - 60 - i % 600, time_key=time_key or 'time_iso8601')) for i in range(1000)]
+    log = tmp_path / 'access.log'
+    log.write_bytes(b'\n'.join([hostile] + lines + [hostile]) + b'\n')
+    got = run_core(files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', '--log-format', fmt, '--json', '--threshold',
+                                      '1000', log])
+    assert got.returncode == 0, got.stderr.decode()[-2000:]
+    out = json.loads(got.stdout)
+    assert [b['address'] for b in out['blocked']] == [SCRAPER]
+    assert out['scans'][0]['unparsed_lines'] == 2
+
+
+# A follower never crash-loops on its own state file: whatever a damaged or edited file holds
+# where the positions are, it warns and reads the log cold, once.
+DAMAGED_POSITIONS = [None, [{}], [{'old': [{'dev': 'a', 'ino': 1, 'offset': 0, 'head': ''}], 'current': None}],
+                     [{'old': [], 'current': {'dev': 1, 'ino': 1, 'offset': -5, 'head': '%%%'}}],
+                     [{'old': [], 'current': {'dev': 1, 'ino': 1, 'offset': 0, 'head': ''}}] * 2]
+
+
+@pytest.mark.parametrize('positions', DAMAGED_POSITIONS, ids=range(len(DAMAGED_POSITIONS)))
+def test_a_follower_reads_cold_past_damaged_positions_in_its_state_file(tmp_path, files, positions):
+    from test_follow import Following, lines, THRESHOLD
+    log = tmp_path / 'access.log'
+    log.write_bytes(lines('203.0.113.7', THRESHOLD + 5))
+    follower = Following(tmp_path, files, log)
+    with follower:
+        wait_for_blocked(files, b'203.0.113.7')
+        follower.stop()         # SIGTERM: its state saved
+    name = next(n for n in os.listdir(str(follower.state_dir)) if n.startswith('follow-'))
+    path = follower.state_dir / name
+    header, rest = path.read_bytes().split(b'\n', 1)
+    doc = json.loads(header)
+    doc['positions'] = positions
+    path.write_bytes(json.dumps(doc).encode() + b'\n' + rest)
+    files.blocklist.write_bytes(b'')
+    with Following(tmp_path, files, log) as again:
+        wait_for_blocked(files, b'203.0.113.7')
+        assert again.proc.poll() is None
+        again.stop()
+        err = again.proc.stderr.read().decode()
+    assert 'state file %s ignored' % path in err, err
+
+
+def wait_for_blocked(files, address, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if address in (files.read('blocklist') or b'').split(b'\n'):
+            return
+        time.sleep(0.05)
+    raise AssertionError('%s not blocked within %s s' % (address, timeout))
+
+
+def test_a_follower_goes_on_when_its_log_becomes_a_directory(tmp_path, files):
+    """Renamed away and a directory made at its path: a warning, not a death (a follower that
+    dies is restarted by systemd and dies again); a file there again is read."""
+    from test_follow import Following, lines, THRESHOLD
+    log = tmp_path / 'access.log'
+    log.write_bytes(lines('203.0.113.7', THRESHOLD + 5))
+    with Following(tmp_path, files, log) as follower:
+        wait_for_blocked(files, b'203.0.113.7')
+        os.rename(str(log), str(tmp_path / 'access.log.1'))
+        os.mkdir(str(log))
+        time.sleep(3)
+        assert follower.proc.poll() is None, follower.proc.communicate()[1][-2000:]
+        os.rmdir(str(log))
+        log.write_bytes(lines('203.0.113.8', THRESHOLD + 5))
+        wait_for_blocked(files, b'203.0.113.8')
+        assert follower.proc.poll() is None
+        follower.stop()
+        err = follower.proc.stderr.read().decode()
+    assert err.count('%s is not a regular file' % log) == 1, err
