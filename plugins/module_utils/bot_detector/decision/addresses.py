@@ -45,6 +45,17 @@ def parse_address(field):
     return ipaddress.ip_address(field.decode('ascii'))
 
 
+
+def mapped_ipv4(field):
+    """The IPv4 address (bytes) an IPv4-mapped IPv6 address stands for ('::ffff:192.0.2.20'
+    -> '192.0.2.20', in any spelling), else None. A dual-stack server logs its IPv4 clients so."""
+    if b'.' not in field or b':' not in field or b'ffff' not in field.lower():
+        return None
+    address = parse_address(field)
+    mapped = address.ipv4_mapped if address is not None and address.version == 6 else None
+    return None if mapped is None else str(mapped).encode('ascii')
+
+
 def parse_network(text):
     """An ip_network for an address or a CIDR network (bytes), else None."""
     import ipaddress        # only where an address is parsed: not a spec run's top 20

@@ -15,7 +15,7 @@ from operator import contains, ge, itemgetter, not_
 from ..base.text import to_bytes
 from ..reading.spill import parts, spilled
 from ..reading.tally import largest
-from .addresses import is_client_address, parse_address
+from .addresses import is_client_address, mapped_ipv4, parse_address
 
 __metaclass__ = type
 
@@ -161,7 +161,9 @@ def server_test(server_ips):
         servers = set(address_key(ip) for ip in server_ips)
 
         def is_server(count, address):
-            return address_key(address) in servers
+            # An IPv4-mapped address is its IPv4 address (a safety fix: the server itself, logged
+            # by a dual-stack listener).
+            return address_key(address) in servers or address_key(mapped_ipv4(address) or address) in servers
     return is_server
 
 
@@ -299,6 +301,11 @@ class SubstringLists:
         if key in self.blocklist:
             return ALREADY_BLOCKED
         if key in self.exclusions:
+            return ALLOW_LISTED
+        mapped = mapped_ipv4(key)
+        if mapped is not None and mapped in self.exclusions:
+            # Safety addition: an IPv4-mapped address is its IPv4 address for the allow-list (the
+            # enforcement drops it as that address); the reference would block it.
             return ALLOW_LISTED
         if not is_client_address(key):
             # Safety addition: the reference would append it; we never append a non-address.
