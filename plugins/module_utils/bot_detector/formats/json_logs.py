@@ -188,7 +188,7 @@ class JsonReader(Reader):
         return None
 
     def client(self, address, forwarded):
-        if self.proxies is not None and forwarded:
+        if self.proxies is not None:
             return self.proxies.client(address, forwarded)
         return address
 
@@ -239,8 +239,10 @@ class NginxJson(JsonReader):
             if method is None or uri is None:
                 return None
             request = '%s %s%s' % (method, uri, '' if protocol is None else ' ' + protocol)
-        if self.proxies is not None and forwarded:
+        if self.proxies is not None:
             address = self.proxies.client(str(address), forwarded)
+            if address is None:
+                return None         # from no one: only trusted proxies (proxies.py)
         values = (address, request, status, size, referer, agent)
         if (all(isinstance(value, str) for value in values) and status and size
                 and ESCAPE_TEXT.search(''.join(values)) is None):
@@ -286,6 +288,8 @@ class Caddy(JsonReader):
             return None
         headers = request.get('headers') or {}
         address = self.client(str(address), _header(headers, 'X-Forwarded-For'))
+        if address is None:
+            return None
         line = '%s %s %s' % (request.get('method'), request.get('uri', ''), request.get('proto', '-'))
         return twin(text_field(address), when, text_field(line), text_field(doc.get('status')),
                     text_field(doc.get('size')), text_field(_header(headers, 'Referer')),
@@ -317,6 +321,8 @@ class TraefikJson(JsonReader):
         if address is None or when is None or doc.get('RequestMethod') is None:
             return None
         address = self.client(str(address), doc.get('request_X-Forwarded-For'))
+        if address is None:
+            return None
         request = '%s %s %s' % (doc.get('RequestMethod'), doc.get('RequestPath', ''), doc.get('RequestProtocol', '-'))
         status = doc.get('DownstreamStatus', doc.get('OriginStatus'))
         return twin(text_field(address), when, text_field(request), text_field(status),
