@@ -17,6 +17,11 @@ from .readers import HEAD_BYTES, VhostCombined
 __metaclass__ = type
 
 
+# auto: how many of a log's first lines it looks at, and the share a format must fit.
+SAMPLE_LINES = 50
+MOST = 0.8
+
+
 def reader_class(name):
     if name in ('nginx_json', 'caddy', 'traefik_json'):
         from . import json_logs      # the format in use only
@@ -65,27 +70,31 @@ def reader_for(settings, path, head=None):
 
 
 def detect(head, path):
-    """The one format all of the first lines of ``head`` parse as (up to 20). Raises the
-    refusal (exit status 2) when none or several fit, or when there is no line yet."""
+    """The format of a log, from its first lines in ``head`` (up to SAMPLE_LINES): the one that
+    fits at least MOST of them, and more of them than any other. One client's request (a user
+    name with a space, which nginx writes unescaped) or another program's line among them
+    neither refuses the log nor chooses its format: such lines are counted as unparsed, as
+    anywhere in a log. Raises the refusal (exit status 2) when no format fits most lines, two
+    fit as many, or there is no line yet."""
     from . import json_logs, text_logs      # auto only: each format's own test
-    lines = [line for line in head.split(b'\n')[:-1] if line.strip()][:20] if b'\n' in head else []
+    lines = [line for line in head.split(b'\n')[:-1] if line.strip()][:SAMPLE_LINES] if b'\n' in head else []
     if lines and all(line.startswith(b'#') for line in lines[:1]):
         fields = [line for line in lines if line.startswith(b'#Fields:')]
         if fields:
             return 'w3c'
     if not lines:
         raise bad_option('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path)
-    fits = []
+    fits = {}
     for name, test in [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
                        ('traefik', lambda line: text_logs.TRAEFIK.match(line) is not None and not _looks_combined(line)),
                        ('haproxy', lambda line: text_logs.HAPROXY.search(line) is not None)] + json_logs.DETECTORS:
-        if all(test(line) for line in lines):
-            fits.append(name)
-    if len(fits) != 1:
+        fits[name] = sum(1 for line in lines if test(line))
+    most = max(fits.values())
+    best = [name for name, count in fits.items() if count == most]
+    if most < MOST * len(lines) or len(best) != 1:
         raise bad_option('log_format auto: cannot tell the format of %s from its first lines (%s); set log_format'
-                         % (path, 'none fits' if not fits else 'fits ' + ' and '.join(fits)))
-    return fits[0]
-
+                         % (path, 'fits ' + ' and '.join(best) if most and len(best) > 1 else 'none fits most of them'))
+    return best[0]
 
 _COMBINED = re.compile(br'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \d{3} \S+ "[^"]*" "[^"]*"$')
 
