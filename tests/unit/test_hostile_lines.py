@@ -156,3 +156,15 @@ def test_a_follower_goes_on_when_its_log_becomes_a_directory(tmp_path, files):
         follower.stop()
         err = follower.proc.stderr.read().decode()
     assert err.count('%s is not a regular file' % log) == 1, err
+
+
+def test_a_long_blocklist_line_is_named_by_its_start(tmp_path):
+    """A 10 MB line that is no address gave a 10 MB warning at every sync (issue 38, item 12)."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import sync
+    long_line = b'x' * (10 * 1024 * 1024)
+    entries = sync.parse_entries(b'198.51.100.1\n' + long_line + b'\n' + b'\xff' * 300 + b'\n2001:db8::1\n')
+    assert len(entries) == 2
+    assert [len(name) for name in entries.skipped] == [83, 83]
+    assert entries.skipped[0] == 'x' * 80 + '...'
+    warning = entries.skipped_warning()
+    assert len(warning) < 600 and warning.startswith('enforcement: 2 blocklist lines are not an address')

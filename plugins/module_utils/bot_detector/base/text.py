@@ -38,6 +38,15 @@ def to_text(value):
     return value
 
 
+# A line named in a message by its start: a client or a writer may make one megabytes long.
+NAMED_START = 80
+
+
+def named_by_start(text):
+    """``text`` as a message names it: its first NAMED_START characters, '...' after a longer one."""
+    return text if len(text) <= NAMED_START else text[:NAMED_START] + '...'
+
+
 def printable(value):
     """``value`` (str, list or dict) with undecodable bytes shown as escapes, for JSON."""
     if isinstance(value, dict):

@@ -24,7 +24,7 @@ import socket
 
 from ..base.errors import BotDetectorError
 from ..base.messages import ENFORCEMENT_SKIPPED
-from ..base.text import printable, to_text
+from ..base.text import NAMED_START, named_by_start, printable, to_text
 from ..lists.content import read_list
 from ..lists.writer import BlocklistWriter
 
@@ -130,7 +130,7 @@ class Entries:
                 continue
             span = _span(line)
             if span is None:
-                self.skipped.append(printable(to_text(line)))
+                self.skipped.append(named_by_start(printable(to_text(line[:4 * NAMED_START]))))
             else:
                 spans[span[0]].append((span[1], span[2]))
         self.v4 = _elements(spans[4], 4)
