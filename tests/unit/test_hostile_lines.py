@@ -168,3 +168,34 @@ def test_a_long_blocklist_line_is_named_by_its_start(tmp_path):
     assert entries.skipped[0] == 'x' * 80 + '...'
     warning = entries.skipped_warning()
     assert len(warning) < 600 and warning.startswith('enforcement: 2 blocklist lines are not an address')
+
+
+@pytest.mark.parametrize('kind', ['link', 'fifo', 'directory'])
+def test_the_nginx_geo_file_must_be_a_regular_file(tmp_path, files, kind):
+    """A link there was replaced by a 0644 copy of its (0600) target when the test failed, and a
+    FIFO hung the sync forever while it held the blocklist's lock (issue 38, item 10): anything
+    but a regular file is refused, exit status 4, and left as it is."""
+    import subprocess
+    import sys
+    from conftest import CORE
+    geo = tmp_path / 'geo.conf'
+    target = tmp_path / 'secret.conf'
+    if kind == 'link':
+        target.write_bytes(b'# private\n')
+        os.chmod(str(target), 0o600)
+        os.symlink(str(target), str(geo))
+    elif kind == 'fifo':
+        os.mkfifo(str(geo))
+    else:
+        geo.mkdir()
+    files.blocklist.write_bytes(b'198.51.100.1\n')
+    args = [sys.executable, str(CORE)] + [str(a) for a in files.options()] + [
+        '--enforcement', 'nginx', '--nginx-geo-file', str(geo), '--nginx-test-command', 'false',
+        '--nginx-reload-command', 'true', '--enforce-now']
+    got = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, check=False,
+                         env=dict(os.environ, TZ='UTC'))
+    assert got.returncode == 4, got.stderr
+    assert str(geo).encode() in got.stderr and b'not a regular file' in got.stderr
+    if kind == 'link':
+        assert os.path.islink(str(geo)) and target.read_bytes() == b'# private\n'
+        assert os.stat(str(target)).st_mode & 0o777 == 0o600

@@ -16,6 +16,7 @@ import errno
 import os
 import re
 import shlex
+import stat
 import subprocess
 
 from ..base.errors import BotDetectorError
@@ -37,8 +38,25 @@ def render(entries, digest=None):
     return head + b''.join(('%s 1;\n' % element).encode('ascii') for element in entries.v4 + entries.v6)
 
 
+def _regular(path):
+    """Whether ``path`` is there (False: absent); BotDetectorError when it is a link, a FIFO, a
+    directory or anything but a regular file: the geo file is replaced, so a link's target
+    would become a copy of other rights, and a FIFO would hang the sync under the run's lock."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return False
+        raise BotDetectorError('cannot read %s: %s' % (path, exc.strerror))
+    if not stat.S_ISREG(info.st_mode):
+        raise BotDetectorError('nginx_geo_file %s is not a regular file (a link, a FIFO or a directory): refused' % path)
+    return True
+
+
 def _read(path):
     """The file's content, or None when absent."""
+    if not _regular(path):
+        return None
     try:
         with open(path, 'rb') as handle:
             return handle.read()
@@ -77,9 +95,11 @@ def _put_back(path, previous):
 def loaded(settings):
     """(digest, entries) in the geo file's header, or None."""
     try:
+        if not _regular(settings.nginx_geo_file):
+            return None
         with open(settings.nginx_geo_file, 'rb') as handle:
             found = _DIGEST.match(handle.read(len(HEADER) + 80)[len(HEADER):])
-    except (IOError, OSError):
+    except (IOError, OSError, BotDetectorError):     # not a regular file: load() refuses it
         return None
     return (found.group(1).decode('ascii'), int(found.group(2))) if found else None
 
