@@ -311,6 +311,25 @@ options:
     type: list
     elements: int
     version_added: 2.0.0
+  enforcement_min_prefix_v4:
+    description:
+      - >-
+        Enforcement: an IPv4 line, or lines that merge into one network, wider than this prefix
+        length (a /8: 1/256 of the addresses) is refused with a warning naming it, never enforced;
+        two /1 lines would drop everyone.
+      - >-
+        Default: the host config file's C(enforcement_min_prefix_v4) when set there, else 8.
+    type: int
+    version_added: 2.0.0
+  enforcement_min_prefix_v6:
+    description:
+      - >-
+        Enforcement: the same for IPv6, as a prefix length (a /32: a large provider's whole
+        allocation).
+      - >-
+        Default: the host config file's C(enforcement_min_prefix_v6) when set there, else 32.
+    type: int
+    version_added: 2.0.0
   nginx_geo_file:
     description:
       - >-

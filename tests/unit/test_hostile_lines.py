@@ -199,3 +199,28 @@ def test_the_nginx_geo_file_must_be_a_regular_file(tmp_path, files, kind):
     if kind == 'link':
         assert os.path.islink(str(geo)) and target.read_bytes() == b'# private\n'
         assert os.stat(str(target)).st_mode & 0o777 == 0o600
+
+
+# Lines that alone or together cover too much of the address space (issue 38, item 1), and
+# which of them are refused: the two /1 halves merge into 0.0.0.0/0; of a block too wide, the
+# widest lines go until the rest is not (three /9 side by side: one goes, a /8 is left).
+TOO_BROAD = [([b'0.0.0.0/1', b'128.0.0.0/1'], [b'0.0.0.0/1', b'128.0.0.0/1']), ([b'::/1', b'8000::/1'], [b'::/1', b'8000::/1']),
+             ([b'::ffff:0:0/97'], [b'::ffff:0:0/97']), ([b'64.0.0.0/4'], [b'64.0.0.0/4']), ([b'2001::/16'], [b'2001::/16']),
+             ([b'10.0.0.0/9', b'10.128.0.0/9', b'11.0.0.0/9'], [b'10.0.0.0/9']),
+             ([b'10.%d.0.0/12' % (16 * i) for i in range(16)], [])]
+KEPT = [b'198.51.100.7', b'192.0.2.0/24', b'2001:db8::/48', b'100.0.0.0/8', b'0.0.0.0/1.5']
+
+
+@pytest.mark.parametrize('lines,refused', TOO_BROAD, ids=range(len(TOO_BROAD)))
+def test_lines_covering_too_much_of_the_address_space_are_refused(lines, refused):
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import sync
+    entries = sync.parse_entries(b'\n'.join(lines + KEPT) + b'\n')
+    assert sorted(entries.refused) == sorted(line.decode() for line in refused)
+    for line in (b'198.51.100.7', b'192.0.2.0/24', b'2001:db8::/48', b'100.0.0.0/8'):
+        assert line.decode() in entries.v4 + entries.v6
+    if refused:
+        assert entries.refused_warning().startswith('enforcement: %d blocklist line' % len(refused))
+    else:
+        assert entries.refused_warning() is None and '10.0.0.0/8' in entries.v4
+    wider = sync.Entries(b'\n'.join(lines) + b'\n', {4: 1, 6: 1})       # settable: up to a /1 allowed
+    assert len(wider.refused) == (1 if lines[0] in (b'0.0.0.0/1', b'::/1') else 0)     # the halves: one goes, a /1 stays

@@ -77,6 +77,8 @@ METRICS_UNWRITABLE = 'metrics not written: %s'
 # Enforcement (enforce/): a warning for blocklist lines it cannot load, one for a failed sync
 # (the blocklist keeps its changes), and --enforce-now's line.
 ENFORCEMENT_SKIPPED = 'enforcement: %d blocklist %s not an address or network and not enforced: %s'
+ENFORCEMENT_TOO_BROAD = ('enforcement: %d blocklist %s refused, covering together more than a /%d of IPv4 or a /%d of IPv6 '
+                         '(enforcement_min_prefix_v4, enforcement_min_prefix_v6), not enforced: %s')
 ENFORCEMENT_FAILED = ('enforcement (%s) failed, the blocklist is updated but not in effect there: %s')
 ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
 # --follow

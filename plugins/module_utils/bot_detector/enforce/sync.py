@@ -23,7 +23,7 @@ import re
 import socket
 
 from ..base.errors import BotDetectorError
-from ..base.messages import ENFORCEMENT_SKIPPED
+from ..base.messages import ENFORCEMENT_SKIPPED, ENFORCEMENT_TOO_BROAD
 from ..base.text import NAMED_START, named_by_start, printable, to_text
 from ..lists.content import read_list
 from ..lists.writer import BlocklistWriter
@@ -117,13 +117,25 @@ def _elements(spans, version):
     return found
 
 
+def _widest_block(spans):
+    """The most addresses one block of ``spans`` (merged where they overlap or touch) covers."""
+    widest, start, end = 0, None, None
+    for first, last, dummy in sorted(spans):
+        if start is None or first > end + 1:
+            start, end = first, last
+        else:
+            end = max(end, last)
+        widest = max(widest, end - start + 1)
+    return widest
+
+
 class Entries:
     """The enforceable content of a blocklist: ``v4`` and ``v6``, each a sorted list of
     addresses and CIDR networks (text) with duplicates, and networks inside others or next to
     each other, merged; ``skipped``, the lines that are not an address or network (text)."""
 
-    def __init__(self, content):
-        spans, self.skipped = {4: [], 6: []}, []
+    def __init__(self, content, min_prefix=None):
+        spans, self.skipped, self.refused = {4: [], 6: []}, [], []
         for raw in content.split(b'\n'):
             line = raw.strip()
             if not line or line.startswith(b'#'):
@@ -132,9 +144,42 @@ class Entries:
             if span is None:
                 self.skipped.append(named_by_start(printable(to_text(line[:4 * NAMED_START]))))
             else:
-                spans[span[0]].append((span[1], span[2]))
+                spans[span[0]].append((span[1], span[2], line))
+        self.min_prefix = min_prefix or {4: 8, 6: 32}
+        for version, bits in ((4, 32), (6, 128)):
+            spans[version] = self._bounded(spans[version], 1 << (bits - self.min_prefix[version]))
         self.v4 = _elements(spans[4], 4)
         self.v6 = _elements(spans[6], 6)
+
+    def _bounded(self, spans, widest):
+        """The spans less those of the lines that, alone or merged with others, cover more than
+        ``widest`` addresses (two /1 lines are everyone): of a block too wide, its widest lines
+        go to ``refused`` until the rest is not; the narrower lines inside stay enforced."""
+        spans.sort()
+        kept, group, end = [], [], None
+        for first, last, line in spans + [(None, None, None)]:
+            if first is not None and group and first <= end + 1:
+                group.append((first, last, line))
+                end = max(end, last)
+                continue
+            if group:
+                if end - group[0][0] + 1 > widest:
+                    group.sort(key=lambda item: item[1] - item[0], reverse=True)
+                    while group and _widest_block(group) > widest:
+                        self.refused.append(printable(to_text(group.pop(0)[2])))
+                kept.extend((item[0], item[1]) for item in group)
+            group, end = [(first, last, line)], last
+        return kept
+
+    def refused_warning(self):
+        """The one warning naming the lines refused as too broad, or None."""
+        if not self.refused:
+            return None
+        named = ', '.join(repr(named_by_start(line)) for line in self.refused[:NAMED_SKIPPED])
+        if len(self.refused) > NAMED_SKIPPED:
+            named += ' and %d more' % (len(self.refused) - NAMED_SKIPPED)
+        return ENFORCEMENT_TOO_BROAD % (len(self.refused), 'line is' if len(self.refused) == 1 else 'lines are',
+                                        self.min_prefix[4], self.min_prefix[6], named)
 
     def __len__(self):
         return len(self.v4) + len(self.v6)
@@ -149,9 +194,11 @@ class Entries:
         return ENFORCEMENT_SKIPPED % (len(self.skipped), 'line is' if len(self.skipped) == 1 else 'lines are', named)
 
 
-def parse_entries(content):
-    """The Entries of a blocklist's content (bytes)."""
-    return Entries(content)
+def parse_entries(content, settings=None):
+    """The Entries of a blocklist's content (bytes), bounded by ``settings``' minimum prefixes."""
+    if settings is None:
+        return Entries(content)
+    return Entries(content, {4: settings.enforcement_min_prefix_v4, 6: settings.enforcement_min_prefix_v6})
 
 
 class Status:
@@ -184,7 +231,7 @@ def digest_of(settings, content):
     """What identifies a load: the blocklist's bytes, the backend and its settings, the
     format. The backend keeps it beside what it loaded (nft: the drop rules' comment; nginx:
     the geo file's header), so an unchanged blocklist is neither parsed nor loaded again."""
-    what = [FORMAT, settings.enforcement]
+    what = [FORMAT, settings.enforcement, '%d,%d' % (settings.enforcement_min_prefix_v4, settings.enforcement_min_prefix_v6)]
     if settings.enforcement == 'nftables':
         what.append(','.join(str(port) for port in sorted(set(settings.enforcement_ports))))
     return hashlib.sha256(('\n'.join(what) + '\n').encode('ascii') + content).hexdigest()[:32]
@@ -210,11 +257,11 @@ def sync(settings, force=False, on_skipped=None):
             if loaded is not None and loaded[0] == digest:
                 status.entries = loaded[1]
             else:
-                entries = parse_entries(content)
-                status.skipped = entries.skipped
-                warning = entries.skipped_warning()
-                if warning and on_skipped is not None:
-                    on_skipped(warning)
+                entries = parse_entries(content, settings)
+                status.skipped = entries.skipped + entries.refused
+                for warning in (entries.skipped_warning(), entries.refused_warning()):
+                    if warning and on_skipped is not None:
+                        on_skipped(warning)
                 status.changed = backend.load(settings, entries, digest, force)
                 status.entries = len(entries)
             status.in_sync = True
