@@ -595,7 +595,7 @@ def test_w3c_fields_may_change_mid_file(tmp_path):
 # ---------------------------------------------------------------- property: the JSON fast paths decide as decoding each line
 
 JSON_TIMES = ['2025-11-21T%02d:%02d:%02d+00:00', '2025-11-21T%02d:%02d:%02d.5Z', '2025-11-21T%02d:%02d:%02d+05:30',
-              '21/Nov/2025:%02d:%02d:%02d +0000']
+              '21/Nov/2025:%02d:%02d:%02d +0000', '[21/Nov/2025:%02d:%02d:%02d +0000]', '[21/Nov/2025:%02d:%02d:%02d +0000]']
 ODD = st.sampled_from(['none', 'unicode_escape', 'quote', 'backslash', 'raw_utf8', 'order', 'missing', 'spaces', 'stamp_in_referer',
                        'twice', 'nested', 'bad_byte', 'bad_time', 'number', 'escape_makes_stamp', 'escaped_path', 'nan_status'])
 JSON_REQUEST = st.tuples(st.sampled_from(ADDRESSES), st.integers(1, 5), st.integers(0, 59), st.sampled_from(PATHS),
@@ -605,7 +605,7 @@ JSON_REQUEST = st.tuples(st.sampled_from(ADDRESSES), st.integers(1, 5), st.integ
 def _odd_json_line(fmt, time_form, request):
     address, hour, minute, path, agent, odd = request
     when = JSON_TIMES[time_form] % (hour, minute, minute)
-    key = 'time_local' if time_form == 3 else 'time_iso8601'
+    key = {3: 'time_local', 4: 'time', 5: 'time_local'}.get(time_form, 'time_iso8601')     # 4, 5: "[$time_local]"
     if fmt == 'caddy':
         key, when = 'ts', NOW_EPOCH - 7200 + hour * 900 + minute * 7 + 0.25
     if fmt == 'traefik_json':
@@ -655,7 +655,7 @@ def _odd_json_line(fmt, time_form, request):
 
 @hsettings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(JSON_REQUEST, min_size=1, max_size=40), st.sampled_from(['nginx_json', 'caddy', 'traefik_json']),
-       st.integers(0, 3), st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
+       st.integers(0, 5), st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
 # A path spelt with an escape; an escape that makes a stamp's text; a status json.loads reads as NaN.
 @example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'escaped_path')], 'nginx_json', 3, 'UTC')
 @example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'escaped_path')], 'nginx_json', 0, 'UTC')
@@ -690,6 +690,7 @@ def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, 
         fast.chunk(data, data.rfind(b'\n'))
         slow_reader = choice.reader_class(fmt)(settings)
         twins = [json_logs.JsonReader.parse(slow_reader, line) for line in data.split(b'\n')[:-1]]
+        assert twins[0] is not None, 'the plain line of each time form parses'
         slow = tally.Tally(stamps, line_filter)
         slow.chunk(b'\n'.join(t.encode('utf-8', 'surrogateescape') for t in twins if t is not None))
         return fast.counters, slow.counters
@@ -1416,7 +1417,7 @@ def test_the_counts_and_unparsed_lines_do_not_depend_on_the_chunks(requests, fmt
 
 LAYOUT_VALUES = st.sampled_from(['"a"', '""', '"GET"', '"/job/1"', '"x y"', '200', '0', '-0', '0200', '-5', '2e2', '200.0',
                                  'true', 'null', '{"a":1}', '["x"]', '"caf\u00e9"', '"q\\"x"', '"2025-11-21T04:05:06+00:00"',
-                                 '"2025-11-21T04:05:06"', '"1.5"'])
+                                 '"2025-11-21T04:05:06"', '"1.5"', '"[21/Nov/2025:04:05:06 +0000]"', '"[21/Nov/2025:04:05:06"'])
 
 
 @hsettings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
