@@ -1866,3 +1866,29 @@ def test_the_json_unparsed_warning_example_is_the_first_line_that_did_not_parse(
     warnings = in_timezone('UTC', lambda: _detect(log, 'nginx_json', tmp_path / 'a'))[2]
     assert len(warnings) == 1 and ': 2 lines did not parse as nginx_json' in warnings[0], warnings
     assert warnings[0].endswith('the first: ' + first.rstrip(b'\n').decode()), warnings[0]
+
+
+@pytest.mark.parametrize('fmt', ('combined',) + tuple(f for f in logformats.FORMATS if f != 'haproxy'))
+def test_auto_on_a_log_just_emptied_by_a_rotation_takes_the_format_of_log_1(tmp_path, fmt):
+    """auto on a log a rotation emptied a moment ago (nothing yet, or a line not yet whole)
+    tells the format from its rotated sibling, LOG.1 or LOG.1.gz, where the scraper's lines
+    are: the run counts them as the reference counts their combined twins, instead of
+    refusing the log (issue 39: "no whole line yet to tell its format from", exit 2)."""
+    combined = b''.join(loggen.line('203.0.113.9', NOW_EPOCH - 3500 + i * 7, path='/job/%d' % i) for i in range(40))
+    combined += b''.join(loggen.line('198.51.100.%d' % (i % 3 + 1), NOW_EPOCH - 3000 + i) for i in range(9))
+    data, twins = (combined, combined) if fmt == 'combined' else in_timezone(
+        'UTC', lambda: logformats.render_log(fmt, combined, vary=False))
+    twin_dir = tmp_path / 'twin'
+    twin_dir.mkdir()
+    (twin_dir / 'access.log').write_bytes(b'')
+    (twin_dir / 'access.log.1').write_bytes(twins)
+    expected = in_timezone('UTC', lambda: _detect(twin_dir / 'access.log', 'combined', tmp_path / 'ref', rotated=True))
+    assert expected[0][0][1][0]['address'] == '203.0.113.9', expected     # the scraper is in the windows
+    for compress in (False, True):
+        for fresh in (b'', b'{"remote_addr":"203.0.1', b'\n\n'):
+            here = tmp_path / ('%s-%d' % (compress, len(fresh)))
+            here.mkdir()
+            (here / 'access.log').write_bytes(fresh)
+            (here / ('access.log.1' + ('.gz' if compress else ''))).write_bytes(gzip.compress(data, 1) if compress else data)
+            found = in_timezone('UTC', lambda: _detect(here / 'access.log', 'auto', here / 'run', rotated=True))
+            assert found[:2] == expected[:2], (compress, fresh)
