@@ -78,6 +78,8 @@ def render(fmt, e, style=0):
             doc['request'] = e.request
             if style % 3 == 2:
                 doc['msec'] = '%d.%03d' % (e.epoch, style % 1000)
+            elif (style // 3) % 2:
+                doc['time'] = '[%s %s]' % (e.clock, e.zone)     # "time":"[$time_local]", as configurations in the wild write it
             else:
                 doc['time_local'] = '%s %s' % (e.clock, e.zone)
         if style % 2:

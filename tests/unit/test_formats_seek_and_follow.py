@@ -115,3 +115,23 @@ def test_a_bracketed_time_in_a_json_logs_first_line_does_not_hide_the_rotated_fi
     for name, extra in (('seek', ['--rotated']), ('full', ['--rotated', '--full-scan'])):
         doc = _run(Files(tmp_path / name), log, 'nginx_json', extra)
         assert doc['blocked'] == [{'address': '203.0.113.7', 'count': 1100, 'window': 'previous'}], name
+
+
+@pytest.mark.parametrize('fresh', [b'', b'{"remote_addr":"203.0'])
+def test_a_follower_with_auto_on_a_log_with_no_whole_line_yet_waits_for_one(tmp_path, fresh):
+    """--follow --log-format auto started on a log a rotation emptied a moment ago (nothing, or
+    a line not yet whole) and no rotated sibling: it exited 2 ("no whole line yet to tell its
+    format from"; under systemd, a restart every 5 s) instead of waiting for a line, as
+    guide_follow says. Expected: it runs, tells nginx_json from the first whole line, and
+    blocks the 60 requests of 203.0.113.2 (threshold 50) as a run would."""
+    import test_follow as follow
+    files, log = follow.setup(tmp_path)
+    log.parent.mkdir()
+    log.write_bytes(fresh)
+    data = _rendered('nginx_json', '203.0.113.2', 60)
+    with follow.Following(tmp_path, files, log, extra=['--log-format', 'auto']) as follower:
+        follower.mark()
+        with open(str(log), 'ab') as handle:
+            handle.write(data[len(fresh):] if data.startswith(fresh) else b'\n' + data)
+        follower.caught_up()
+        follow.wait_for(lambda: follow.blocked(files) == [b'203.0.113.2'], 5, 'blocking 203.0.113.2')

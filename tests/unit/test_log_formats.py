@@ -595,7 +595,7 @@ def test_w3c_fields_may_change_mid_file(tmp_path):
 # ---------------------------------------------------------------- property: the JSON fast paths decide as decoding each line
 
 JSON_TIMES = ['2025-11-21T%02d:%02d:%02d+00:00', '2025-11-21T%02d:%02d:%02d.5Z', '2025-11-21T%02d:%02d:%02d+05:30',
-              '21/Nov/2025:%02d:%02d:%02d +0000']
+              '21/Nov/2025:%02d:%02d:%02d +0000', '[21/Nov/2025:%02d:%02d:%02d +0000]', '[21/Nov/2025:%02d:%02d:%02d +0000]']
 ODD = st.sampled_from(['none', 'unicode_escape', 'quote', 'backslash', 'raw_utf8', 'order', 'missing', 'spaces', 'stamp_in_referer',
                        'twice', 'nested', 'bad_byte', 'bad_time', 'number', 'escape_makes_stamp', 'escaped_path', 'nan_status'])
 JSON_REQUEST = st.tuples(st.sampled_from(ADDRESSES), st.integers(1, 5), st.integers(0, 59), st.sampled_from(PATHS),
@@ -605,7 +605,7 @@ JSON_REQUEST = st.tuples(st.sampled_from(ADDRESSES), st.integers(1, 5), st.integ
 def _odd_json_line(fmt, time_form, request):
     address, hour, minute, path, agent, odd = request
     when = JSON_TIMES[time_form] % (hour, minute, minute)
-    key = 'time_local' if time_form == 3 else 'time_iso8601'
+    key = {3: 'time_local', 4: 'time', 5: 'time_local'}.get(time_form, 'time_iso8601')     # 4, 5: "[$time_local]"
     if fmt == 'caddy':
         key, when = 'ts', NOW_EPOCH - 7200 + hour * 900 + minute * 7 + 0.25
     if fmt == 'traefik_json':
@@ -655,7 +655,7 @@ def _odd_json_line(fmt, time_form, request):
 
 @hsettings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(JSON_REQUEST, min_size=1, max_size=40), st.sampled_from(['nginx_json', 'caddy', 'traefik_json']),
-       st.integers(0, 3), st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
+       st.integers(0, 5), st.sampled_from(['UTC', 'Europe/Berlin', 'Asia/Kolkata']))
 # A path spelt with an escape; an escape that makes a stamp's text; a status json.loads reads as NaN.
 @example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'escaped_path')], 'nginx_json', 3, 'UTC')
 @example([(ADDRESSES[1], 4, 5, '/job/1', AGENTS[0], 'escaped_path')], 'nginx_json', 0, 'UTC')
@@ -690,6 +690,7 @@ def test_json_fast_paths_count_as_decoding_every_line(requests, fmt, time_form, 
         fast.chunk(data, data.rfind(b'\n'))
         slow_reader = choice.reader_class(fmt)(settings)
         twins = [json_logs.JsonReader.parse(slow_reader, line) for line in data.split(b'\n')[:-1]]
+        assert twins[0] is not None, 'the plain line of each time form parses'
         slow = tally.Tally(stamps, line_filter)
         slow.chunk(b'\n'.join(t.encode('utf-8', 'surrogateescape') for t in twins if t is not None))
         return fast.counters, slow.counters
@@ -1416,7 +1417,7 @@ def test_the_counts_and_unparsed_lines_do_not_depend_on_the_chunks(requests, fmt
 
 LAYOUT_VALUES = st.sampled_from(['"a"', '""', '"GET"', '"/job/1"', '"x y"', '200', '0', '-0', '0200', '-5', '2e2', '200.0',
                                  'true', 'null', '{"a":1}', '["x"]', '"caf\u00e9"', '"q\\"x"', '"2025-11-21T04:05:06+00:00"',
-                                 '"2025-11-21T04:05:06"', '"1.5"'])
+                                 '"2025-11-21T04:05:06"', '"1.5"', '"[21/Nov/2025:04:05:06 +0000]"', '"[21/Nov/2025:04:05:06"'])
 
 
 @hsettings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -1865,3 +1866,29 @@ def test_the_json_unparsed_warning_example_is_the_first_line_that_did_not_parse(
     warnings = in_timezone('UTC', lambda: _detect(log, 'nginx_json', tmp_path / 'a'))[2]
     assert len(warnings) == 1 and ': 2 lines did not parse as nginx_json' in warnings[0], warnings
     assert warnings[0].endswith('the first: ' + first.rstrip(b'\n').decode()), warnings[0]
+
+
+@pytest.mark.parametrize('fmt', ('combined',) + tuple(f for f in logformats.FORMATS if f != 'haproxy'))
+def test_auto_on_a_log_just_emptied_by_a_rotation_takes_the_format_of_log_1(tmp_path, fmt):
+    """auto on a log a rotation emptied a moment ago (nothing yet, or a line not yet whole)
+    tells the format from its rotated sibling, LOG.1 or LOG.1.gz, where the scraper's lines
+    are: the run counts them as the reference counts their combined twins, instead of
+    refusing the log (issue 39: "no whole line yet to tell its format from", exit 2)."""
+    combined = b''.join(loggen.line('203.0.113.9', NOW_EPOCH - 3500 + i * 7, path='/job/%d' % i) for i in range(40))
+    combined += b''.join(loggen.line('198.51.100.%d' % (i % 3 + 1), NOW_EPOCH - 3000 + i) for i in range(9))
+    data, twins = (combined, combined) if fmt == 'combined' else in_timezone(
+        'UTC', lambda: logformats.render_log(fmt, combined, vary=False))
+    twin_dir = tmp_path / 'twin'
+    twin_dir.mkdir()
+    (twin_dir / 'access.log').write_bytes(b'')
+    (twin_dir / 'access.log.1').write_bytes(twins)
+    expected = in_timezone('UTC', lambda: _detect(twin_dir / 'access.log', 'combined', tmp_path / 'ref', rotated=True))
+    assert expected[0][0][1][0]['address'] == '203.0.113.9', expected     # the scraper is in the windows
+    for compress in (False, True):
+        for fresh in (b'', b'{"remote_addr":"203.0.1', b'\n\n'):
+            here = tmp_path / ('%s-%d' % (compress, len(fresh)))
+            here.mkdir()
+            (here / 'access.log').write_bytes(fresh)
+            (here / ('access.log.1' + ('.gz' if compress else ''))).write_bytes(gzip.compress(data, 1) if compress else data)
+            found = in_timezone('UTC', lambda: _detect(here / 'access.log', 'auto', here / 'run', rotated=True))
+            assert found[:2] == expected[:2], (compress, fresh)

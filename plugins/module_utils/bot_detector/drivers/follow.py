@@ -84,9 +84,14 @@ class Follower:
         self.readers = {}       # logs in another format than combined (formats/readers.py), decided once
         self.formatted = settings.log_format != 'combined' or bool(settings.log_formats)
         if self.formatted:
-            from ..formats.choice import reader_for      # logs in other formats only
+            from ..formats.choice import NoLineYet, reader_for      # logs in other formats only
             self.reader_for = reader_for
-            self.readers = dict((path, reader_for(settings, path)[1]) for path in logs if os.path.exists(path))
+            for path in logs:
+                try:
+                    if os.path.exists(path):
+                        self.readers[path] = reader_for(settings, path)[1]
+                except NoLineYet:
+                    pass        # auto on a log with no whole line yet: told once it has one (_poll)
         self.label = ','.join(logs)
         self.unparsed = {}      # log: its lines that did not parse since the start (warned once per log)
         self.tally = self.hour = None

@@ -9,8 +9,9 @@ from __future__ import absolute_import, division, print_function
 import re
 import zlib
 
-from ..base.errors import bad_option
+from ..base.errors import EXIT_BAD_OPTION, BotDetectorError, bad_option
 from ..reading import chunks
+from ..reading.logfile import rotated_sibling
 from ..values.log_formats import format_of
 from .readers import HEAD_BYTES, VhostCombined
 
@@ -54,12 +55,32 @@ def head_of(path):
     return bytes(head)
 
 
+class NoLineYet(BotDetectorError):
+    """auto on a log with no whole line yet, nor a rotated sibling that has one: a follower
+    waits for a line; a run refuses the log (exit status 2)."""
+
+
+def has_whole_line(head):
+    """Whether ``head`` holds a whole line that is not blank (one auto can tell a format from)."""
+    return any(line.strip() for line in head.split(b'\n')[:-1])
+
+
 def reader_for(settings, path, head=None):
     """(format name, Reader or None for combined) of ``path``; ``auto`` is decided from
-    the log's first lines (detect), and refused (exit status 2) when they do not tell."""
+    the log's first lines (detect), and refused (exit status 2) when they do not tell. A
+    log with no whole line yet (emptied by a rotation a moment ago) is told from its rotated
+    sibling, LOG.1 or LOG.1.gz, which holds the lines the log held (NoLineYet when that has
+    none either)."""
     name = format_of(settings, path)
     if name == 'auto':
         head = head_of(path) if head is None else head
+        if not has_whole_line(head):
+            sibling = rotated_sibling(path)
+            sibling_head = head_of(sibling) if sibling else b''
+            if not has_whole_line(sibling_head):
+                raise NoLineYet('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path,
+                                EXIT_BAD_OPTION)
+            path, head = sibling, sibling_head      # its format, and its first line's layout, until the log has lines
         name = detect(head, path)
     if name == 'combined':
         return name, None

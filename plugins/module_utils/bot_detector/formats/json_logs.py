@@ -161,9 +161,9 @@ class JsonReader(Reader):
 
     def when(self, value):
         """A time value as local combined text: epoch seconds (a number, or text as
-        nginx's $msec), ISO-8601 with a zone, or already combined ($time_local). Cached
-        by second: a second's lines share it. A value of another type (an array, an object,
-        true: a client's or a broken writer's) is no time."""
+        nginx's $msec), ISO-8601 with a zone, or already combined ($time_local, or it in
+        brackets: "[$time_local]"). Cached by second: a second's lines share it. A value of
+        another type (an array, an object, true: a client's or a broken writer's) is no time."""
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             return None
         cache = self.times
@@ -184,6 +184,8 @@ class JsonReader(Reader):
         if isinstance(value, str):
             if value[:1].isdigit() and value.replace('.', '', 1).isdigit():
                 return self.clock.epoch(float(value))
+            if value[:1] == '[' and value[-1:] == ']':    # "[$time_local]", as configurations in the wild write it
+                return self.clock.clf(value[1:-1])
             return self.clock.clf(value) or self.clock.iso8601(value)
         return None
 
