@@ -12,6 +12,7 @@ to start with '{'."""
 from __future__ import absolute_import, division, print_function
 
 import json
+import re
 from itertools import compress, repeat
 from operator import itemgetter, not_
 
@@ -31,12 +32,32 @@ _ABSENT = '\x00absent'       # a key no log has: a plan's stand-in for a role th
 
 def _decode(line):
     """The object of one line, or None. UTF-8 (a BOM allowed), as the job paths' pass reads it:
-    json.loads of bytes would also take UTF-16 and UTF-32."""
+    json.loads of bytes would also take UTF-16 and UTF-32. A line nginx wrote without
+    ``escape=json`` (its default escaping: \\xHH in the strings, not JSON) is read as written."""
     try:
         doc = json.loads(line.decode('utf-8-sig'))
-    except (ValueError, RecursionError):      # RecursionError: a client's value nested past the parser's depth
-        return None
+    except (ValueError, RecursionError):     # RecursionError: a line nested deeper than the stack
+        if b'\\x' not in line:
+            return None
+        try:
+            doc = json.loads(_NGINX_ESCAPE.sub(_unescape, line).decode('utf-8-sig', 'surrogateescape'))
+        except (ValueError, RecursionError):
+            return None
     return doc if isinstance(doc, dict) else None
+
+
+# nginx's default escaping (ngx_http_log_escape): '"', '\\', bytes under 0x20 and over 0x7e
+# as \xHH, byte by byte. An escaped backslash pair is taken first (escape=json's '\\\\x22').
+_NGINX_ESCAPE = re.compile(br'\\\\|\\x([0-9A-Fa-f]{2})')
+
+
+def _unescape(match):
+    """The JSON text of one escape: a byte over 0x7e as itself (a UTF-8 sequence's part), the
+    others as a JSON escape."""
+    if match.group(1) is None:
+        return match.group(0)
+    byte = int(match.group(1), 16)
+    return bytes((byte,)) if byte > 0x7E else b'\\u%04x' % byte
 
 
 def decode_all(lines):
