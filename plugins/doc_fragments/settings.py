@@ -69,8 +69,9 @@ options:
   server_ips:
     description:
       - >-
-        This server's own addresses, never blocked. With one address, counted records holding it as
-        a substring are dropped (the spec's rule); with several, each is matched as a whole address.
+        This server's own IP addresses, never blocked; anything else is refused (exit status 2).
+        With one address, counted records holding it as a substring are dropped (the spec's rule);
+        with several, each is matched as a whole address.
       - >-
         Default: the host config file's C(server_ips) when set there, else each address `hostname
         -i` prints (the role: the host's addresses from its network facts).
