@@ -23,7 +23,7 @@ FAMILIES = {
     'bot_detector_last_run_duration_seconds': 'gauge', 'bot_detector_last_run_read_bytes': 'gauge',
     'bot_detector_last_run_read_lines': 'gauge', 'bot_detector_last_run_top_count': 'gauge',
     'bot_detector_threshold': 'gauge', 'bot_detector_additions': 'counter', 'bot_detector_removals': 'counter',
-    'bot_detector_blocklist_entries': 'gauge',
+    'bot_detector_blocklist_entries': 'gauge', 'bot_detector_list_unreadable': 'gauge',
     'bot_detector_follow_behind_seconds': 'gauge', 'bot_detector_follow_behind_bytes': 'gauge',
     'bot_detector_follow_unparsed_lines': 'gauge',
 }
@@ -76,6 +76,7 @@ def test_metrics_of_runs_of_two_logs_an_unblock_and_a_failure(tmp_path, files):
                                                      frozenset({('reason', 'sync')}): 0}
     assert value(found, 'bot_detector_removals_total', reason='unblock') == 0
     assert value(found, 'bot_detector_blocklist_entries') == 3
+    assert value(found, 'bot_detector_list_unreadable', list='exclusions') == 0
     assert stat.S_IMODE(prom.stat().st_mode) == 0o644
     inode = prom.stat().st_ino
 

@@ -72,6 +72,9 @@ NO_USER_AGENT = ('%s: haproxy logs no user agent unless it is captured (haproxy_
 HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whose addition is recorded only there '
                       'are kept')
 METRICS_UNWRITABLE = 'metrics not written: %s'
+# The exclusion list cannot be read (lists/allow.py): empty under the spec's rules, an error under precise.
+EXCLUSIONS_UNREADABLE = '%s; the exclusion list counts as empty (as the reference does): no address is allow-listed'
+EXCLUSIONS_REQUIRED = '%s; the precise rules do not run without their exclusion list'
 # Enforcement (enforce/): a warning for blocklist lines it cannot load, one for a failed sync
 # (the blocklist keeps its changes), and --enforce-now's line.
 ENFORCEMENT_SKIPPED = 'enforcement: %d blocklist %s not an address or network and not enforced: %s'

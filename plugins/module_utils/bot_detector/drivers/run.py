@@ -26,6 +26,7 @@ from ..base.text import printable, to_bytes, to_text
 from ..decision.addresses import entry_key, server_addresses
 from ..decision.choice import rules_for
 from ..decision.rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide
+from ..lists.allow import read_exclusions
 from ..lists.content import count_lines, read_list
 from ..lists.writer import BlocklistWriter, removal_pending
 from ..reading.logfile import check_readable
@@ -102,6 +103,7 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
     else:
         writer.check()      # what the lock would fail on, without taking it
     try:
+        exclusions = read_exclusions(settings, result)      # first: precise rules stop here, nothing changed
         content = read_list(settings.blocklist)
         result.blocklist_before = content
         if expire_bans and settings.ban_time is not None:
@@ -111,7 +113,7 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
             from ..lists.removal import finish_interrupted     # a killed unblock's: rare, so imported then
             content = finish_interrupted(writer, result, content, check_mode)
         result.blocklist_lines = count_lines(content)
-        return writer, rules.lists(content, read_list(settings.exclusions_file))
+        return writer, rules.lists(content, exclusions)
     except BaseException:
         writer.unlock()
         raise
