@@ -67,6 +67,9 @@ UNREADABLE_FORMAT = ('%s: no line of the part read carries an access-log timesta
 # Logs in another format (setting log_format; formats/readers.py).
 UNPARSED_LINES = '%s: %d lines did not parse as %s and were not counted; the first: %s'
 FORMAT_DETECTED = 'Log format of %s: %s (detected)'
+# A log read as combined whose first lines mostly are not (formats/hint.py): which format reads them.
+READ_AS = 'they read as %s: set log_format: %s (or auto)'
+NOT_COMBINED = '%s: most of its first lines are not in the combined format (log_format), so its requests are not counted as such; ' + READ_AS
 NO_USER_AGENT = ('%s: haproxy logs no user agent unless it is captured (haproxy_user_agent_capture): the bot and '
                  'search-engine exemptions cannot apply')
 HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whose addition is recorded only there '

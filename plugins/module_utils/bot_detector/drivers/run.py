@@ -21,7 +21,7 @@ import time
 from ..base.clock import hour_windows
 from ..base.errors import bad_option
 from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES,
-                             UNREADABLE_FORMAT)
+                             NOT_COMBINED, READ_AS, UNREADABLE_FORMAT)
 from ..base.text import printable, to_bytes, to_text
 from ..decision.addresses import entry_key, server_addresses
 from ..decision.choice import rules_for
@@ -69,8 +69,23 @@ def count_logs(settings, logs, now, resolver, result, session=None):
             if scan.unparsed:
                 result.warn(UNPARSED_LINES % (scan.path, scan.unparsed, scan.format, printable(to_text(scan.unparsed_example or b''))))
         elif scan.unreadable:     # lines, none with a date and hour dd/Mon/yyyy:HH: nothing counted
-            result.warn(UNREADABLE_FORMAT % scan.path)
+            fits = read_as(settings, scan.path)
+            result.warn(UNREADABLE_FORMAT % scan.path + ('; ' + READ_AS % (fits, fits) if fits else ''))
+    unreadable = set(scan.path for scan in counts.scans if scan.format is None and scan.unreadable)
+    for path in logs:       # a log read as combined whose first lines mostly are another format
+        fits = None if path in unreadable else read_as(settings, path)
+        if fits:
+            result.warn(NOT_COMBINED % (path, fits, fits))
     return rules, counts, server_ips, states
+
+
+def read_as(settings, path):
+    """The format that reads ``path`` when it is read as combined and most of its first lines
+    are that format (hint.py); None else."""
+    if format_of(settings, path) != 'combined':
+        return None
+    from ..formats.hint import not_combined      # its head only: 64 KiB a log
+    return not_combined(path)
 
 
 def log_readers(settings, logs, result):

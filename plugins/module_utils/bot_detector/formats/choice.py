@@ -67,7 +67,6 @@ def reader_for(settings, path, head=None):
 def detect(head, path):
     """The one format all of the first lines of ``head`` parse as (up to 20). Raises the
     refusal (exit status 2) when none or several fit, or when there is no line yet."""
-    from . import json_logs, text_logs      # auto only: each format's own test
     lines = [line for line in head.split(b'\n')[:-1] if line.strip()][:20] if b'\n' in head else []
     if lines and all(line.startswith(b'#') for line in lines[:1]):
         fields = [line for line in lines if line.startswith(b'#Fields:')]
@@ -76,15 +75,21 @@ def detect(head, path):
     if not lines:
         raise bad_option('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path)
     fits = []
-    for name, test in [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
-                       ('traefik', lambda line: text_logs.TRAEFIK.match(line) is not None and not _looks_combined(line)),
-                       ('haproxy', lambda line: text_logs.HAPROXY.search(line) is not None)] + json_logs.DETECTORS:
+    for name, test in format_tests():
         if all(test(line) for line in lines):
             fits.append(name)
     if len(fits) != 1:
         raise bad_option('log_format auto: cannot tell the format of %s from its first lines (%s); set log_format'
                          % (path, 'none fits' if not fits else 'fits ' + ' and '.join(fits)))
     return fits[0]
+
+
+def format_tests():
+    """[(format, test of one line)]: each format's own test (auto, hint.py)."""
+    from . import json_logs, text_logs      # auto only
+    return [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
+            ('traefik', lambda line: text_logs.TRAEFIK.match(line) is not None and not _looks_combined(line)),
+            ('haproxy', lambda line: text_logs.HAPROXY.search(line) is not None)] + json_logs.DETECTORS
 
 
 _COMBINED = re.compile(br'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \d{3} \S+ "[^"]*" "[^"]*"$')
