@@ -32,7 +32,7 @@ FAMILIES = (
     ('last_run_read_lines', 'gauge', 'Lines of access log the last detection run of these logs read.'),
     ('last_run_unparsed_lines', 'gauge', 'Lines of access log in another format than combined (log_format) that the '
                                          'last detection run of these logs could not parse.'),
-    ('last_run_top_count', 'gauge', 'The highest request count of an examined address per window in the last '
+    ('last_run_top_requests', 'gauge', 'The highest request count of an examined address per window in the last '
                                     'detection run of these logs.'),
     ('threshold', 'gauge', 'Requests in one hourly window that block an address, in the last detection run of these logs.'),
     ('additions_total', 'counter', "Addresses appended to the blocklist, by reason: own (this host's runs), fleet, sync."),
@@ -115,7 +115,7 @@ def run_samples(result, logs, success, started, ended, settings):
                                 sum(s.get('unparsed_lines', 0) for s in result.scans)))
             for window in result.windows:
                 top = window['records'][0]['count'] if window['records'] else 0
-                samples.append(('last_run_top_count', (('log', log), ('window', window['name'])), top))
+                samples.append(('last_run_top_requests', (('log', log), ('window', window['name'])), top))
     if result.unreadable_lists is not None:     # the lists were read
         samples += [('list_unreadable', (('list', name),), int(name in result.unreadable_lists)) for name in LISTS]
     for reason, count in sorted(result.additions.items()):
