@@ -94,6 +94,7 @@ STATUS_FOLLOWER = 'Follower of %(logs)s (pid %(pid)d): %(state)s, %(behind_secon
 
 # --status, in text: the blocklist's entries, then with a LOG each window's top records.
 STATUS_HEADING = 'Blocklist %s: %d %s'
+STATUS_ENFORCEMENT = 'Enforcement %s: %s'
 STATUS_ENTRY = '%s  %s; %s'
 STATUS_ADDED = {
     'own': "added %(date)s by this host's run, RPH=%(count)d",
@@ -129,3 +130,13 @@ def activity_removed(date, address, reason):
 
 def status_heading(blocklist, entries):
     return STATUS_HEADING % (blocklist, entries, 'entry' if entries == 1 else 'entries')
+
+
+def status_enforcement(state, date_format):
+    """--status's line of the enforcement point (enforce/state.py's state)."""
+    if state['entries'] is None:
+        return STATUS_ENFORCEMENT % (state['backend'], 'nothing loaded, not in sync with the blocklist')
+    return STATUS_ENFORCEMENT % (state['backend'], '%s, %d %s loaded at %s' % (
+        'in sync' if state['in_sync'] else 'not in sync with the blocklist', state['entries'],
+        'entry' if state['entries'] == 1 else 'entries',
+        'an unknown time' if state['loaded_epoch'] is None else date_format(state['loaded_epoch'])))
