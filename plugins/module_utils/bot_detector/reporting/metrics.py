@@ -31,7 +31,9 @@ FAMILIES = (
     ('last_run_read_bytes', 'gauge', 'Bytes of access log the last detection run of these logs read.'),
     ('last_run_read_lines', 'gauge', 'Lines of access log the last detection run of these logs read.'),
     ('last_run_unparsed_lines', 'gauge', 'Lines of access log in another format than combined (log_format) that the '
-                                         'last detection run of these logs could not parse.'),
+                                         'last detection run of these logs could not parse, of the lines that could count '
+                                         '(the two hourly windows\'); lines outside them are not parsed nor counted here, '
+                                         'so 0 does not mean that every line of the log parsed.'),
     ('last_run_top_requests', 'gauge', 'The highest request count of an examined address per window in the last '
                                     'detection run of these logs.'),
     ('threshold', 'gauge', 'Requests in one hourly window that block an address, in the last detection run of these logs.'),
