@@ -84,7 +84,7 @@ def read_as(settings, path):
     are that format (hint.py); None else."""
     if format_of(settings, path) != 'combined':
         return None
-    from ..formats.hint import not_combined      # its head only: 64 KiB a log
+    from .format_hint import not_combined      # its head only: 64 KiB a log, no format's code
     return not_combined(path)
 
 

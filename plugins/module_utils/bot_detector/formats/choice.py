@@ -6,12 +6,11 @@ tells from the log's first lines; None for combined, whose path is untouched."""
 
 from __future__ import absolute_import, division, print_function
 
-import re
 import zlib
 
 from ..base.errors import bad_option
 from ..reading import chunks
-from ..values.log_formats import format_of
+from ..values.log_formats import format_of, looks_combined as _looks_combined
 from .readers import HEAD_BYTES, VhostCombined
 
 __metaclass__ = type
@@ -92,8 +91,3 @@ def format_tests():
             ('haproxy', lambda line: text_logs.HAPROXY.search(line) is not None)] + json_logs.DETECTORS
 
 
-_COMBINED = re.compile(br'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \d{3} \S+ "[^"]*" "[^"]*"$')
-
-
-def _looks_combined(line):
-    return _COMBINED.match(line.rstrip(b'\r')) is not None
