@@ -21,7 +21,9 @@ options:
   exclusions_file:
     description:
       - >-
-        The allow-list: an address found in it is never blocked. A missing file counts as empty.
+        The allow-list: an address found in it is never blocked. A missing file counts as empty; one
+        that cannot be read too (as the reference), with a warning, except with precise rules (exit
+        status 3).
       - >-
         Default: the host config file's C(exclusions_file) when set there, else
         /etc/ipexcludedlist.txt.
@@ -69,8 +71,9 @@ options:
   server_ips:
     description:
       - >-
-        This server's own addresses, never blocked. With one address, counted records holding it as
-        a substring are dropped (the spec's rule); with several, each is matched as a whole address.
+        This server's own IP addresses, never blocked; anything else is refused (exit status 2).
+        With one address, counted records holding it as a substring are dropped (the spec's rule);
+        with several, each is matched as a whole address.
       - >-
         Default: the host config file's C(server_ips) when set there, else each address `hostname
         -i` prints (the role: the host's addresses from its network facts).

@@ -8,11 +8,10 @@ __metaclass__ = type
 
 # The filters' documentation: host_config.yml, role_settings.yml, role_problems.yml.
 
-import difflib
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.checks import nearest
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.config import format_config
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SETTINGS, Settings
 
@@ -87,9 +86,9 @@ def role_problems(variables, argument_specs, internal=()):
     for name in sorted(variables):
         if name.startswith(PREFIX) and name not in known:
             # Nearest by what follows the prefix, which every name shares.
-            near = difflib.get_close_matches(name[len(PREFIX):], sorted(k[len(PREFIX):] for k in known), 1, 0.7)
+            near = nearest(name[len(PREFIX):], [k[len(PREFIX):] for k in known])      # the config file's too
             problems.append('%s: not a variable of the role; %s' % (
-                name, 'did you mean %s%s?' % (PREFIX, near[0]) if near else 'meta/argument_specs.yml lists them'))
+                name, 'did you mean %s%s?' % (PREFIX, near) if near else 'meta/argument_specs.yml lists them'))
     try:
         checked_settings(_set_values('role_problems', variables))
     except BotDetectorError as exc:

@@ -21,9 +21,9 @@ NOW_EPOCH = 1795234423
 FAMILIES = {
     'bot_detector_last_run_timestamp_seconds': 'gauge', 'bot_detector_last_run_success': 'gauge',
     'bot_detector_last_run_duration_seconds': 'gauge', 'bot_detector_last_run_read_bytes': 'gauge',
-    'bot_detector_last_run_read_lines': 'gauge', 'bot_detector_last_run_top_count': 'gauge',
+    'bot_detector_last_run_read_lines': 'gauge', 'bot_detector_last_run_top_requests': 'gauge',
     'bot_detector_threshold': 'gauge', 'bot_detector_additions': 'counter', 'bot_detector_removals': 'counter',
-    'bot_detector_blocklist_entries': 'gauge',
+    'bot_detector_blocklist_entries': 'gauge', 'bot_detector_list_unreadable': 'gauge',
     'bot_detector_follow_behind_seconds': 'gauge', 'bot_detector_follow_behind_bytes': 'gauge',
     'bot_detector_follow_unparsed_lines': 'gauge',
 }
@@ -69,21 +69,22 @@ def test_metrics_of_runs_of_two_logs_an_unblock_and_a_failure(tmp_path, files):
     assert 0 <= value(found, 'bot_detector_last_run_duration_seconds', log=log) < 60
     assert value(found, 'bot_detector_last_run_read_bytes', log=log) == first.stat().st_size
     assert value(found, 'bot_detector_last_run_read_lines', log=log) == first.read_bytes().count(b'\n') == 2470
-    assert value(found, 'bot_detector_last_run_top_count', log=log, window='previous') == 1450
-    assert value(found, 'bot_detector_last_run_top_count', log=log, window='current') == 1000
+    assert value(found, 'bot_detector_last_run_top_requests', log=log, window='previous') == 1450
+    assert value(found, 'bot_detector_last_run_top_requests', log=log, window='current') == 1000
     assert value(found, 'bot_detector_threshold', log=log) == 1000
     assert found['bot_detector_additions_total'] == {frozenset({('reason', 'own')}): 2, frozenset({('reason', 'fleet')}): 0,
                                                      frozenset({('reason', 'sync')}): 0}
     assert value(found, 'bot_detector_removals_total', reason='unblock') == 0
     assert value(found, 'bot_detector_blocklist_entries') == 3
+    assert value(found, 'bot_detector_list_unreadable', list='exclusions') == 0
     assert stat.S_IMODE(prom.stat().st_mode) == 0o644
     inode = prom.stat().st_ino
 
     # The other log's run keeps the first one's series and adds to the counters.
     assert detect(files, second, prom, '--threshold', '1100').returncode == 0
     found = metrics(prom)
-    assert value(found, 'bot_detector_last_run_top_count', log=log, window='previous') == 1450
-    assert value(found, 'bot_detector_last_run_top_count', log=str(second), window='current') == 1100
+    assert value(found, 'bot_detector_last_run_top_requests', log=log, window='previous') == 1450
+    assert value(found, 'bot_detector_last_run_top_requests', log=str(second), window='current') == 1100
     assert value(found, 'bot_detector_threshold', log=str(second)) == 1100
     assert value(found, 'bot_detector_additions_total', reason='own') == 3
     assert value(found, 'bot_detector_blocklist_entries') == 4

@@ -169,7 +169,7 @@ def test_metrics_file_after_the_runs(host):
                    for f in text_string_to_metric_families(get(host, METRICS).decode()) for s in f.samples)
     assert samples[('bot_detector_last_run_read_lines', (('log', LOGS[0]),))] == more.count(b'\n') == 25
     assert samples[('bot_detector_last_run_read_bytes', (('log', LOGS[0]),))] == len(more)
-    assert samples[('bot_detector_last_run_top_count', (('log', LOGS[0]), ('window', 'previous')))] == 1500
+    assert samples[('bot_detector_last_run_top_requests', (('log', LOGS[0]), ('window', 'previous')))] == 1500
     assert samples[('bot_detector_additions_total', (('reason', 'own'),))] == blocked
     assert samples[('bot_detector_blocklist_entries', ())] == 2 + blocked
 

@@ -69,11 +69,17 @@ UNREADABLE_FORMAT = ('%s: no line of the part read carries an access-log timesta
 # Logs in another format (setting log_format; formats/readers.py).
 UNPARSED_LINES = '%s: %d lines did not parse as %s and were not counted; the first: %s'
 FORMAT_DETECTED = 'Log format of %s: %s (detected)'
+# A log read as combined whose first lines mostly are not (formats/hint.py): which format reads them.
+READ_AS = 'they read as %s: set log_format: %s (or auto)'
+NOT_COMBINED = '%s: most of its first lines are not in the combined format (log_format), so its requests are not counted as such; ' + READ_AS
 NO_USER_AGENT = ('%s: haproxy logs no user agent unless it is captured (haproxy_user_agent_capture): the bot and '
                  'search-engine exemptions cannot apply')
 HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whose addition is recorded only there '
                       'are kept')
 METRICS_UNWRITABLE = 'metrics not written: %s'
+# The exclusion list cannot be read (lists/allow.py): empty under the spec's rules, an error under precise.
+EXCLUSIONS_UNREADABLE = '%s; the exclusion list counts as empty (as the reference does): no address is allow-listed'
+EXCLUSIONS_REQUIRED = '%s; the precise rules do not run without their exclusion list'
 # Enforcement (enforce/): a warning for blocklist lines it cannot load, one for a failed sync
 # (the blocklist keeps its changes), and --enforce-now's line.
 ENFORCEMENT_SKIPPED = 'enforcement: %d blocklist %s not an address or network and not enforced: %s'
@@ -93,6 +99,7 @@ STATUS_FOLLOWER = 'Follower of %(logs)s (pid %(pid)d): %(state)s, %(behind_secon
 
 # --status, in text: the blocklist's entries, then with a LOG each window's top records.
 STATUS_HEADING = 'Blocklist %s: %d %s'
+STATUS_ENFORCEMENT = 'Enforcement %s: %s'
 STATUS_ENTRY = '%s  %s; %s'
 STATUS_ADDED = {
     'own': "added %(date)s by this host's run, RPH=%(count)d",
@@ -128,3 +135,13 @@ def activity_removed(date, address, reason):
 
 def status_heading(blocklist, entries):
     return STATUS_HEADING % (blocklist, entries, 'entry' if entries == 1 else 'entries')
+
+
+def status_enforcement(state, date_format):
+    """--status's line of the enforcement point (enforce/state.py's state)."""
+    if state['entries'] is None:
+        return STATUS_ENFORCEMENT % (state['backend'], 'nothing loaded, not in sync with the blocklist')
+    return STATUS_ENFORCEMENT % (state['backend'], '%s, %d %s loaded at %s' % (
+        'in sync' if state['in_sync'] else 'not in sync with the blocklist', state['entries'],
+        'entry' if state['entries'] == 1 else 'entries',
+        'an unknown time' if state['loaded_epoch'] is None else date_format(state['loaded_epoch'])))

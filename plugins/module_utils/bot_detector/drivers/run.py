@@ -21,11 +21,12 @@ import time
 from ..base.clock import hour_windows
 from ..base.errors import bad_option
 from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES,
-                             UNREADABLE_FORMAT)
+                             NOT_COMBINED, READ_AS, UNREADABLE_FORMAT)
 from ..base.text import printable, to_bytes, to_text
 from ..decision.addresses import entry_key, server_addresses
 from ..decision.choice import rules_for
 from ..decision.rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide
+from ..lists.allow import read_exclusions
 from ..lists.content import count_lines, read_list
 from ..lists.writer import BlocklistWriter, removal_pending
 from ..reading.logfile import check_readable
@@ -68,8 +69,23 @@ def count_logs(settings, logs, now, resolver, result, session=None):
             if scan.unparsed:
                 result.warn(UNPARSED_LINES % (scan.path, scan.unparsed, scan.format, printable(to_text(scan.unparsed_example or b''))))
         elif scan.unreadable:     # lines, none with a date and hour dd/Mon/yyyy:HH: nothing counted
-            result.warn(UNREADABLE_FORMAT % scan.path)
+            fits = read_as(settings, scan.path)
+            result.warn(UNREADABLE_FORMAT % scan.path + ('; ' + READ_AS % (fits, fits) if fits else ''))
+    unreadable = set(scan.path for scan in counts.scans if scan.format is None and scan.unreadable)
+    for path in logs:       # a log read as combined whose first lines mostly are another format
+        fits = None if path in unreadable else read_as(settings, path)
+        if fits:
+            result.warn(NOT_COMBINED % (path, fits, fits))
     return rules, counts, server_ips, states
+
+
+def read_as(settings, path):
+    """The format that reads ``path`` when it is read as combined and most of its first lines
+    are that format (hint.py); None else."""
+    if format_of(settings, path) != 'combined':
+        return None
+    from .format_hint import not_combined      # its head only: 64 KiB a log, no format's code
+    return not_combined(path)
 
 
 def log_readers(settings, logs, result):
@@ -102,6 +118,7 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
     else:
         writer.check()      # what the lock would fail on, without taking it
     try:
+        exclusions = read_exclusions(settings, result)      # first: precise rules stop here, nothing changed
         content = read_list(settings.blocklist)
         result.blocklist_before = content
         if expire_bans and settings.ban_time is not None:
@@ -111,7 +128,7 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
             from ..lists.removal import finish_interrupted     # a killed unblock's: rare, so imported then
             content = finish_interrupted(writer, result, content, check_mode)
         result.blocklist_lines = count_lines(content)
-        return writer, rules.lists(content, read_list(settings.exclusions_file))
+        return writer, rules.lists(content, exclusions)
     except BaseException:
         writer.unlock()
         raise

@@ -35,6 +35,7 @@ class Status:
         self.warnings = []
         self.check_mode = False
         self.followers = []
+        self.enforcement_state = None     # enforce/state.py (not 'enforcement': a sync's, whose exit status is 4)
 
     def warn(self, line):
         self.warnings.append(line)
@@ -45,6 +46,8 @@ class Status:
             output['windows'] = self.windows
         if self.followers:
             output['followers'] = self.followers
+        if self.enforcement_state is not None:
+            output['enforcement'] = self.enforcement_state
         return printable(output)
 
     def lines(self):
@@ -61,6 +64,8 @@ class Status:
                 verdict = messages.STATUS_VERDICTS[record['verdict']]
                 out.append(messages.STATUS_RECORD % (record['count'], record['percent'], record['address'],
                                                      '  ' + verdict if verdict else ''))
+        if self.enforcement_state is not None:
+            out.append(messages.status_enforcement(self.enforcement_state, date_default_format))
         for doc in self.followers:
             out.append(messages.STATUS_FOLLOWER % dict(doc, logs=','.join(doc['logs']), when=date_default_format(doc['updated']),
                                                        state='running' if doc['running'] else 'not running'))
@@ -97,6 +102,9 @@ def status(settings, logs=(), now=None, resolver=None):
             'state': entry_state(settings, ban, wall),
         })
         report.entries.append(entry)
+    if settings.enforcement != 'none':
+        from ..enforce.state import enforcement_state     # with enforcement only
+        report.enforcement_state = enforcement_state(settings, content)
     report.followers = [doc for doc in followers() if doc.get('blocklist') == os.path.realpath(settings.blocklist)]
     if logs:
         with Session(settings.count_budget) as session:

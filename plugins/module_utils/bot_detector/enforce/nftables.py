@@ -86,6 +86,9 @@ def _record(settings):
     return lock_file(settings.blocklist)[:-len('.lock')] + '.nft'
 
 
+record_path = _record       # --status reads when it was written (state.py)
+
+
 def loaded(settings):
     """(digest, entries) of the last good load, or None. The record of the last load says it;
     up to CHECK_MAX entries nft confirms it from the drop rules' comment (a table removed or

@@ -6,13 +6,12 @@ tells from the log's first lines; None for combined, whose path is untouched."""
 
 from __future__ import absolute_import, division, print_function
 
-import re
 import zlib
 
 from ..base.errors import EXIT_BAD_OPTION, BotDetectorError, bad_option
 from ..reading import chunks
 from ..reading.logfile import rotated_sibling
-from ..values.log_formats import format_of
+from ..values.log_formats import format_of, looks_combined as _looks_combined
 from .readers import HEAD_BYTES, VhostCombined
 
 __metaclass__ = type
@@ -97,7 +96,6 @@ def detect(head, path):
     neither refuses the log nor chooses its format: such lines are counted as unparsed, as
     anywhere in a log. Raises the refusal (exit status 2) when no format fits most lines, two
     fit as many, or there is no line yet."""
-    from . import json_logs, text_logs      # auto only: each format's own test
     lines = [line for line in head.split(b'\n')[:-1] if line.strip()][:SAMPLE_LINES] if b'\n' in head else []
     if lines and all(line.startswith(b'#') for line in lines[:1]):
         fields = [line for line in lines if line.startswith(b'#Fields:')]
@@ -106,9 +104,7 @@ def detect(head, path):
     if not lines:
         raise bad_option('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path)
     fits = {}
-    for name, test in [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
-                       ('traefik', lambda line: text_logs.TRAEFIK.match(line) is not None and not _looks_combined(line)),
-                       ('haproxy', lambda line: text_logs.HAPROXY.search(line) is not None)] + json_logs.DETECTORS:
+    for name, test in format_tests():
         fits[name] = sum(1 for line in lines if test(line))
     most = max(fits.values())
     best = [name for name, count in fits.items() if count == most]
@@ -117,8 +113,12 @@ def detect(head, path):
                          % (path, 'fits ' + ' and '.join(best) if most and len(best) > 1 else 'none fits most of them'))
     return best[0]
 
-_COMBINED = re.compile(br'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \d{3} \S+ "[^"]*" "[^"]*"$')
+
+def format_tests():
+    """[(format, test of one line)]: each format's own test (auto, hint.py)."""
+    from . import json_logs, text_logs      # auto only
+    return [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
+            ('traefik', lambda line: text_logs.TRAEFIK.match(line) is not None and not _looks_combined(line)),
+            ('haproxy', lambda line: text_logs.HAPROXY.search(line) is not None)] + json_logs.DETECTORS
 
 
-def _looks_combined(line):
-    return _COMBINED.match(line.rstrip(b'\r')) is not None

@@ -31,13 +31,17 @@ FAMILIES = (
     ('last_run_read_bytes', 'gauge', 'Bytes of access log the last detection run of these logs read.'),
     ('last_run_read_lines', 'gauge', 'Lines of access log the last detection run of these logs read.'),
     ('last_run_unparsed_lines', 'gauge', 'Lines of access log in another format than combined (log_format) that the '
-                                         'last detection run of these logs could not parse.'),
-    ('last_run_top_count', 'gauge', 'The highest request count of an examined address per window in the last '
+                                         'last detection run of these logs could not parse, of the lines that could count '
+                                         '(the two hourly windows\'); lines outside them are not parsed nor counted here, '
+                                         'so 0 does not mean that every line of the log parsed.'),
+    ('last_run_top_requests', 'gauge', 'The highest request count of an examined address per window in the last '
                                     'detection run of these logs.'),
     ('threshold', 'gauge', 'Requests in one hourly window that block an address, in the last detection run of these logs.'),
     ('additions_total', 'counter', "Addresses appended to the blocklist, by reason: own (this host's runs), fleet, sync."),
     ('removals_total', 'counter', 'Entries removed from the blocklist, by reason: expired, unblock.'),
     ('blocklist_entries', 'gauge', 'Entries in the blocklist after the last run.'),
+    ('list_unreadable', 'gauge', '1 when the last run that read this list could not (the spec rules: taken as empty, '
+                                 'no address allow-listed), 0 when it could.'),
     ('enforcement_in_sync', 'gauge', '1 when the enforcement point equals the blocklist after the last sync, 0 when not.'),
     ('enforcement_entries', 'gauge', 'Entries (networks, merged) loaded into the enforcement point by the last good sync.'),
     ('follow_behind_seconds', 'gauge', 'Follow mode: seconds since the follower last had every line of these logs '
@@ -48,6 +52,7 @@ FAMILIES = (
 )
 ENFORCEMENT = ('enforcement_in_sync', 'enforcement_entries')
 COUNTERS = ('additions_total', 'removals_total')
+LISTS = ('exclusions',)      # list_unreadable's label list
 STALE_AFTER = 86400
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
@@ -112,7 +117,9 @@ def run_samples(result, logs, success, started, ended, settings):
                                 sum(s.get('unparsed_lines', 0) for s in result.scans)))
             for window in result.windows:
                 top = window['records'][0]['count'] if window['records'] else 0
-                samples.append(('last_run_top_count', (('log', log), ('window', window['name'])), top))
+                samples.append(('last_run_top_requests', (('log', log), ('window', window['name'])), top))
+    if result.unreadable_lists is not None:     # the lists were read
+        samples += [('list_unreadable', (('list', name),), int(name in result.unreadable_lists)) for name in LISTS]
     for reason, count in sorted(result.additions.items()):
         samples.append(('additions_total', (('reason', reason),), count))
     for reason, count in (('expired', len(result.expired)), ('unblock', len(result.unblocked or []))):
@@ -156,6 +163,8 @@ def write(settings, result, logs, success, started, extra=()):
         ended = time.time()
         samples = merge(old, run_samples(result, logs, success, started, ended, settings) + list(extra), logs, ended)
         samples.append(('blocklist_entries', (), len(entries(read_list(settings.blocklist)))))
+        if not any(sample[0] == 'list_unreadable' for sample in samples):       # a run that read no list: kept
+            samples += [sample for sample in old if sample[0] == 'list_unreadable']
         samples += enforcement_samples(settings, result.enforcement, old)
         replace_file(path, render(samples).encode('utf-8'))
     finally:

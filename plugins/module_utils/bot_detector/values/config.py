@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 import os
 
 from ..base.errors import bad_option
+from .checks import nearest
 from .settings import ALIASES, BY_NAME, SETTINGS, Settings
 
 __metaclass__ = type
@@ -57,7 +58,9 @@ def parse_config(raw, path):
             setting = BY_NAME.get(ALIASES.get(key, key))     # the module's names and aliases
             where = '%s: %s = %s' % (path, key, text_value.strip().replace('\n', ' '))
             if setting is None:
-                raise bad_option('%s: unknown setting %r' % (path, key))
+                near = nearest(key, list(BY_NAME) + list(ALIASES))
+                raise bad_option('%s: unknown setting %r; %s' % (path, key, 'did you mean %s?' % near if near else
+                                                                  'the settings are listed in guide_command'))
             if key != setting.name and parser.has_option(section, setting.name):
                 raise bad_option('%s: %s: %s is given twice (%s is its alias)' % (path, key, setting.name, key))
             if text_value.strip():      # an empty value: the built-in default

@@ -9,6 +9,8 @@ none of the formats' code (formats/ reads the logs in these formats)."""
 
 from __future__ import absolute_import, division, print_function
 
+import re
+
 from ..base.errors import bad_option
 
 __metaclass__ = type
@@ -48,3 +50,12 @@ def parse_overrides(items, where='log_formats'):
         log, equals, name = item.rpartition('=')
         if not equals or not log or name not in CHOICES:
             raise bad_option('%s: %r must be LOG=FORMAT with FORMAT one of %s' % (where, item, ', '.join(CHOICES)))
+
+
+# A combined line, as nginx and Apache write it: auto's test, and the warning of a log read as
+# combined that is another format (drivers/format_hint.py), which a combined run pays for.
+_COMBINED = re.compile(br'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \d{3} \S+ "[^"]*" "[^"]*"$')
+
+
+def looks_combined(line):
+    return _COMBINED.match(line.rstrip(b'\r')) is not None

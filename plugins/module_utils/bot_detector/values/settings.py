@@ -18,6 +18,7 @@ import re
 from ..base.clock import format_duration, parse_duration
 from ..base.errors import bad_option
 from ..base.text import quote_item as _quote, unquote_item as _unquote
+from .checks import check_server_ips
 from .log_formats import CHOICES as LOG_FORMATS, JSON_ROLES, parse_overrides
 
 __metaclass__ = type
@@ -223,7 +224,8 @@ SETTINGS = (
             'The blocklist to search and append to, one address per line; the firewall reads it.',
             metavar='PATH', role_default=SAME),
     Setting('exclusions_file', 'path', '/etc/ipexcludedlist.txt',
-            'The allow-list: an address found in it is never blocked. A missing file counts as empty.',
+            'The allow-list: an address found in it is never blocked. A missing file counts as empty; one that '
+            'cannot be read too (as the reference), with a warning, except with precise rules (exit status 3).',
             flag='--exclusions', metavar='PATH', aliases=('exclusions',), role_default=SAME),
     Setting('activity_log', 'path', '/var/log/bot-detector.log',
             'The activity log: one line per addition.', metavar='PATH', role_default=SAME),
@@ -240,8 +242,9 @@ SETTINGS = (
             "Case-sensitive marker of a search engine's requests, which are never counted (spec rules).",
             metavar='TEXT'),
     Setting('server_ips', 'list', None,
-            "This server's own addresses, never blocked. With one address, counted records holding it as a "
-            "substring are dropped (the spec's rule); with several, each is matched as a whole address.",
+            "This server's own IP addresses, never blocked; anything else is refused (exit status 2). With one "
+            "address, counted records holding it as a substring are dropped (the spec's rule); with several, each "
+            "is matched as a whole address.",
             flag='--server-ip', metavar='ADDR', aliases=('server_ip',),
             default_text='each address `hostname -i` prints (the role: the host\'s addresses from its network facts)',
             role_default=[]),
@@ -410,6 +413,7 @@ class Settings:
         if not self.job_prefixes:
             raise bad_option('job_prefixes: must list at least one prefix')
         parse_overrides(self.log_formats)
+        check_server_ips(self.server_ips)
         self._validate_formats()
         for name, crawler in self.crawlers.items():
             try:
