@@ -1,4 +1,4 @@
-"""The core package's shape (docs/design.md, "The core, stage by stage"): one subpackage a
+"""The core package's shape (docs/design.md, "Layout"): one subpackage a
 stage, imports running one way down the stages with no circle, small files each in the
 design notes' table, an import inside a function only to spare start-up time, and a
 default cron run that loads only the code it uses."""
