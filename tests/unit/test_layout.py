@@ -96,7 +96,7 @@ def test_no_core_file_over_450_lines():
 
 
 def test_a_file_name_borrows_no_prefix_from_a_sibling():
-    """formats_fast.py beside formats.py was a folder missing: a name is its concern."""
+    """In the flat layout, formats_fast.py beside formats.py was a folder missing: a name is its concern."""
     for stage in STAGES:
         names = [path.split('/')[1][:-3] for path in core_files() if path.startswith(stage + '/')]
         assert [n for n in names if n.startswith(stage + '_')] == [], stage
