@@ -1,4 +1,4 @@
-"""The core package's shape (docs/design.md, "The core, stage by stage"): one subpackage a
+"""The core package's shape (docs/design.md, "Layout"): one subpackage a
 stage, imports running one way down the stages with no circle, small files each in the
 design notes' table, an import inside a function only to spare start-up time, and a
 default cron run that loads only the code it uses."""
@@ -96,7 +96,7 @@ def test_no_core_file_over_450_lines():
 
 
 def test_a_file_name_borrows_no_prefix_from_a_sibling():
-    """formats_fast.py beside formats.py was a folder missing: a name is its concern."""
+    """In the flat layout, formats_fast.py beside formats.py was a folder missing: a name is its concern."""
     for stage in STAGES:
         names = [path.split('/')[1][:-3] for path in core_files() if path.startswith(stage + '/')]
         assert [n for n in names if n.startswith(stage + '_')] == [], stage

@@ -67,7 +67,7 @@ def parse_network(text):
 
 def entry_key(text):
     """What an activity-log line names, as one key for every spelling of it: an unblock of
-    2001:DB8::7 or 10.0.0.1/32 ends the record of 2001:db8::7 or 10.0.0.1 (unblock.py
+    2001:DB8::7 or 10.0.0.1/32 ends the record of 2001:db8::7 or 10.0.0.1 (lists/removal.py
     removes those lines). Any other text is its own key."""
     if b':' in text or b'/' in text:        # a plain IPv4 address has one spelling
         network = parse_network(text)

@@ -43,7 +43,7 @@ class LineFilter:
         self._search_engine = to_bytes(search_engine)
         # All that ``keep`` looks for besides the first field: (texts matched as they are,
         # texts matched in the lower-cased line). A line too long to hold whole is judged
-        # by which of them it holds (tally.LongLine).
+        # by which of them it holds (chunks.LongLine).
         self.needles = ([to_bytes(p) for p in job_prefixes] + [self._search_engine, b'/files/'], [b'bot'])
 
     def keep(self, line):

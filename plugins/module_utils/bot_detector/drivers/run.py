@@ -7,9 +7,10 @@ detect   logs -> WindowCounts (tally) -> ranked records (rules) -> verdicts -> a
 report   logs -> WindowCounts -> every key at or over a floor; no list read or written
 apply    decisions taken elsewhere (the fleet) -> verdicts -> appended lines
 
-With a ban time, detect removes the expired entries first (expiry.py). unblock.py and
+With a ban time, detect removes the expired entries first (lists/expiry.py). unblock.py and
 status.py hold the other two: unblock (remove entries) and status (read only). With a
-metrics file, detect, apply and unblock write metrics after the run (metrics.py).
+metrics file, detect, apply and unblock write metrics after the run (after_change.py, then
+reporting/metrics.py).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -14,7 +14,7 @@ learns nothing quickly (each attempt waits for its own time-out), and the host s
 packet to an address it has never answered (a reject answers spoofed sources too).
 
 The drop rules' comment, and a record beside the run's lock, carry the digest of the
-blocklist loaded and the entries count (enforce.digest_of); a sync whose blocklist has that
+blocklist loaded and the entries count (sync.digest_of); a sync whose blocklist has that
 digest loads nothing (``force`` loads anyway: --enforce-now, at boot). See ``loaded`` for
 when nft confirms it.
 """
@@ -44,7 +44,7 @@ _DIGEST = re.compile(r'comment "bot-detector ([0-9a-f]{32}) ([0-9]+)"')
 
 
 def ruleset(entries, ports, digest=None):
-    """The ``nft -f`` text that makes the table hold ``entries`` (enforce.Entries) and drop
+    """The ``nft -f`` text that makes the table hold ``entries`` (sync.Entries) and drop
     new connections from them to ``ports``. With ``digest``, the drop rules' comment holds
     it and the entries count."""
     port_set = ', '.join(str(port) for port in sorted(set(ports)))

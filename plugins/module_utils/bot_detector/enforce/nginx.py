@@ -32,7 +32,7 @@ TIMEOUT = 120
 
 
 def render(entries, digest=None):
-    """The geo file's content for ``entries`` (enforce.Entries); with ``digest``, a second
+    """The geo file's content for ``entries`` (sync.Entries); with ``digest``, a second
     header line holds it and the entries count."""
     head = HEADER + (DIGEST_LINE % (digest, len(entries))).encode('ascii') if digest else HEADER
     return head + b''.join(('%s 1;\n' % element).encode('ascii') for element in entries.v4 + entries.v6)

@@ -47,7 +47,7 @@ class Result:
         self.expired = []            # ban expiry: the entries removed (to remove in check mode)
         self.unblocked = None        # unblock: [{address, lines}] removed; addresses not listed
         self.not_listed = None
-        self.enforcement = None      # with enforcement: the last sync's status (enforce.Status.as_dict)
+        self.enforcement = None      # with enforcement: the last sync's status (enforce/sync.Status.as_dict)
         self.unreadable_lists = None     # once the lists are read: {list: why} of those that could not be (allow.py)
 
     @property
