@@ -27,7 +27,7 @@ ODD_LINES = [
 
 def log_in(fmt, count, seed):
     combined = in_timezone('UTC', lambda: b''.join(loggen.line('198.51.100.%d' % (i % 9 + 1), NOW_EPOCH - 600 + i)
-                                                    for i in range(count)))
+                                                   for i in range(count)))
     return combined if fmt == 'combined' else logformats.render_log(fmt, combined, style=seed, vary=False)[0]
 
 
@@ -53,4 +53,3 @@ def test_a_log_of_mostly_odd_lines_is_still_refused(fmt):
     with pytest.raises(BotDetectorError) as refused:
         choice.detect(head, 'x')
     assert 'cannot tell the format' in refused.value.message
-

@@ -17,8 +17,8 @@ SPELLINGS = ['::ffff:%s', '::FFFF:%s', '0:0:0:0:0:ffff:%s']
 def test_a_mapped_address_is_its_ipv4_address_for_the_allow_list_and_the_servers(tmp_path, files, rules, spelling):
     allowed, server, scraper = spelling % '192.0.2.20', spelling % '192.0.2.1', '203.0.113.7'
     log = tmp_path / 'access.log'
-    log.write_bytes(loggen.planted_log(NOW_EPOCH, previous={allowed: 1200, server: 1300, scraper: 1100,
-                                                              spelling % '198.51.100.4': 1050}))
+    counts = {allowed: 1200, server: 1300, scraper: 1100, spelling % '198.51.100.4': 1050}
+    log.write_bytes(loggen.planted_log(NOW_EPOCH, previous=counts))
     files.exclusions.write_bytes(b'192.0.2.20\n')
     got = run_core(files.options() + ['--now', NOW, '--server-ip', '192.0.2.1', '--server-ip', '10.0.0.5', '--rules', rules,
                                       log])
@@ -47,6 +47,9 @@ def test_for_other_input_the_run_is_the_references(tmp_path, files):
     ref = run_reference(log, *ref_files, server_ips=['10.0.0.5'], now=NOW)
     got = run_core(files.options() + ['--now', NOW, '--server-ip', '10.0.0.5', log])
     assert got.returncode == ref.returncode == 0
-    strip = lambda out: [l for l in out.split(b'\n') if not l.startswith(b'Execution time')]     # noqa: E731
-    assert strip(got.stdout) == strip(ref.stdout)
+    assert without_duration(got.stdout) == without_duration(ref.stdout)
     assert files.read('blocklist') == ref_files[0].read_bytes()
+
+
+def without_duration(stdout):
+    return [line for line in stdout.split(b'\n') if not line.startswith(b'Execution time')]

@@ -32,8 +32,8 @@ def _line(address, agent, path='/job/1'):
 @given(st.text(alphabet=st.characters(blacklist_categories=('Cs',)), min_size=1, max_size=30), st.text(alphabet='ab"\\/', max_size=5))
 def test_a_default_escaped_line_counts_as_the_combined_line_nginx_writes(tmp_path_factory, agent, tail):
     line = _line('203.0.113.7', agent, '/job/' + tail)
-    expected = '203.0.113.7 - - [%s] "GET %s HTTP/1.1" 200 10 "-" "%s"' % (TIME, nginx_default_escape('/job/' + tail),
-                                                                        nginx_default_escape(agent))
+    path, escaped_agent = nginx_default_escape('/job/' + tail), nginx_default_escape(agent)
+    expected = '203.0.113.7 - - [%s] "GET %s HTTP/1.1" 200 10 "-" "%s"' % (TIME, path, escaped_agent)
     log = tmp_path_factory.mktemp('esc') / 'access.log'
     log.write_bytes(line + b'\n')
 

@@ -45,7 +45,6 @@ def parse_address(field):
     return ipaddress.ip_address(field.decode('ascii'))
 
 
-
 def mapped_ipv4(field):
     """The IPv4 address (bytes) an IPv4-mapped IPv6 address stands for ('::ffff:192.0.2.20'
     -> '192.0.2.20', in any spelling), else None. A dual-stack server logs its IPv4 clients so."""

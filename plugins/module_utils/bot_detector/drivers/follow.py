@@ -74,6 +74,7 @@ def _saved_positions_valid(positions, count):
         isinstance(saved, dict) and isinstance(saved.get('old'), list) and all(map(entry_valid, saved['old']))
         and 'current' in saved and (saved['current'] is None or entry_valid(saved['current'])) for saved in positions))
 
+
 class Follower:
     def __init__(self, settings, logs, clock, emit, warn, resolver=None):
         self.settings, self.logs, self.clock, self.emit, self.warn = settings, logs, clock, emit, warn

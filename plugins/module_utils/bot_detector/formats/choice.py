@@ -120,5 +120,3 @@ def format_tests():
     return [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
             ('traefik', lambda line: text_logs.TRAEFIK.match(line) is not None and not _looks_combined(line)),
             ('haproxy', lambda line: text_logs.HAPROXY.search(line) is not None)] + json_logs.DETECTORS
-
-

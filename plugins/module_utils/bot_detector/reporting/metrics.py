@@ -35,7 +35,7 @@ FAMILIES = (
                                          '(the two hourly windows\'); lines outside them are not parsed nor counted here, '
                                          'so 0 does not mean that every line of the log parsed.'),
     ('last_run_top_requests', 'gauge', 'The highest request count of an examined address per window in the last '
-                                    'detection run of these logs.'),
+                                       'detection run of these logs.'),
     ('threshold', 'gauge', 'Requests in one hourly window that block an address, in the last detection run of these logs.'),
     ('additions_total', 'counter', "Addresses appended to the blocklist, by reason: own (this host's runs), fleet, sync."),
     ('removals_total', 'counter', 'Entries removed from the blocklist, by reason: expired, unblock.'),

@@ -60,7 +60,7 @@ def parse_config(raw, path):
             if setting is None:
                 near = nearest(key, list(BY_NAME) + list(ALIASES))
                 raise bad_option('%s: unknown setting %r; %s' % (path, key, 'did you mean %s?' % near if near else
-                                                                  'the settings are listed in guide_command'))
+                                                                 'the settings are listed in guide_command'))
             if key != setting.name and parser.has_option(section, setting.name):
                 raise bad_option('%s: %s: %s is given twice (%s is its alias)' % (path, key, setting.name, key))
             if text_value.strip():      # an empty value: the built-in default
