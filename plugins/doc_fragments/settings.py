@@ -195,11 +195,12 @@ options:
   state_budget:
     description:
       - >-
-        Largest state file, in bytes, a run writes or reads (about 34 bytes per address and hour);
-        past it the state of that log is dropped with one warning, and the next run counts that
-        log's windows cold, with the same decisions.
+        Largest state file, in bytes, a run writes or reads (about 24 bytes per IPv4 address and
+        hour, 40 per IPv6; the default keeps a run under 64 MiB); past it the state of that log is
+        dropped with one warning, and the next run counts that log's windows cold, with the same
+        decisions.
       - >-
-        Default: the host config file's C(state_budget) when set there, else 4194304.
+        Default: the host config file's C(state_budget) when set there, else 8388608.
     type: int
     version_added: 2.0.0
   rules:

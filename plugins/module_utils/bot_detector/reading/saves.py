@@ -114,16 +114,18 @@ def save(state_dir, states, max_bytes=None):
     over = []
     for state in states:
         path = state_path(state_dir, state.log)
-        data = state.dumps(max_bytes)       # None as soon as it passes max_bytes: never more in memory
-        if data is None or (max_bytes is not None and len(data) > max_bytes):
-            over.append(drop(state_dir, state.log, 'larger than state_budget (%s bytes allowed)' % max_bytes if data is None else
-                             'larger than state_budget (%d bytes, %d allowed)' % (len(data), max_bytes)))
+        pieces = state.pieces(max_bytes)       # None as soon as it passes max_bytes: never more in memory
+        size = None if pieces is None else sum(map(len, pieces))
+        if pieces is None or (max_bytes is not None and size > max_bytes):
+            over.append(drop(state_dir, state.log, 'larger than state_budget (%s bytes allowed)' % max_bytes if pieces is None else
+                             'larger than state_budget (%d bytes, %d allowed)' % (size, max_bytes)))
             continue
         temporary = os.path.join(state_dir, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
         fd = None
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            write_all(fd, data)
+            for piece in pieces:
+                write_all(fd, piece)
             os.fsync(fd)
             os.close(fd)
             fd = None

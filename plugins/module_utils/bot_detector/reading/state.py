@@ -261,9 +261,15 @@ class LogState:
                     segment.counts.drop(stamp)
 
     def dumps(self, max_bytes=None):
-        """The file: a header line (JSON), then for each segment and stamp its two parts
-        (the module's docstring; counts past count_budget in parts, kept.py); the header gives
-        each part's length and CRC-32. None as soon as the counts pass ``max_bytes``."""
+        """The file's bytes (pieces(), joined), or None."""
+        found = self.pieces(max_bytes)
+        return None if found is None else b''.join(found)
+
+    def pieces(self, max_bytes=None):
+        """The file in pieces, written one after the other (never joined: a state past
+        count_budget is not held twice): a header line (JSON), then for each segment and stamp
+        its two parts (the module's docstring; counts past count_budget in parts, kept.py); the
+        header gives each part's length and CRC-32. None as soon as the counts pass ``max_bytes``."""
         files, body, size = [], [], 0
         for segment in self.files:
             sections = segment.counts.sections(unranked=(hour_stamp(self.now).encode('ascii'),),
@@ -283,7 +289,7 @@ class LogState:
         header = json.dumps({'format': FORMAT, 'log': self.log, 'settings': self.settings, 'now': self.now,
                              'horizon': self.horizon, 'stamps': [s.decode('ascii') for s in self.stamps],
                              'files': files}, separators=(',', ':'), sort_keys=True)
-        return b''.join([header.encode('utf-8'), b'\n'] + body)
+        return [header.encode('utf-8') + b'\n'] + body
 
 
 def _top_line(counter):
