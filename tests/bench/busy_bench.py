@@ -9,8 +9,9 @@
   count_budget and at 100,000 (the old default: the windows' counts spill, and the state
   keeps them in parts, reading/kept.py).
 
-Every 04:13:43 run's output is compared with the reference's (the duration line aside),
-and the blocklists; a difference fails the benchmark. Repetitions interleaved; medians of
+Every side makes both runs, with its own blocklist kept between them; every 04:13:43 run's
+output is compared with the reference's (the duration line aside), and the blocklists; a
+difference fails the benchmark. Repetitions interleaved; medians of
 wall and CPU time, the largest peak RSS. Rewrites only its section of docs/benchmarks.md.
 
     python3 tests/bench/busy_bench.py [REPETITIONS]       default: 3
@@ -50,41 +51,40 @@ def metric(path, name):
 
 
 def one_round(log, cut, scratch, found):
-    """One repetition of every side; appends to ``found`` {side: [result]}; returns differences."""
-    differ = []
-    ref = run_bench.Side('reference', scratch)
-    ref_result = ref.run(log, run_bench.NOW)
-    found.setdefault('reference', []).append({'next': ref_result})
-    sides = [('command, no state', None, False), ('command, state', None, True),
+    """One repetition of every side, each making the 04:03:43 run on the log as it was then
+    and the 04:13:43 run on the whole log, with its own blocklist kept between them; appends
+    to ``found`` {side: [result]}; returns differences from the reference's 04:13:43 run."""
+    differ, outputs = [], {}
+    sides = [('reference', None, False), ('command, no state', None, False), ('command, state', None, True),
              ('command, state, count_budget %s' % '{:,}'.format(LOW_BUDGET), LOW_BUDGET, True)]
     for label, budget, state in sides:
         side = run_bench.Side(label.replace(' ', '-').replace(',', ''), scratch, state=state)
         extra = (['--count-budget', str(budget)] if budget else []) + ['--metrics-file', os.path.join(side.dir, 'metrics')]
         live = os.path.join(side.dir, 'access.log')
-        row = {}
-        if state:
-            with open(log, 'rb') as src, open(live, 'wb') as dst:
-                dst.write(src.read(cut))
-            row['first'] = measure(side, live, EARLIER, extra)
-            with open(log, 'rb') as src, open(live, 'ab') as dst:
-                src.seek(cut)
-                shutil.copyfileobj(src, dst)
-        else:
-            os.symlink(log, live)
+        with open(log, 'rb') as src, open(live, 'wb') as dst:
+            dst.write(src.read(cut))
+        row = {'first': measure(side, live, EARLIER, extra)}
+        with open(log, 'rb') as src, open(live, 'ab') as dst:
+            src.seek(cut)
+            shutil.copyfileobj(src, dst)
         row['next'] = measure(side, live, run_bench.NOW, extra)
-        row['read'] = metric(os.path.join(side.dir, 'metrics'), 'bot_detector_last_run_read_bytes')
+        if label != 'reference':
+            row['read'] = metric(os.path.join(side.dir, 'metrics'), 'bot_detector_last_run_read_bytes')
         names = [n for n in os.listdir(side.state_dir) if not n.startswith('.')] if state else []
         row['state'] = os.path.getsize(os.path.join(side.state_dir, names[0])) if names else None
         found.setdefault(label, []).append(row)
-        if run_bench.masked(row['next']['stdout']) != run_bench.masked(ref_result['stdout']):
+        with open(side.blocklist, 'rb') as mine:
+            outputs[label] = (run_bench.masked(row['next']['stdout']), mine.read())
+        if outputs[label][0] != outputs['reference'][0]:
             differ.append(label + ' output')
-        with open(side.blocklist, 'rb') as mine, open(ref.blocklist, 'rb') as theirs:
-            if mine.read() != theirs.read():
-                differ.append(label + ' blocklist')
+        if outputs[label][1] != outputs['reference'][1]:
+            differ.append(label + ' blocklist')
     return differ
 
 
 def measure(side, log, now, extra):
+    if side.who == 'reference':
+        return side.run(log, now)
     argv = [run_bench.PYTHON, '-S', os.path.join(run_bench.CORE, '__main__.py'), '--blocklist', side.blocklist,
             '--exclusions', side.exclusions, '--activity-log', side.activity, '--server-ip', run_bench.SERVER_IP,
             '--now', now] + extra
@@ -116,7 +116,7 @@ def main():
         finally:
             shutil.rmtree(scratch)
     ref_wall = statistics.median(r['next']['wall'] for r in found['reference'])
-    table = ['| side | run at 04:03:43 (cold: it starts the state) | **next run, 04:13:43** | next run: bytes read '
+    table = ['| side | run at 04:03:43 (with a state: cold, it starts it) | **next run, 04:13:43** | next run: bytes read '
              '| reference over command, next run | state file |', '|---|---|---|---|---|---|']
     for label, runs in found.items():
         wall = statistics.median(r['next']['wall'] for r in runs)
