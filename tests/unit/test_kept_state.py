@@ -141,3 +141,26 @@ def test_a_kept_part_that_does_not_parse_is_a_damaged_state():
     counter = kept.KeptCounter([b'[]\nabc\n' + b'\x01' * 7], state.Sections)
     with pytest.raises(Exception, match='state file is damaged'):
         list(counter.parts())
+
+
+def test_concurrent_runs_with_a_kept_state_leave_one_that_counts_each_line_once(tmp_path):
+    """Three real runs at once on the same log and state directory, budget 2 (every hour in
+    parts), the log growing between rounds: whichever state is left, each is whole and read
+    only to its own offset, so the next run prints what a cold run and the reference print."""
+    day = BusyAfternoon(tmp_path, 9, rotated=False)
+    day.budget = 2
+    day.write(day.log, 60, 40)
+    day.run(day.clock)
+    for attempt in range(3):
+        day.write(day.log, 4, 40)
+        env = dict(os.environ, TZ='UTC')
+        procs = [subprocess.Popen([sys.executable, str(CORE)] + day.lists.options() + [
+            '--server-ip', SERVER, '--threshold', str(THRESHOLD), '--top', str(TOP), '--now', local(day.clock),
+            '--count-budget', '2', '--state-dir', str(day.state_dir), str(day.log)], env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for dummy in range(3)]
+        for proc in procs:
+            assert proc.wait() == 0, proc.stderr.read()
+            proc.stderr.close()
+        day.write(day.log, 3, 40)
+        day.run(day.clock)           # checks the state run against a cold one and the reference
+    assert day.compared['reference'] >= 3
