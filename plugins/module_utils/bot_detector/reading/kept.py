@@ -65,10 +65,15 @@ class KeptCounter(SpillCounter):
         """Nothing to write: the parts are in the state file (tally.Tally spills its own counters only)."""
 
     def discard(self):
+        """Forget the counts (the state file keeps its own copy: nothing to remove)."""
         self.clear()
         self.stored = []
 
     def parts(self):
+        """The stored parts, each with the added counts of the keys it holds merged into it
+        (and written back as a section: the added entries leave memory), then the added keys
+        no part holds as one part more. Each step leaves the counter whole, so a reading
+        stopped half-way (kept_parts past max_bytes) loses nothing."""
         codec = self.codec_of_parts
         for i, raw in enumerate(list(self.stored)):
             try:
