@@ -164,3 +164,27 @@ def test_concurrent_runs_with_a_kept_state_leave_one_that_counts_each_line_once(
         day.write(day.log, 3, 40)
         day.run(day.clock)           # checks the state run against a cold one and the reference
     assert day.compared['reference'] >= 3
+
+
+def test_a_kept_state_with_a_damaged_part_is_ignored_with_one_warning_and_the_run_is_exact(tmp_path):
+    """A byte of a part changed on disk (its CRC-32 no longer matches), or the file cut in
+    the middle of its parts: the state is ignored with one warning, and the run counts cold."""
+    for how in ('flip', 'cut'):
+        (tmp_path / how).mkdir()
+        day = BusyAfternoon(tmp_path / how, 3, rotated=False)
+        day.budget = 2
+        day.write(day.log, 50, 30)
+        day.run(day.clock)
+        assert kept_parts(day) >= 1
+        [name] = [n for n in os.listdir(str(day.state_dir)) if not n.startswith('.')]
+        path = day.state_dir / name
+        data = bytearray(path.read_bytes())
+        if how == 'flip':
+            data[-5] ^= 0x01        # in the last part's counts
+        else:
+            del data[len(data) - len(data) // 4:]
+        path.write_bytes(bytes(data))
+        day.write(day.log, 5, 30)
+        result = Afternoon.run(day, day.clock)        # checked against a cold run and the reference
+        assert [w for w in result.warnings if 'ignored' in w and 'damaged or cut short' in w], result.warnings
+        assert [scan['mode'] for scan in result.scans] != ['incremental']
