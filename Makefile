@@ -96,6 +96,7 @@ bench: setup
 	$(PYTHON) tests/bench/run_bench.py
 	$(PYTHON) tests/bench/precise_bench.py
 	$(PYTHON) tests/bench/churn_bench.py
+	$(PYTHON) tests/bench/busy_bench.py
 	$(BIN)/python tests/bench/fleet_bench.py
 	$(PYTHON) tests/bench/enforce_bench.py
 	/usr/bin/python3 tests/bench/follow_bench.py

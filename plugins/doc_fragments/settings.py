@@ -183,22 +183,24 @@ options:
   count_budget:
     description:
       - >-
-        Distinct addresses a run holds in memory, all windows together (about 130 bytes each); past
-        it, the counts (spec or precise rules) spill to files in a private temporary directory and
-        are ranked a part at a time, with the same decisions. A log whose counts go past it keeps no
-        state.
+        Distinct addresses a run holds in memory, all windows together (about 130 bytes each; the
+        default keeps a run under 64 MiB); past it, the counts (spec or precise rules) spill to
+        files in a private temporary directory and are ranked a part at a time, with the same
+        decisions. With the spec rules a log's state is kept past it too, its counts in parts,
+        within state_budget; with the precise rules a log whose counts go past it keeps no state.
       - >-
-        Default: the host config file's C(count_budget) when set there, else 100000.
+        Default: the host config file's C(count_budget) when set there, else 200000.
     type: int
     version_added: 2.0.0
   state_budget:
     description:
       - >-
-        Largest state file, in bytes, a run writes or reads (about 34 bytes per address and hour);
-        past it the state of that log is dropped with one warning, and the next run counts that
-        log's windows cold, with the same decisions.
+        Largest state file, in bytes, a run writes or reads (about 24 bytes per IPv4 address and
+        hour, 40 per IPv6; the default keeps a run under 64 MiB); past it the state of that log is
+        dropped with one warning, and the next run counts that log's windows cold, with the same
+        decisions.
       - >-
-        Default: the host config file's C(state_budget) when set there, else 4194304.
+        Default: the host config file's C(state_budget) when set there, else 8388608.
     type: int
     version_added: 2.0.0
   rules:

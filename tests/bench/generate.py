@@ -5,6 +5,10 @@ engine, static files and ordinary visitors.
 
     python3 generate.py HOURS OUT [--shuffled]       HOURS hours ending at END
     python3 generate.py churn OUT --distinct N       N distinct addresses in END's hour (issue 19)
+    python3 generate.py busy OUT                     the busy day (issue 39): 4 million lines over
+                                                     the 24 hours to END, of which BUSY_WINDOW_LINES
+                                                     in the windows (the previous hour, the current
+                                                     hour to END), most of their visitors seen once
     python3 generate.py day OUT --index INDEX        the cron day: DAY_START to DAY_END, and
                                                      INDEX (JSON): for each cron run of the day
                                                      (and the warm-up run before them), the size
@@ -56,14 +60,27 @@ def stamp(epoch):
     return '%02d/%s/%04d:%02d:%02d:%02d +0000' % (t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour, t.tm_min, t.tm_sec)
 
 
-def generate(start, end, seed=2026):
-    """(completion time, line) in the order of completion, for requests started in [start, end)."""
+BUSY_LINES, BUSY_WINDOW_LINES, BUSY_FRESH = 4000000, 304000, 0.745
+
+
+def generate(start, end, seed=2026, per_hour=REQUESTS_PER_HOUR, fresh=0.0):
+    """(completion time, line) in the order of completion, for requests started in [start, end);
+    with ``fresh``, that share of the visitors' requests comes from an address seen once."""
     rng = random.Random(seed)
+    once = [0]
+
+    def visitor():
+        if fresh and rng.random() < fresh:
+            once[0] += 1
+            scrambled = (once[0] * 0x9E3779B97F4A7C15 + seed) & 0xFFFFFFFFFFFF
+            return '100.%d.%d.%d' % (64 + (scrambled >> 16) % 64, (scrambled >> 8) & 0xFF, scrambled & 0xFF) \
+                if once[0] % 3 else '2a01:%x:%x::%x' % (scrambled >> 32, (scrambled >> 16) & 0xFFFF, scrambled & 0xFFFF)
+        return rng.choice(visitors)
     hours = (end - start + 3599) // 3600
     visitors = ['%d.%d.%d.%d' % (rng.randint(1, 223), rng.randrange(256), rng.randrange(256), rng.randint(1, 254))
                 for dummy in range(60000)]
     visitors += ['2a02:%x:%x::%x' % (rng.randrange(65536), rng.randrange(65536), rng.randrange(65536)) for dummy in range(15000)]
-    total = (end - start) * REQUESTS_PER_HOUR // 3600
+    total = (end - start) * per_hour // 3600
     events = []
     for hour in range(hours):
         base = start + hour * 3600
@@ -79,9 +96,9 @@ def generate(start, end, seed=2026):
             events.append((epoch, '66.249.%d.%d' % (rng.randrange(64, 96), rng.randrange(256)), 'GET',
                            rng.choice(JOB) + str(rng.randrange(10 ** 6)), rng.choice(BOT_AGENTS)))
         elif roll < 0.65:
-            events.append((epoch, rng.choice(visitors), 'GET', rng.choice(JOB) + str(rng.randrange(10 ** 6)), rng.choice(AGENTS)))
+            events.append((epoch, visitor(), 'GET', rng.choice(JOB) + str(rng.randrange(10 ** 6)), rng.choice(AGENTS)))
         else:
-            events.append((epoch, rng.choice(visitors), rng.choice(('GET', 'GET', 'POST', 'HEAD')), rng.choice(OTHER), rng.choice(AGENTS)))
+            events.append((epoch, visitor(), rng.choice(('GET', 'GET', 'POST', 'HEAD')), rng.choice(OTHER), rng.choice(AGENTS)))
     # Logged in time order of completion, stamped with the start: up to 30 s of disorder.
     events = sorted(((e[0] + rng.random() * 30,) + e for e in events), key=lambda e: e[0])
     stamps = {}
@@ -178,6 +195,15 @@ def main():
     args = parser.parse_args()
     if args.hours == 'churn':
         write(churn(args.distinct, args.server_like), args.out)
+        return
+    if args.hours == 'busy':
+        end = utc(END)
+        windows = end - end % 3600 - 3600
+        start = end - 24 * 3600
+        quiet = (BUSY_LINES - BUSY_WINDOW_LINES) * 3600 // (windows - start) + 1
+        busy = BUSY_WINDOW_LINES * 3600 // (end - windows) + 1
+        write((line for part in (generate(start, windows, per_hour=quiet), generate(windows, end, 2039, busy, BUSY_FRESH))
+               for done, line in part), args.out)
         return
     if args.hours == 'day':
         write_day(args.out, args.index)

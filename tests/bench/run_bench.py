@@ -185,16 +185,16 @@ def run_day():
 def state_size(path, log):
     """(bytes, counts kept, distinct keys) of a state file, read with the core's own parser."""
     sys.path.insert(0, os.path.dirname(CORE))
-    from bot_detector.reading import state  # pylint: disable=import-error
+    from bot_detector.reading import saves, spill  # pylint: disable=import-error
     with open(path, 'rb') as handle:
         data = handle.read()
-    kept = state.loads(data, log)
+    kept = saves.loads(data, log)
     counts, keys = 0, set()
     for segment in kept.files:
         for stamp in segment.counts.stamps():
-            counter = segment.counts.get(stamp)
-            counts += len(counter)
-            keys.update(counter)
+            for part in spill.parts(segment.counts.get(stamp)):     # past count_budget: in parts (kept.py)
+                counts += len(part)
+                keys.update(part)
     return len(data), counts, len(keys)
 
 

@@ -107,21 +107,23 @@ def test_a_churn_hour_gives_the_reference_output(tmp_path, distinct, ipv6, serve
         assert os.listdir(str(scratch)) == []          # the spill directory is gone
 
 
-def test_with_a_state_over_budget_the_state_is_dropped_with_one_warning_and_the_next_run_is_exact(tmp_path):
+def test_with_a_state_over_count_budget_the_state_is_kept_and_the_next_run_is_exact(tmp_path):
+    """Issue 39 §7: past count_budget the state is kept, its counts in parts (kept.py), with
+    no warning (it was dropped: "not kept: more than count_budget"); each run is exact."""
     threshold, top = 6, 20
     log = churn_log(tmp_path / 'access.log', 3000, threshold, seed=3)
     state_dir = tmp_path / 'state'
     ours = Files(tmp_path / 'ours')
+    expected = reference(tmp_path, log, threshold, top)
     for attempt in range(2):
+        ours = Files(tmp_path / ('ours%d' % attempt))
         got = run_command(ours, log, threshold, top, ['--count-budget', '300', '--state-dir', state_dir])
         assert got.returncode == 0, got.stderr
-        warnings = got.stderr.decode().splitlines()
-        assert len(warnings) == 1 and 'not kept: more than count_budget (300) distinct addresses' in warnings[0]
-        assert not state_dir.exists() or [n for n in os.listdir(str(state_dir)) if not n.startswith('.')] == []
-        if attempt == 0:
-            assert (mask_duration(got.stdout), ours.read('blocklist')) == reference(tmp_path, log, threshold, top)
-    # A state within the count budget but larger than state_budget: not written, one warning.
-    small = Files(tmp_path / 'small')
+        assert got.stderr == b''
+        assert len([n for n in os.listdir(str(state_dir)) if not n.startswith('.')]) == 1
+        assert (mask_duration(got.stdout), ours.read('blocklist')) == expected
+    # A state larger than state_budget: not written, one warning.
+    small, state_dir = Files(tmp_path / 'small'), tmp_path / 'small-state'
     got = run_command(small, log, threshold, top, ['--state-dir', state_dir, '--state-budget', '1000'])
     assert got.returncode == 0, got.stderr
     assert 'larger than state_budget' in got.stderr.decode() and len(got.stderr.decode().splitlines()) == 1
@@ -397,8 +399,8 @@ def test_the_precise_fleet_report_stays_bounded_with_many_addresses(tmp_path, ph
 def test_runs_with_a_state_and_a_small_budget_equal_cold_runs_and_the_reference(tmp_path_factory, seed, budget,
                                                                                 rotated, rotation):
     """test_incremental's afternoon of runs, every run (with a state, and the cold run and
-    the reference it is compared with) under ``count_budget``: a state is kept only while
-    the counts fit in it; the decisions and the examined records are the same throughout."""
+    the reference it is compared with) under ``count_budget``: a state is kept, past the
+    budget in parts (kept.py); the decisions and the examined records are the same throughout."""
     day = Afternoon(tmp_path_factory.mktemp('afternoon'), seed, rotated)
     plain = day.settings
     day.settings = lambda **changed: plain(**dict({'count_budget': budget}, **changed))

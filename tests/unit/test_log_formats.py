@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings as hsettings, strat
 import loggen
 import logformats
 from conftest import ROOT, Files, in_timezone, mask_dates, mask_duration, run_core, run_reference
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import errors
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import choice, escaping, json_logs, readers, text_logs
@@ -1892,3 +1893,41 @@ def test_auto_on_a_log_just_emptied_by_a_rotation_takes_the_format_of_log_1(tmp_
             (here / ('access.log.1' + ('.gz' if compress else ''))).write_bytes(gzip.compress(data, 1) if compress else data)
             found = in_timezone('UTC', lambda: _detect(here / 'access.log', 'auto', here / 'run', rotated=True))
             assert found[:2] == expected[:2], (compress, fresh)
+
+
+@pytest.mark.parametrize('fmt', ('combined',) + tuple(f for f in logformats.FORMATS if f != 'haproxy'))
+def test_auto_on_a_log_emptied_by_a_rotation_with_no_log_1_takes_the_format_from_the_state(tmp_path, fmt):
+    """auto on a log a rotation emptied a moment ago, whose rotated file is not LOG.1 (dateext:
+    access.log-20251121, or already removed): with a state_dir, the format is the one the state
+    of the last run recorded (issue 39 §3), instead of a refusal ("no whole line yet to tell its
+    format from", exit 2). The run then counts as a run told that format explicitly."""
+    combined = b''.join(loggen.line('203.0.113.9', NOW_EPOCH - 3500 + i * 7, path='/job/%d' % i) for i in range(40))
+    data = combined if fmt == 'combined' else in_timezone('UTC', lambda: logformats.render_log(fmt, combined, vary=False))[0]
+    for fresh in (b'', b'{"remote_addr":"203.0.1', b'\n\n'):
+        for told in ('auto', fmt):
+            here = tmp_path / ('%s-%d' % (told, len(fresh)))
+            state = here / 'state'
+            state.mkdir(parents=True)
+            log = here / 'access.log'
+            log.write_bytes(data)
+            first = in_timezone('UTC', lambda: _run(log, told, here / 'a', state_dir=str(state), rotated=True))
+            assert first[0][0][1] == [('203.0.113.9', 40)], first
+            os.rename(str(log), str(here / 'access.log-20251121'))
+            log.write_bytes(fresh)
+            files = Files(here / 'b')
+            settings = Settings(log_format=told, threshold=3, top=5, server_ips=['10.0.0.5'], blocklist=str(files.blocklist),
+                                exclusions_file=str(files.exclusions), activity_log=str(files.activity_log), seek=False,
+                                state_dir=str(state), rotated=True)
+            result = in_timezone('UTC', lambda: run.detect(settings, [str(log)], now=NOW_EPOCH + 60, check_mode=False))
+            if told == 'auto':
+                assert result.formats == {str(log): fmt}, result.formats
+                found = ([(w['name'], w['records']) for w in result.windows], result.by_verdict)
+            else:
+                assert found == ([(w['name'], w['records']) for w in result.windows], result.by_verdict), (fmt, fresh)
+    # No state, or a state that is not this log's: still the refusal, exit 2.
+    lone = tmp_path / 'lone'
+    lone.mkdir()
+    (lone / 'access.log').write_bytes(b'')
+    with pytest.raises(errors.BotDetectorError) as caught:
+        _run(lone / 'access.log', 'auto', lone / 'a', state_dir=str(lone / 'state'))
+    assert caught.value.exit_status == 2 and 'no whole line yet' in caught.value.message

@@ -47,7 +47,7 @@ def sample_state():
 
 def test_round_trip_keeps_every_byte_and_claim():
     original = sample_state()
-    again = state.loads(original.dumps(), LOG)
+    again = saves.loads(original.dumps(), LOG)
     assert again.dumps() == original.dumps()
     assert again.files[0].counts.get(original.stamps[0])[b'\xff\x00odd'] == 2
     assert again.files[0].counts.get(original.stamps[0])[(b'66.249.66.1', 'google')] == 7
@@ -143,7 +143,7 @@ def test_a_hand_written_section_reads_back():
     """The counts part's layout as the module's docstring gives it, written here by hand."""
     st = sample_state()
     raw = counts_part(b'1.2.3.4 \xff\x00odd', [5, 2**40], [['66.249.66.1', 'google', 7]])
-    loaded = state.loads(forged_section(st.dumps(), raw), LOG)
+    loaded = saves.loads(forged_section(st.dumps(), raw), LOG)
     assert loaded.files[0].counts.get(st.stamps[0]) == Counter(
         {b'1.2.3.4': 5, b'\xff\x00odd': 2**40, (b'66.249.66.1', 'google'): 7})
 
@@ -161,12 +161,12 @@ def forged_tops():
 @pytest.mark.parametrize('name', sorted(damaged_files()))
 def test_a_damaged_state_is_refused(name):
     with pytest.raises(state.StateError):
-        state.loads(damaged_files()[name], LOG)
+        saves.loads(damaged_files()[name], LOG)
 
 
 @pytest.mark.parametrize('name', sorted(forged_tops()))
 def test_damaged_first_entries_are_refused_when_read(name):
-    loaded = state.loads(forged_tops()[name], LOG)
+    loaded = saves.loads(forged_tops()[name], LOG)
     with pytest.raises(state.StateError):
         loaded.files[0].counts.prefix(loaded.stamps[0])
 
@@ -175,7 +175,7 @@ def test_an_untouched_hour_is_ranked_from_its_first_entries():
     counts = Counter(dict((b'10.0.%d.%d' % (i // 256, i % 256), 1 + i % 977) for i in range(5000)))
     st = sample_state()
     st.files[0].counts = state.Counts({st.stamps[0]: counts})
-    loaded = state.loads(st.dumps(), LOG)
+    loaded = saves.loads(st.dumps(), LOG)
     prefix = loaded.files[0].counts.prefix(st.stamps[0])
     assert len(prefix) == state.TOP_ENTRIES and not prefix.complete
     assert list(prefix.items()) == sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:state.TOP_ENTRIES]
@@ -185,7 +185,7 @@ def test_an_untouched_hour_is_ranked_from_its_first_entries():
 
 @pytest.mark.parametrize('name', sorted(forged_sections()))
 def test_a_damaged_section_is_refused_when_read(name):
-    loaded = state.loads(forged_sections()[name], LOG)
+    loaded = saves.loads(forged_sections()[name], LOG)
     with pytest.raises(state.StateError):
         loaded.files[0].counts.get(loaded.stamps[0])
 

@@ -6,12 +6,13 @@ tells from the log's first lines; None for combined, whose path is untouched."""
 
 from __future__ import absolute_import, division, print_function
 
+import os
 import zlib
 
 from ..base.errors import EXIT_BAD_OPTION, BotDetectorError, bad_option
 from ..reading import chunks
 from ..reading.logfile import rotated_sibling
-from ..values.log_formats import format_of, looks_combined as _looks_combined
+from ..values.log_formats import FORMATS, format_of, looks_combined as _looks_combined
 from .readers import HEAD_BYTES, VhostCombined
 
 __metaclass__ = type
@@ -68,7 +69,8 @@ def reader_for(settings, path, head=None):
     """(format name, Reader or None for combined) of ``path``; ``auto`` is decided from
     the log's first lines (detect), and refused (exit status 2) when they do not tell. A
     log with no whole line yet (emptied by a rotation a moment ago) is told from its rotated
-    sibling, LOG.1 or LOG.1.gz, which holds the lines the log held (NoLineYet when that has
+    sibling, LOG.1 or LOG.1.gz, which holds the lines the log held, else (a rotated file named
+    otherwise, or removed) from the state of the last run (state_dir; NoLineYet when there is
     none either)."""
     name = format_of(settings, path)
     if name == 'auto':
@@ -76,17 +78,33 @@ def reader_for(settings, path, head=None):
         if not has_whole_line(head):
             sibling = rotated_sibling(path)
             sibling_head = head_of(sibling) if sibling else b''
-            if not has_whole_line(sibling_head):
-                raise NoLineYet('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path,
-                                EXIT_BAD_OPTION)
-            path, head = sibling, sibling_head      # its format, and its first line's layout, until the log has lines
-        name = detect(head, path)
+            if has_whole_line(sibling_head):
+                path, head = sibling, sibling_head      # its format, and its first line's layout, until the log has lines
+            else:
+                name, head = remembered_format(settings, path), b''
+                if name is None:
+                    raise NoLineYet('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path,
+                                    EXIT_BAD_OPTION)
+        if name == 'auto':
+            name = detect(head, path)
     if name == 'combined':
         return name, None
     reader = reader_class(name)(settings)
     if reader.needs_head:
         reader = reader.bind(head_of(path) if head is None else head)
     return name, reader
+
+
+def remembered_format(settings, path):
+    """The format the last run with a state (state_dir) read ``path`` in: its state records it
+    among its counting settings (format_read; none recorded: combined); None without a usable
+    state of this log."""
+    if not getattr(settings, 'state_dir', None):
+        return None
+    from ..reading import saves     # a log with no whole line and no rotated sibling only: rare
+    old, dummy = saves.load(settings.state_dir, os.path.abspath(path), settings.state_budget)
+    name = old.settings.get('format_read', 'combined') if old is not None else None
+    return name if name in FORMATS else None
 
 
 def detect(head, path):

@@ -46,7 +46,8 @@ def count_with_state(logs, windows, line_filter, settings, now, session=None, re
     """tally.count_windows, with a state per log in ``settings.state_dir``; with ``session``
     (spill.Session), in bounded memory. Returns (WindowCounts, [LogState]): the states to
     save once the run's decisions are appended (saves.save). A log whose counts went
-    past the session's budget keeps no state (one warning; its next run starts cold). ``readers``:
+    past the session's budget keeps them in its state in parts (kept.py; the spec rules; with
+    the precise rules it keeps no state: one warning, and its next run starts cold). ``readers``:
     {log: readers.Reader} of logs in another format than combined."""
     state_dir = settings.state_dir
     stamps = [window.stamp for window in windows]
@@ -72,7 +73,7 @@ def count_with_state(logs, windows, line_filter, settings, now, session=None, re
             parts[stamp].extend(counters)
         scans.extend(reading.scans)
         warnings.extend(reading.warnings)
-        if reading.new_state is not None and reading.spilled():
+        if reading.new_state is not None and settings.rules != 'spec' and reading.spilled():
             reading.new_state = None
             warnings.append(saves.drop(state_dir, log, 'more than count_budget (%d) distinct addresses' % session.budget))
         if reading.new_state is not None:
@@ -124,7 +125,7 @@ class Reading:
                      session=self.session, reader=self.reader.fresh() if self.reader is not None else None)
 
     def spilled(self):
-        """Whether counts of this log went to spill files: too many to keep in a state."""
+        """Whether counts of this log went to spill files: too many to keep in a state of the precise rules."""
         return any(spilled(segment.counts.get(stamp)) for segment in self.segments for stamp in segment.counts.stamps()
                    if stamp not in segment.counts.unparsed())
 

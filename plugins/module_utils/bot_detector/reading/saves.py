@@ -8,10 +8,11 @@ from __future__ import absolute_import, division, print_function
 
 import binascii
 import errno
+import json
 import os
 import stat
 
-from .state import EarlierFormat, StateError, loads
+from .state import FORMAT, FORMAT_NAME, HEAD_BYTES, EarlierFormat, LogState, Segment, StateError, typed_field, whole_count
 
 __metaclass__ = type
 
@@ -113,15 +114,18 @@ def save(state_dir, states, max_bytes=None):
     over = []
     for state in states:
         path = state_path(state_dir, state.log)
-        data = state.dumps()
-        if max_bytes is not None and len(data) > max_bytes:
-            over.append(drop(state_dir, state.log, 'larger than state_budget (%d bytes, %d allowed)' % (len(data), max_bytes)))
+        pieces = state.pieces(max_bytes)       # None as soon as it passes max_bytes: never more in memory
+        size = None if pieces is None else sum(map(len, pieces))
+        if pieces is None or (max_bytes is not None and size > max_bytes):
+            over.append(drop(state_dir, state.log, 'larger than state_budget (%s bytes allowed)' % max_bytes if pieces is None else
+                             'larger than state_budget (%d bytes, %d allowed)' % (size, max_bytes)))
             continue
         temporary = os.path.join(state_dir, '.tmp-%d-%s' % (os.getpid(), os.path.basename(path)))
         fd = None
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            write_all(fd, data)
+            for piece in pieces:
+                write_all(fd, piece)
             os.fsync(fd)
             os.close(fd)
             fd = None
@@ -135,3 +139,73 @@ def save(state_dir, states, max_bytes=None):
                     pass
             return 'cannot write the state file %s: %s' % (path, exc.strerror)
     return '\n'.join(over) or None
+
+
+def _pair(doc, name, where):
+    value = typed_field(doc, name, list, where)
+    if len(value) != 2 or not all(whole_count(v) and v >= 0 for v in value):
+        raise StateError('%s: %s is not two whole numbers' % (where, name))
+    return value
+
+
+def loads(data, log):
+    """A LogState from the file's bytes; its sections are checked against their CRC-32s
+    and parsed when needed. Raises StateError naming what is wrong."""
+    cut = data.find(b'\n')
+    try:
+        doc = json.loads(data[:cut if cut != -1 else len(data)].decode('utf-8'))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError('not JSON (%s)' % exc)
+    found = doc.get('format') if isinstance(doc, dict) else None
+    if found != FORMAT:
+        error = EarlierFormat if isinstance(found, str) and found.startswith(FORMAT_NAME) else StateError
+        raise error('not a state file of this version (format %r)' % (found,))
+    if doc.get('log') != log:
+        raise StateError('the state of another log (%r)' % (doc.get('log'),))
+    settings = typed_field(doc, 'settings', dict, 'state')
+    now = typed_field(doc, 'now', (int, float), 'state')
+    horizon = typed_field(doc, 'horizon', (int, float), 'state')
+    stamps = typed_field(doc, 'stamps', list, 'state')
+    if not all(isinstance(s, str) and len(s) == 14 and s.isascii() for s in stamps):
+        raise StateError('stamps: not hour stamps')
+    stamps = [s.encode('ascii') for s in stamps]
+    files = typed_field(doc, 'files', list, 'state')
+    if not 1 <= len(files) <= 2:
+        raise StateError('files: one or two expected')
+    segments, position = [], cut + 1
+    for i, item in enumerate(files):
+        where = 'files[%d]' % i
+        try:
+            head = binascii.unhexlify(typed_field(item, 'head', str, where))
+        except (binascii.Error, ValueError):
+            raise StateError('%s: head is not hex' % where)
+        segment = Segment(typed_field(item, 'dev', int, where), typed_field(item, 'ino', int, where), head,
+                          typed_field(item, 'offset', int, where), typed_field(item, 'gzip', bool, where))
+        if segment.offset < 0 or len(head) > HEAD_BYTES:
+            raise StateError('%s: offset or head out of range' % where)
+        if item.get('before') is not None:
+            segment.before = _pair(item, 'before', where)
+        if item.get('compressed') is not None:
+            segment.compressed = _pair(item, 'compressed', where)
+        for entry in typed_field(item, 'sections', list, where):
+            stamp = typed_field(entry, 'stamp', str, where).encode('ascii', 'replace')
+            kept = entry.get('parts') if isinstance(entry, dict) and 'counts' not in entry else None
+            pairs = [_pair(entry, 'top', where)] + ([_pair(entry, 'counts', where)] if kept is None else [
+                _pair({'part': part}, 'part', where) for part in typed_field(entry, 'parts', list, where)])
+            parts, crcs = [], []
+            for length, crc in pairs:
+                raw = data[position:position + length]
+                position += length
+                if len(raw) != length or binascii.crc32(raw) != crc:
+                    raise StateError('%s: the section of %s is damaged or cut short' % (where, stamp.decode('ascii')))
+                parts.append(raw)
+                crcs.append(crc)
+            if kept is not None:        # counts past count_budget, in parts (kept.py)
+                parts, crcs = [parts[0], parts[1:]], [crcs[0], crcs[1:]]
+            if stamp not in stamps or stamp in segment.counts.stamps():
+                raise StateError('%s: a section of %s, not tracked or twice' % (where, stamp.decode('ascii')))
+            segment.counts._raw[stamp] = (parts[0], parts[1], '%s %s' % (where, stamp.decode('ascii')), crcs)  # pylint: disable=protected-access
+        segments.append(segment)
+    if position != len(data):
+        raise StateError('%d bytes after the last section' % (len(data) - position))
+    return LogState(log, settings, now, horizon, stamps, segments)

@@ -193,7 +193,12 @@ class SpillCounter(Counter):
 
     def absorb(self, other):
         """Add ``other`` (a Counter, or a SpillCounter of the same range: its files are
-        taken over) into this one."""
+        taken over; one kept in parts by a state file, kept.KeptCounter, read a part at a time)
+        into this one."""
+        if isinstance(other, SpillCounter) and other.spilled and other.files is None:
+            for part in other.parts():
+                self.absorb(part)
+            return
         if isinstance(other, SpillCounter) and other.files is not None:
             self._summary = None
             if self.files is None:

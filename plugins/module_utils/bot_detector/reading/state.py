@@ -65,6 +65,11 @@ class StateError(Exception):
     """Why a state file cannot be used."""
 
 
+def whole_count(value):
+    """An int that is not a bool (JSON's true is no count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class EarlierFormat(StateError):
     """A state file of an earlier version of this product: not used, and no warning (the
     first run after an upgrade starts cold)."""
@@ -107,7 +112,11 @@ class Counts:
         """The Counter of ``stamp``, or None. Raises StateError for a damaged section."""
         if stamp in self._raw:
             top, raw, where, dummy = self._raw.pop(stamp)
-            self._counters[stamp] = _section_counter(raw, where)
+            if isinstance(raw, list):
+                from .kept import KeptCounter     # counts past count_budget only: a cron run within it loads none of it
+                self._counters[stamp] = KeptCounter(raw, Sections, where)
+            else:
+                self._counters[stamp] = _section_counter(raw, where)
         return self._counters.get(stamp)
 
     def prefix(self, stamp):
@@ -155,20 +164,33 @@ class Counts:
         self._counters.pop(stamp, None)
         self._raw.pop(stamp, None)
 
-    def sections(self, unranked=()):
+    def sections(self, unranked=(), max_bytes=None):
         """[(stamp, top, counts, [their CRC-32s])] in stamp order: parsed ones serialised,
-        the others as read, with the checksums they were read with. The stamps ``unranked``
-        get no first entries: the next run will add to them (the current hour), so it would
-        not rank them from those alone."""
-        out = []
+        the others as read, with the checksums they were read with; counts past count_budget
+        as a list of parts and their CRC-32s (kept.py). The stamps ``unranked`` get no first
+        entries: the next run will add to them (the current hour), so it would not rank them
+        from those alone. None as soon as the counts pass ``max_bytes``."""
+        out, size = [], 0
         for stamp in sorted(self.stamps()):
             if stamp in self._raw:
                 top, raw, dummy, crcs = self._raw[stamp]
+            elif spilled(self._counters[stamp]):
+                from .kept import kept_parts      # counts past count_budget only: a cron run within it loads none of it
+                found = kept_parts(self._counters[stamp], Sections, TOP_ENTRIES, stamp not in unranked,
+                                   None if max_bytes is None else max_bytes - size)
+                if found is None:
+                    return None
+                entries, raw = found
+                top = _NO_TOP if stamp in unranked else _top_json(entries, False)
+                crcs = [binascii.crc32(top), [binascii.crc32(part) for part in raw]]
             else:
                 counter = self._counters[stamp]
                 top, raw = _NO_TOP if stamp in unranked else _top_line(counter), _section(counter)
                 crcs = [binascii.crc32(top), binascii.crc32(raw)]
             out.append((stamp, top, raw, crcs))
+            size += sum(map(len, raw)) if isinstance(raw, list) else len(raw)
+            if max_bytes is not None and size > max_bytes:
+                return None
         return out
 
 
@@ -238,23 +260,36 @@ class LogState:
                 if stamp not in keep:
                     segment.counts.drop(stamp)
 
-    def dumps(self):
-        """The file: a header line (JSON), then for each segment and stamp its two parts
-        (the module's docstring); the header gives each part's length and CRC-32."""
-        files, body = [], []
+    def dumps(self, max_bytes=None):
+        """The file's bytes (pieces(), joined), or None."""
+        found = self.pieces(max_bytes)
+        return None if found is None else b''.join(found)
+
+    def pieces(self, max_bytes=None):
+        """The file in pieces, written one after the other (never joined: a state past
+        count_budget is not held twice): a header line (JSON), then for each segment and stamp
+        its two parts (the module's docstring; counts past count_budget in parts, kept.py); the
+        header gives each part's length and CRC-32. None as soon as the counts pass ``max_bytes``."""
+        files, body, size = [], [], 0
         for segment in self.files:
-            sections = segment.counts.sections(unranked=(hour_stamp(self.now).encode('ascii'),))
+            sections = segment.counts.sections(unranked=(hour_stamp(self.now).encode('ascii'),),
+                                               max_bytes=None if max_bytes is None else max_bytes - size)
+            if sections is None:
+                return None
             files.append({'dev': segment.dev, 'ino': segment.ino, 'head': binascii.hexlify(segment.head).decode('ascii'),
                           'offset': segment.offset, 'gzip': segment.gzip, 'before': segment.before,
                           'compressed': segment.compressed,
-                          'sections': [{'stamp': stamp.decode('ascii'), 'top': [len(top), crcs[0]],
-                                        'counts': [len(raw), crcs[1]]} for stamp, top, raw, crcs in sections]})
+                          'sections': [dict({'stamp': stamp.decode('ascii'), 'top': [len(top), crcs[0]]},
+                                            **({'parts': [[len(part), crc] for part, crc in zip(raw, crcs[1])]}
+                                               if isinstance(raw, list) else {'counts': [len(raw), crcs[1]]}))
+                                       for stamp, top, raw, crcs in sections]})
             for dummy, top, raw, dummy in sections:
-                body.extend((top, raw))
+                body.extend([top] + raw if isinstance(raw, list) else [top, raw])
+                size += len(body[-1]) if not isinstance(raw, list) else sum(map(len, raw))
         header = json.dumps({'format': FORMAT, 'log': self.log, 'settings': self.settings, 'now': self.now,
                              'horizon': self.horizon, 'stamps': [s.decode('ascii') for s in self.stamps],
                              'files': files}, separators=(',', ':'), sort_keys=True)
-        return b''.join([header.encode('utf-8'), b'\n'] + body)
+        return [header.encode('utf-8') + b'\n'] + body
 
 
 def _top_line(counter):
@@ -263,7 +298,10 @@ def _top_line(counter):
     if set(map(type, counter)) - {bytes}:
         return _NO_TOP
     entries = largest(counter, TOP_ENTRIES)
-    complete = len(entries) == len(counter)
+    return _top_json(entries, len(entries) == len(counter))
+
+
+def _top_json(entries, complete):
     keys = [key.decode('latin-1') for key, count in entries]
     return json.dumps({'complete': complete, 'keys': keys, 'counts': [count for key, count in entries]},
                       separators=(',', ':')).encode('ascii') + b'\n'
@@ -278,8 +316,8 @@ def _top_entries(raw, where):
         doc = json.loads(raw.decode('ascii'))
     except (UnicodeDecodeError, ValueError) as exc:
         raise StateError('%s: not JSON (%s)' % (where, exc))
-    complete, keys, counts = (_field(doc, 'complete', bool, where), _field(doc, 'keys', list, where),
-                              _field(doc, 'counts', list, where))
+    complete, keys, counts = (typed_field(doc, 'complete', bool, where), typed_field(doc, 'keys', list, where),
+                              typed_field(doc, 'counts', list, where))
     if (len(keys) != len(counts) or set(map(type, keys)) - {str} or set(map(type, counts)) - {int}
             or (counts and min(counts) <= 0)):
         raise StateError('%s: first entries that are not keys and positive counts' % where)
@@ -290,7 +328,7 @@ def _top_entries(raw, where):
 
 
 def _section(counter):
-    """One stamp's counts (the module's docstring): precise-rules claims ((field, crawler)
+    """One stamp's counts (the module's docstring), or one part of them (kept.py): precise-rules claims ((field, crawler)
     keys) as a JSON line of [field, crawler, count], the other keys joined by blanks, a
     newline, their counts as 64-bit little-endian integers."""
     try:
@@ -332,7 +370,7 @@ def _section_counter(raw, where):
     dict.update(counter, zip(keys, counts))
     for claim in claims:
         if (not isinstance(claim, list) or len(claim) != 3 or not isinstance(claim[0], str)
-                or not isinstance(claim[1], str) or not _whole(claim[2]) or claim[2] <= 0):
+                or not isinstance(claim[1], str) or not whole_count(claim[2]) or claim[2] <= 0):
             raise StateError('%s: a claim that is not [field, crawler, count]' % where)
         try:
             dict.__setitem__(counter, (claim[0].encode('latin-1'), claim[1]), claim[2])
@@ -348,7 +386,15 @@ def _section_counter(raw, where):
 _SWAP = sys.byteorder != 'little'
 
 
-def _field(doc, name, kind, where):
+class Sections:
+    """How kept.py writes and reads the parts of an hour's counts past count_budget: as this
+    module writes and reads an hour's counts (kept.py does not import this module)."""
+    error = StateError
+    write = staticmethod(_section)
+    read = staticmethod(_section_counter)
+
+
+def typed_field(doc, name, kind, where):
     """doc[name], which must be of ``kind`` (a bool is no number here)."""
     value = doc.get(name) if isinstance(doc, dict) else None
     if kind is bool:
@@ -358,74 +404,3 @@ def _field(doc, name, kind, where):
     if not valid:
         raise StateError('%s: %s missing or of the wrong type' % (where, name))
     return value
-
-
-def _whole(value):
-    """An int that is not a bool (JSON's true is no count)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _pair(doc, name, where):
-    value = _field(doc, name, list, where)
-    if len(value) != 2 or not all(_whole(v) and v >= 0 for v in value):
-        raise StateError('%s: %s is not two whole numbers' % (where, name))
-    return value
-
-
-def loads(data, log):
-    """A LogState from the file's bytes; its sections are checked against their CRC-32s
-    and parsed when needed. Raises StateError naming what is wrong."""
-    cut = data.find(b'\n')
-    try:
-        doc = json.loads(data[:cut if cut != -1 else len(data)].decode('utf-8'))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise StateError('not JSON (%s)' % exc)
-    found = doc.get('format') if isinstance(doc, dict) else None
-    if found != FORMAT:
-        error = EarlierFormat if isinstance(found, str) and found.startswith(FORMAT_NAME) else StateError
-        raise error('not a state file of this version (format %r)' % (found,))
-    if doc.get('log') != log:
-        raise StateError('the state of another log (%r)' % (doc.get('log'),))
-    settings = _field(doc, 'settings', dict, 'state')
-    now = _field(doc, 'now', (int, float), 'state')
-    horizon = _field(doc, 'horizon', (int, float), 'state')
-    stamps = _field(doc, 'stamps', list, 'state')
-    if not all(isinstance(s, str) and len(s) == 14 and s.isascii() for s in stamps):
-        raise StateError('stamps: not hour stamps')
-    stamps = [s.encode('ascii') for s in stamps]
-    files = _field(doc, 'files', list, 'state')
-    if not 1 <= len(files) <= 2:
-        raise StateError('files: one or two expected')
-    segments, position = [], cut + 1
-    for i, item in enumerate(files):
-        where = 'files[%d]' % i
-        try:
-            head = binascii.unhexlify(_field(item, 'head', str, where))
-        except (binascii.Error, ValueError):
-            raise StateError('%s: head is not hex' % where)
-        segment = Segment(_field(item, 'dev', int, where), _field(item, 'ino', int, where), head,
-                          _field(item, 'offset', int, where), _field(item, 'gzip', bool, where))
-        if segment.offset < 0 or len(head) > HEAD_BYTES:
-            raise StateError('%s: offset or head out of range' % where)
-        if item.get('before') is not None:
-            segment.before = _pair(item, 'before', where)
-        if item.get('compressed') is not None:
-            segment.compressed = _pair(item, 'compressed', where)
-        for section in _field(item, 'sections', list, where):
-            stamp = _field(section, 'stamp', str, where).encode('ascii', 'replace')
-            parts, crcs = [], []
-            for part in ('top', 'counts'):
-                length, crc = _pair(section, part, where)
-                raw = data[position:position + length]
-                position += length
-                if len(raw) != length or binascii.crc32(raw) != crc:
-                    raise StateError('%s: the section of %s is damaged or cut short' % (where, stamp.decode('ascii')))
-                parts.append(raw)
-                crcs.append(crc)
-            if stamp not in stamps or stamp in segment.counts.stamps():
-                raise StateError('%s: a section of %s, not tracked or twice' % (where, stamp.decode('ascii')))
-            segment.counts._raw[stamp] = (parts[0], parts[1], '%s %s' % (where, stamp.decode('ascii')), crcs)  # pylint: disable=protected-access
-        segments.append(segment)
-    if position != len(data):
-        raise StateError('%d bytes after the last section' % (len(data) - position))
-    return LogState(log, settings, now, horizon, stamps, segments)

@@ -293,15 +293,22 @@ SETTINGS = (
             "those of a run without it. Off, every run reads the logs' windows, as the reference does.",
             metavar='DIR', role_default='/var/lib/bot-detector',
             default_text='off (the role: /var/lib/bot-detector)', version_added='2.0.0'),
-    Setting('count_budget', 'int', 100000,
-            'Distinct addresses a run holds in memory, all windows together (about 130 bytes each); past it, '
-            'the counts (spec or precise rules) spill to files in a private temporary directory and are ranked a '
-            'part at a time, with the same decisions. A log whose counts go past it keeps no state.',
+    # 200,000: the largest round budget whose runs peak under 64 MiB RSS (GNU time, /usr/bin/python3,
+    # 2 cores) on the benchmark logs, the busy day and churn hours of 0.25 to 5 million addresses, cold
+    # and with a state (docs/benchmarks.md, "Choosing count_budget"); 250,000 peaked at 65.7 MiB.
+    Setting('count_budget', 'int', 200000,
+            'Distinct addresses a run holds in memory, all windows together (about 130 bytes each; the default '
+            'keeps a run under 64 MiB); past it, the counts (spec or precise rules) spill to files in a private '
+            'temporary directory and are ranked a part at a time, with the same decisions. With the spec rules a '
+            "log's state is kept past it too, its counts in parts, within state_budget; with the precise rules "
+            'a log whose counts go past it keeps no state.',
             metavar='N', minimum=1, version_added='2.0.0'),
-    Setting('state_budget', 'int', 4 * 1024 * 1024,
-            'Largest state file, in bytes, a run writes or reads (about 34 bytes per address and hour); past it '
-            "the state of that log is dropped with one warning, and the next run counts that log's windows cold, "
-            'with the same decisions.',
+    # 8 MiB: with count_budget 200,000, runs that keep or drop a state this large peaked at 59.9 MiB
+    # RSS (churn hours of 0.25 to 5 million addresses); 12 MiB peaked at 64.2 MiB.
+    Setting('state_budget', 'int', 8 * 1024 * 1024,
+            'Largest state file, in bytes, a run writes or reads (about 24 bytes per IPv4 address and hour, 40 per '
+            "IPv6; the default keeps a run under 64 MiB); past it the state of that log is dropped with one "
+            "warning, and the next run counts that log's windows cold, with the same decisions.",
             metavar='BYTES', minimum=0, version_added='2.0.0'),
     Setting('rules', 'str', 'spec',
             "spec: the reference script's rules, quirks included. precise: bot and search-engine tests on the "
