@@ -4,6 +4,7 @@ reaches every guide; every guide in docs/docsite/rst/ listed in docs/docsite/ext
 guide; every shell block of a guide either run by a test or marked as needing a real fleet.
 (tests/integration/test_readme.py runs the README's commands.)"""
 import re
+import subprocess
 
 import yaml
 
@@ -86,3 +87,17 @@ def test_the_code_of_conduct_adopts_ansibles_and_is_linked_and_shipped():
     row = [line for line in (ROOT / 'docs' / 'inclusion-checklist.md').read_text().splitlines()
            if line.startswith('| A Code of Conduct')]
     assert len(row) == 1 and '**open**' not in row[0], row
+
+
+def test_no_tracked_file_holds_a_merge_conflict_marker():
+    # A merge left `<<<<<<< HEAD` in a guide once; docutils renders it as text.
+    files = subprocess.run(['git', 'ls-files', '-z'], cwd=ROOT, check=True, capture_output=True).stdout.split(b'\0')
+    marker = re.compile(rb'^(<{7} |>{7} |={7}$)', re.M)
+    found = []
+    for name in filter(None, files):
+        path = ROOT / name.decode()
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            if b'\0' not in data[:8000] and marker.search(data):
+                found.append(name.decode())
+    assert not found, 'merge conflict markers in %s' % found
