@@ -93,6 +93,7 @@ FOLLOW_NOT_A_FILE = '%s is not a regular file: not read until a file is there'
 FOLLOW_TWICE = 'a follower of %s already runs'
 FOLLOW_UNPARSED = ('%s: a line did not parse as %s and was not counted (warned once; the count since the start is in '
                    '--status and the metric follow_unparsed_lines): %s')
+FOLLOW_FORMAT_ASTRAY = '%s: most of the last %d lines do not parse as %s (log_format auto): %s'
 FOLLOW_NEEDS = ('--follow needs a LOG and a state directory (--state-dir, or state_dir in the config file), and '
                 'takes no --check, --json, --unblock or --status')
 STATUS_FOLLOWER = 'Follower of %(logs)s (pid %(pid)d): %(state)s, %(behind_seconds)s s and %(behind_bytes)d bytes behind at %(when)s'

@@ -33,7 +33,6 @@ import time
 from ..base import messages
 from ..base.clock import hour_stamp, hour_windows
 from ..base.errors import BotDetectorError
-from ..base.text import printable, to_text
 from ..decision.choice import rules_for
 from ..decision.rules import BLOCK
 from ..lists.writer import lock_directory
@@ -45,7 +44,7 @@ from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
 from .after_change import after_run
-from .follower_state import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, load
+from .follower_state import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, load, saved_positions_valid
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -58,23 +57,6 @@ EXPIRE_EVERY = 30.0     # seconds between ban expiries when ban_time is set
 DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged before it is closed
 
 
-def _saved_positions_valid(positions, count):
-    """Whether a state file's positions are as save() writes them: per log, its old files and
-    its current one, each {dev, ino, offset: whole numbers, head: base64}."""
-    def entry_valid(entry):
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool)
-                                                  and entry.get(k) >= 0 for k in ('dev', 'ino', 'offset')):
-            return False
-        try:
-            base64.b64decode(entry.get('head'), validate=True)
-        except (TypeError, ValueError):
-            return False
-        return True
-    return (isinstance(positions, list) and len(positions) == count and all(
-        isinstance(saved, dict) and isinstance(saved.get('old'), list) and all(map(entry_valid, saved['old']))
-        and 'current' in saved and (saved['current'] is None or entry_valid(saved['current'])) for saved in positions))
-
-
 class Follower:
     def __init__(self, settings, logs, clock, emit, warn, resolver=None):
         self.settings, self.logs, self.clock, self.emit, self.warn = settings, logs, clock, emit, warn
@@ -82,19 +64,14 @@ class Follower:
         self.server_ips = server_ips_of(settings)
         self.sources = [Source(path) for path in logs]
         self.odd_paths = set()          # logs whose path holds something else than a file, said once
-        self.readers = {}       # logs in another format than combined (formats/readers.py), decided once
-        self.formatted = settings.log_format != 'combined' or bool(settings.log_formats)
-        if self.formatted:
-            from ..formats.choice import NoLineYet, reader_for      # logs in other formats only
-            self.reader_for = reader_for
-            for path in logs:
-                try:
-                    if os.path.exists(path):
-                        self.readers[path] = reader_for(settings, path)[1]
-                except NoLineYet:
-                    pass        # auto on a log with no whole line yet: told once it has one (_poll)
+        self.formats = None     # logs in another format than combined: their readers (formats/followed.py)
+        self.readers, self.unparsed = {}, {}    # log: its reader; its lines that did not parse since the start
+        if settings.log_format != 'combined' or settings.log_formats:
+            from ..formats.followed import FollowedFormats      # logs in other formats only
+            self.formats = FollowedFormats(settings, logs, warn)
+            self.readers, self.unparsed = self.formats.readers, self.formats.unparsed
         self.label = ','.join(logs)
-        self.unparsed = {}      # log: its lines that did not parse since the start (warned once per log)
+        self.path = None        # the log being polled
         self.tally = self.hour = None
         self.stop = False
         self.additions, self.removals = {}, 0
@@ -140,6 +117,8 @@ class Follower:
         """Count the whole lines of ``pos`` up to ``end`` (a line start or the file's end)."""
         if end > pos.offset:
             count_range(pos.fd, pos.offset, end, self.tally)
+            if self.formats is not None:
+                self.formats.counted(self.path, pos.fd, pos.offset, end)
             pos.offset = end
             if len(pos.head) < state.HEAD_BYTES:
                 pos.head = os.pread(pos.fd, state.HEAD_BYTES, 0)
@@ -178,27 +157,15 @@ class Follower:
 
     def _poll(self, source):
         """One round of one log; the bytes counted (none before its format is known: auto, a log not there at the start)."""
-        if source.path not in self.readers and self.formatted and os.path.exists(source.path):
-            try:
-                self.readers[source.path] = self.reader_for(self.settings, source.path)[1]
-            except BotDetectorError:
-                pass
-        if self.formatted and source.path not in self.readers:
+        if self.formats is not None and not self.formats.known(source.path):
             return 0
         self.tally.reader = self.readers.get(source.path)       # this log's format, one tally for all
+        self.path = source.path
         try:
             return self._poll_files(source)
         finally:
-            self._take_unparsed(source.path, self.tally.reader)
-
-    def _take_unparsed(self, path, reader):
-        """Add the lines ``reader`` found unparsed to the log's count; warn of a log's first, once."""
-        if reader is None or not reader.unparsed:
-            return
-        if path not in self.unparsed:
-            self.warn(messages.FOLLOW_UNPARSED % (path, reader.name, printable(to_text(reader.example or b''))))
-        self.unparsed[path] = self.unparsed.get(path, 0) + reader.unparsed
-        reader.unparsed, reader.example = 0, None
+            if self.formats is not None:
+                self.formats.polled(source.path, self.tally.reader)
 
     def _poll_files(self, source):
         read = 0
@@ -240,7 +207,7 @@ class Follower:
     def _resume(self, doc, counts):
         if not doc or doc.get('logs') != self.logs or doc.get('settings') != jsonable(state.counting_settings(self.settings)):
             return False
-        if not _saved_positions_valid(doc.get('positions'), len(self.sources)):
+        if not saved_positions_valid(doc.get('positions'), len(self.sources)):
             # Its own file, damaged or edited: read cold rather than die at every restart.
             self.warn(messages.STATE_IGNORED % (self.state_path, 'its saved positions are not what a follower writes'))
             return False
@@ -307,7 +274,8 @@ class Follower:
             for read in files:
                 tally.add(read.tally.counters)
                 # Not the unfinished last line's (read.tail): it is read again once finished.
-                self._take_unparsed(source.path, read.tally.reader)
+                if self.formats is not None:
+                    self.formats.take_unparsed(source.path, read.tally.reader)
                 fd, end = read.identity
                 pos = Position(fd, end, os.pread(fd, state.HEAD_BYTES, 0))
                 if read.path == source.path:

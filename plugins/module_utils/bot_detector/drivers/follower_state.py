@@ -13,6 +13,7 @@
 
 from __future__ import absolute_import, division, print_function
 
+import base64
 import fcntl
 import json
 import os
@@ -164,3 +165,20 @@ def files_stat(paths):
         except OSError:
             found.append(None)
     return found
+
+
+def saved_positions_valid(positions, count):
+    """Whether a state file's positions are as save() writes them: per log, its old files and
+    its current one, each {dev, ino, offset: whole numbers, head: base64}."""
+    def entry_valid(entry):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool)
+                                                  and entry.get(k) >= 0 for k in ('dev', 'ino', 'offset')):
+            return False
+        try:
+            base64.b64decode(entry.get('head'), validate=True)
+        except (TypeError, ValueError):
+            return False
+        return True
+    return (isinstance(positions, list) and len(positions) == count and all(
+        isinstance(saved, dict) and isinstance(saved.get('old'), list) and all(map(entry_valid, saved['old']))
+        and 'current' in saved and (saved['current'] is None or entry_valid(saved['current'])) for saved in positions))
