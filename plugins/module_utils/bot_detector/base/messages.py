@@ -28,6 +28,8 @@ ROTATED_LEFT_OUT = '%s; the run goes on without this rotated file'
 # disk) is not kept: the next run counts that log cold, with the same decisions.
 # A state file that cannot be trusted: the log is read cold, as without one.
 STATE_IGNORED = 'state file %s ignored: %s'
+STATE_NOT_SAVED = ('state file %s not saved: %s; following on, each save tries again (a restart before one '
+                   'succeeds reads the windows of the log again)')
 STATE_OVER_BUDGET = ('state file %(path)s not kept: %(why)s; the next run reads the windows of this log again '
                      '(the decisions are the same)')
 

@@ -85,7 +85,7 @@ class Follower:
         # counts go to spill files; the state is then not kept (STATE_OVER_BUDGET, once).
         self.session = Session(settings.count_budget)
         self.session.summaries = True   # it ranks twice a second: from a summary of the files, read once per spill
-        self.state_dropped = False
+        self.state_dropped = self.state_unsaved = False
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
 
     # ---- counting
@@ -292,7 +292,12 @@ class Follower:
         if doc != unless:
             try:
                 dump(self.state_path, dict(doc, now=now), self.tally.counters, self.settings.state_budget)
-                self.state_dropped = False
+                self.state_dropped = self.state_unsaved = False
+            except OSError as exc:      # a full state directory (ENOSPC): follow on, the next save tries again
+                if not self.state_unsaved:
+                    self.warn(messages.STATE_NOT_SAVED % (self.state_path, exc.strerror or exc))
+                self.state_unsaved = True
+                return unless
             except OverBudget as exc:       # a restart then reads the windows as a run does
                 try:
                     os.unlink(self.state_path)
