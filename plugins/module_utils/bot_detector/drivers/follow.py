@@ -32,12 +32,13 @@ import time
 
 from ..base import messages
 from ..base.clock import hour_stamp, hour_windows
-from ..base.errors import BotDetectorError
+from ..base.errors import BotDetectorError, Interrupted
 from ..decision.choice import rules_for
 from ..decision.rules import BLOCK
 from ..lists.writer import lock_directory
 from ..reading import state
 from ..reading.chunks import count_range, lines_end
+from ..reading.holes import line_end_after
 from ..reading.growing import Position, Source, holds, open_followed
 from ..reading.logfile import rotated_sibling
 from ..reading.spill import Session, SpillCounter
@@ -116,7 +117,10 @@ class Follower:
     def _count(self, pos, end):
         """Count the whole lines of ``pos`` up to ``end`` (a line start or the file's end)."""
         if end > pos.offset:
-            count_range(pos.fd, pos.offset, end, self.tally)
+            try:
+                count_range(pos.fd, pos.offset, end, self.tally, self._stopping)
+            except Interrupted as exc:      # SIGTERM in a long line (a NUL run): the lines before it are counted
+                end = exc.position
             if self.formats is not None:
                 self.formats.counted(self.path, pos.fd, pos.offset, end)
             pos.offset = end
@@ -133,8 +137,11 @@ class Follower:
         elif size > start:
             stop = min(size, start + limit)
             end = lines_end(pos.fd, start, stop)
-            if end == start and stop < size:
-                end = lines_end(pos.fd, start, size)     # a line longer than the block
+            if end == start and stop < size:    # a line longer than the block (a NUL run, a hole): it alone
+                try:
+                    end = line_end_after(pos.fd, stop, size, self._stopping) or start
+                except Interrupted:
+                    end = start
             self._count(pos, end)
         return pos.offset - start
 
@@ -398,6 +405,9 @@ class Follower:
 
     def _on_signal(self, signum, frame):
         self.stop = True
+
+    def _stopping(self):
+        return self.stop
 
     def _lists_stat(self):
         return files_stat((self.settings.blocklist, self.settings.exclusions_file))
