@@ -39,7 +39,7 @@ from ..lists.writer import lock_directory
 from ..reading import state
 from ..reading.chunks import count_range, lines_end
 from ..reading.holes import line_end_after
-from ..reading.growing import Position, Source, holds, open_followed
+from ..reading.growing import Position, Source, holds, open_followed, unseen_siblings
 from ..reading.logfile import rotated_sibling
 from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
@@ -175,7 +175,7 @@ class Follower:
                 self.formats.polled(source.path, self.tally.reader)
 
     def _poll_files(self, source):
-        read = 0
+        read, looked_at = 0, time.time()
         for pos in list(source.old):
             got = self._read_on(pos)
             now = time.time()
@@ -203,10 +203,14 @@ class Follower:
                 source.old.append(pos)
                 source.current = pos = Position(fd)
                 read += self._read_on(source.old[-1])
+                for missed in unseen_siblings(source):      # rotated again before this look: read as old files
+                    source.old.append(Position(missed))
+                    read += self._read_on(source.old[-1])
         size = os.fstat(pos.fd).st_size
         if size < pos.offset or (pos.offset and os.pread(pos.fd, len(pos.head), 0) != pos.head):
             self._read_copy(source, pos)
             pos.offset, pos.head = 0, b''
+        source.looked_at = looked_at
         return read + self._read_on(pos)
 
     # ---- start: a state, or what a run reads
