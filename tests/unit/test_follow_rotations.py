@@ -5,6 +5,7 @@ logrotate rotates, so the rotations surely fall between two of its polls; then i
 (SIGCONT) and must count every line once."""
 import os
 import signal
+import time
 
 import pytest
 
@@ -47,3 +48,38 @@ def test_lines_of_a_file_rotated_again_before_the_next_poll_are_counted_once(tmp
             assert follow.blocked(files) == expected, (written, os.listdir(str(log.parent)))
         writer.close()
         assert follower.stop() == 0
+
+
+KINDS = ['create', 'copytruncate', 'create', 'copytruncate', 'copytruncate', 'create', 'create']
+
+
+@pytest.mark.parametrize('reopen', [True, False], ids=['writer-reopens', 'writer-writes-on-the-renamed-file'])
+def test_every_rotation_kind_blocks_within_2_s(tmp_path, reopen):
+    """Issue 39, section 4: after each rotation (rename-and-create, copytruncate, and each after
+    the other, within the windows), the scraper whose crossing line comes right after it is in
+    the blocklist within 2 s, whether the writer reopens the log at once or writes on to the
+    renamed file (nginx before its USR1). Each latency measured with a bounded wait."""
+    files, log = follow.setup(tmp_path)
+    log.parent.mkdir()
+    log.write_bytes(b'')
+    took = []
+    with follow.Following(tmp_path, files, log) as follower:
+        writer = open(str(log), 'ab')
+        for number, how in enumerate(KINDS):
+            address = '203.0.113.%d' % (100 + number)
+            follower.mark()
+            writer.write(follow.lines(address, follow.THRESHOLD - 1))
+            writer.flush()
+            follower.caught_up()
+            follow.logrotate(tmp_path, log, how)
+            if how == 'create' and reopen:
+                writer.close()
+                writer = open(str(log), 'ab')
+            crossing = time.time()
+            writer.write(follow.lines(address, 1))
+            writer.flush()
+            follow.wait_for(lambda: address.encode() in follow.blocked(files), 10, 'blocking after ' + how)
+            took.append((how, round(time.time() - crossing, 2)))
+        writer.close()
+        assert follower.stop() == 0
+    assert all(seconds < 2.0 for how, seconds in took), took
