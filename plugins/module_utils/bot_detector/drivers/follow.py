@@ -88,6 +88,7 @@ class Follower:
         self.session.summaries = True   # it ranks twice a second: from a summary of the files, read once per spill
         self.state_dropped = self.state_unsaved = False
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
+        self.read = [0, 0]              # bytes and lines read since the metrics were last written
 
     # ---- counting
 
@@ -95,7 +96,7 @@ class Follower:
         windows = hour_windows(now)
         self.horizon = now + state.HORIZON
         return Tally([w.stamp for w in windows], self.rules.line_filter, state.stamps_in_play(now, self.horizon),
-                     session=self.session)
+                     count_lines=self.settings.metrics_file is not None, session=self.session)
 
     def _move_windows(self, now):
         """At the top of the hour, a tally for the new windows, with the counts held (and
@@ -117,10 +118,13 @@ class Follower:
     def _count(self, pos, end):
         """Count the whole lines of ``pos`` up to ``end`` (a line start or the file's end)."""
         if end > pos.offset:
+            lines = self.tally.lines
             try:
                 count_range(pos.fd, pos.offset, end, self.tally, self._stopping)
             except Interrupted as exc:      # SIGTERM in a long line (a NUL run): the lines before it are counted
                 end = exc.position
+            self.read[0] += end - pos.offset        # for the metrics: since their last write
+            self.read[1] += (self.tally.lines or 0) - (lines or 0)
             if self.formats is not None:
                 self.formats.counted(self.path, pos.fd, pos.offset, end)
             pos.offset = end
@@ -284,6 +288,8 @@ class Follower:
                 self.warn(line)
             for read in files:
                 tally.add(read.tally.counters)
+                self.read[0] += read.scan.bytes_read
+                self.read[1] += read.tally.lines or 0
                 # Not the unfinished last line's (read.tail): it is read again once finished.
                 if self.formats is not None:
                     self.formats.take_unparsed(source.path, read.tally.reader)
@@ -333,10 +339,12 @@ class Follower:
             pass
         if metrics and self.settings.metrics_file is not None:
             from ..reporting.metrics import write_follow      # a metrics file only
+            tops = [(w.name, ([(0, None)] + self.rules.examined(self.tally.counters[w.stamp], self.server_ips, 1))[-1][0])
+                    for w in hour_windows(now)]     # the busiest address of each window, under the threshold too
             try:
                 write_follow(self.settings, self.label, behind_seconds, behind_bytes, self.additions, self.removals,
-                             self.enforcement, sum(self.unparsed.values()) if formatted else None)
-                self.additions, self.removals = {}, 0
+                             self.enforcement, sum(self.unparsed.values()) if formatted else None, self.read, tops)
+                self.additions, self.removals, self.read = {}, 0, [0, 0]
             except BotDetectorError as exc:
                 self.warn(messages.METRICS_UNWRITABLE % exc.message)
 
