@@ -45,7 +45,8 @@ from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
 from .after_change import after_run
-from .follower_state import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, load, saved_positions_valid
+from .follower_state import (Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, leave, load,
+                             saved_positions_valid)
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -369,13 +370,16 @@ class Follower:
         self.removals += len(result.expired)
 
     def run(self):
-        self._pid_fd = claim(self.status_path[:-len('.json')] + '.pid', messages.FOLLOW_TWICE % self.label)
+        pid_path = self.status_path[:-len('.json')] + '.pid'
+        self._pid_fd = claim(pid_path, messages.FOLLOW_TWICE % self.label)
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         now = self.clock()
-        try:
+        try:        # --status lists it from its start: all of the logs to read, then after its first decision
+            self.publish(now, sum(os.path.getsize(path) for path in self.logs if os.path.isfile(path)), metrics=False)
             self._start(now)
             self.decide(now, expire=self.settings.ban_time is not None, first=True)
+            self.publish(now, sum(source.behind() for source in self.sources), metrics=False)
             last_decision = last_save = last_expiry = time.time()
             lists_seen, saved = self._lists_stat(), None
             pending = False
@@ -409,6 +413,7 @@ class Follower:
                 self.decide(self.clock(), False)
             self.save(self.clock())
             self.publish(self.clock(), sum(source.behind() for source in self.sources))
+            leave(pid_path, self.status_path)       # stopped: nothing left in the lock directory
         finally:
             for source in self.sources:
                 source.close()

@@ -127,16 +127,36 @@ def load(path, max_bytes=None):
 
 def claim(path, busy):
     """Lock the pid file ``path`` and write this pid in it; BotDetectorError(``busy``) when
-    another follower holds it. Returns its descriptor (closed at the end: unlocked)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise BotDetectorError(busy)
+    another follower holds it. Returns its descriptor (closed at the end: unlocked). A
+    follower that stops removes its pid file while it holds it (leave): one locked here
+    after that is taken anew, as the blocklist's lock is."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise BotDetectorError(busy)
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                break
+        except OSError:
+            pass
+        os.close(fd)        # removed by the follower that held it, as it stopped
     os.ftruncate(fd, 0)
     os.write(fd, b'%d\n' % os.getpid())
     return fd
+
+
+def leave(pid_path, status_path):
+    """A follower stopping: its status file and (still locked) its pid file removed, so that
+    stopped followers leave nothing in the lock directory (one of another set of logs reuses
+    none of them)."""
+    for path in (status_path, pid_path):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def running(path):
