@@ -2,7 +2,6 @@
 read since its previous metrics write) and last_run_top_requests (each window's busiest
 address now, under the threshold too) are written, so the dashboard's panels are not flat
 on follow-mode hosts; promtool check metrics passes on the follower's own file."""
-import time
 
 import test_follow as follow
 from test_metrics import metrics
