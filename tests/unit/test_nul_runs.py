@@ -132,3 +132,33 @@ def test_sigterm_in_the_middle_of_a_hole_ends_the_follower_within_5_s(tmp_path, 
         follower.caught_up()
         assert follow.blocked(files) == [b'203.0.113.6']
         assert follower.stop() == 0
+
+
+@pytest.mark.parametrize('nuls', [3 * 1024 * 1024, 40 * 1024 * 1024])
+@pytest.mark.parametrize('after_reads', [0, 1, 2, 3])
+def test_a_read_interrupted_in_a_nul_run_counts_the_lines_before_it_and_names_its_start(tmp_path, nuls, after_reads):
+    """chunks.count_range with an interrupted() that says stop after a few of its checks, on a
+    real file whose NUL run (written, not a hole) joins a line: Interrupted carries the start of
+    that line, and exactly the lines before it are counted (the follower resumes there)."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import Interrupted
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
+    before = _lines('203.0.113.1', 4) + _lines('203.0.113.2', 3)
+    path = tmp_path / 'access.log'
+    path.write_bytes(before + b'\x00' * nuls + _lines('203.0.113.3', 5))
+    stamp = in_timezone('UTC', lambda: loggen.clf_time(NOW - 60))[:14].encode()
+    counted = tally.Tally([stamp], rules.LineFilter(settings.SPEC_JOB_PREFIXES, 'Google'))
+    checks = []
+
+    def interrupted():
+        checks.append(1)
+        return len(checks) > after_reads
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        with pytest.raises(Interrupted) as raised:
+            chunks.count_range(fd, 0, os.fstat(fd).st_size, counted, interrupted)
+    finally:
+        os.close(fd)
+    assert raised.value.position == len(before)
+    assert dict(counted.counters[stamp]) == {b'203.0.113.1': 4, b'203.0.113.2': 3}
