@@ -382,7 +382,11 @@ def test_status_says_whether_a_follower_runs(tmp_path):
         proc = run_core(files.options() + ['--status'])
         mine = [line for line in proc.stdout.split(b'\n') if str(log).encode() in line]
         assert mine == [mine[0]] and b'(pid %d): running, 0 s and 0 bytes behind' % follower.proc.pid in mine[0]
-        follower.stop()
+        follower.stop()         # stopped: its files removed, no longer listed (issue 39, section 4)
+        proc = run_core(files.options() + ['--status'])
+        assert str(log).encode() not in proc.stdout, proc.stdout
+    with Following(tmp_path, files, log) as follower:
+        follower.stop(signal.SIGKILL)       # killed: its files stay, listed as not running (and reused)
         proc = run_core(files.options() + ['--status'])
         assert b'(pid %d): not running' % follower.proc.pid in proc.stdout
 

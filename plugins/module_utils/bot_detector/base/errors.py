@@ -27,3 +27,10 @@ class BotDetectorError(Exception):
 def bad_option(message):
     """The error for a value the run cannot mean: exit 2, before anything is read or written."""
     return BotDetectorError(message, EXIT_BAD_OPTION)
+
+
+class Interrupted(Exception):
+    """A long read given up at its caller's word (a follower's SIGTERM in a NUL run,
+    reading/holes.py): nothing of that line counted; ``position``, where set
+    (chunks.count_range), is its start: the lines before it are counted."""
+    position = None

@@ -28,6 +28,8 @@ ROTATED_LEFT_OUT = '%s; the run goes on without this rotated file'
 # disk) is not kept: the next run counts that log cold, with the same decisions.
 # A state file that cannot be trusted: the log is read cold, as without one.
 STATE_IGNORED = 'state file %s ignored: %s'
+STATE_NOT_SAVED = ('state file %s not saved: %s; following on, each save tries again (a restart before one '
+                   'succeeds reads the windows of the log again)')
 STATE_OVER_BUDGET = ('state file %(path)s not kept: %(why)s; the next run reads the windows of this log again '
                      '(the decisions are the same)')
 
@@ -93,6 +95,7 @@ FOLLOW_NOT_A_FILE = '%s is not a regular file: not read until a file is there'
 FOLLOW_TWICE = 'a follower of %s already runs'
 FOLLOW_UNPARSED = ('%s: a line did not parse as %s and was not counted (warned once; the count since the start is in '
                    '--status and the metric follow_unparsed_lines): %s')
+FOLLOW_FORMAT_ASTRAY = '%s: most of the last %d lines do not parse as %s (log_format auto): %s'
 FOLLOW_NEEDS = ('--follow needs a LOG and a state directory (--state-dir, or state_dir in the config file), and '
                 'takes no --check, --json, --unblock or --status')
 STATUS_FOLLOWER = 'Follower of %(logs)s (pid %(pid)d): %(state)s, %(behind_seconds)s s and %(behind_bytes)d bytes behind at %(when)s'

@@ -32,20 +32,21 @@ import time
 
 from ..base import messages
 from ..base.clock import hour_stamp, hour_windows
-from ..base.errors import BotDetectorError
-from ..base.text import printable, to_text
+from ..base.errors import BotDetectorError, Interrupted
 from ..decision.choice import rules_for
 from ..decision.rules import BLOCK
 from ..lists.writer import lock_directory
 from ..reading import state
 from ..reading.chunks import count_range, lines_end
-from ..reading.growing import Position, Source, holds, open_followed
+from ..reading.holes import line_end_after
+from ..reading.growing import Position, Source, holds, open_followed, unseen_siblings
 from ..reading.logfile import rotated_sibling
 from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
 from .after_change import after_run
-from .follower_state import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, load
+from .follower_state import (Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, leave, load,
+                             saved_positions_valid)
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -58,23 +59,6 @@ EXPIRE_EVERY = 30.0     # seconds between ban expiries when ban_time is set
 DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged before it is closed
 
 
-def _saved_positions_valid(positions, count):
-    """Whether a state file's positions are as save() writes them: per log, its old files and
-    its current one, each {dev, ino, offset: whole numbers, head: base64}."""
-    def entry_valid(entry):
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool)
-                                                  and entry.get(k) >= 0 for k in ('dev', 'ino', 'offset')):
-            return False
-        try:
-            base64.b64decode(entry.get('head'), validate=True)
-        except (TypeError, ValueError):
-            return False
-        return True
-    return (isinstance(positions, list) and len(positions) == count and all(
-        isinstance(saved, dict) and isinstance(saved.get('old'), list) and all(map(entry_valid, saved['old']))
-        and 'current' in saved and (saved['current'] is None or entry_valid(saved['current'])) for saved in positions))
-
-
 class Follower:
     def __init__(self, settings, logs, clock, emit, warn, resolver=None):
         self.settings, self.logs, self.clock, self.emit, self.warn = settings, logs, clock, emit, warn
@@ -82,19 +66,14 @@ class Follower:
         self.server_ips = server_ips_of(settings)
         self.sources = [Source(path) for path in logs]
         self.odd_paths = set()          # logs whose path holds something else than a file, said once
-        self.readers = {}       # logs in another format than combined (formats/readers.py), decided once
-        self.formatted = settings.log_format != 'combined' or bool(settings.log_formats)
-        if self.formatted:
-            from ..formats.choice import NoLineYet, reader_for      # logs in other formats only
-            self.reader_for = reader_for
-            for path in logs:
-                try:
-                    if os.path.exists(path):
-                        self.readers[path] = reader_for(settings, path)[1]
-                except NoLineYet:
-                    pass        # auto on a log with no whole line yet: told once it has one (_poll)
+        self.formats = None     # logs in another format than combined: their readers (formats/followed.py)
+        self.readers, self.unparsed = {}, {}    # log: its reader; its lines that did not parse since the start
+        if settings.log_format != 'combined' or settings.log_formats:
+            from ..formats.followed import FollowedFormats      # logs in other formats only
+            self.formats = FollowedFormats(settings, logs, warn)
+            self.readers, self.unparsed = self.formats.readers, self.formats.unparsed
         self.label = ','.join(logs)
-        self.unparsed = {}      # log: its lines that did not parse since the start (warned once per log)
+        self.path = None        # the log being polled
         self.tally = self.hour = None
         self.stop = False
         self.additions, self.removals = {}, 0
@@ -108,8 +87,9 @@ class Follower:
         # counts go to spill files; the state is then not kept (STATE_OVER_BUDGET, once).
         self.session = Session(settings.count_budget)
         self.session.summaries = True   # it ranks twice a second: from a summary of the files, read once per spill
-        self.state_dropped = False
+        self.state_dropped = self.state_unsaved = False
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
+        self.read = [0, 0]              # bytes and lines read since the metrics were last written
 
     # ---- counting
 
@@ -117,7 +97,7 @@ class Follower:
         windows = hour_windows(now)
         self.horizon = now + state.HORIZON
         return Tally([w.stamp for w in windows], self.rules.line_filter, state.stamps_in_play(now, self.horizon),
-                     session=self.session)
+                     count_lines=self.settings.metrics_file is not None, session=self.session)
 
     def _move_windows(self, now):
         """At the top of the hour, a tally for the new windows, with the counts held (and
@@ -139,7 +119,15 @@ class Follower:
     def _count(self, pos, end):
         """Count the whole lines of ``pos`` up to ``end`` (a line start or the file's end)."""
         if end > pos.offset:
-            count_range(pos.fd, pos.offset, end, self.tally)
+            lines = self.tally.lines
+            try:
+                count_range(pos.fd, pos.offset, end, self.tally, self._stopping)
+            except Interrupted as exc:      # SIGTERM in a long line (a NUL run): the lines before it are counted
+                end = exc.position
+            self.read[0] += end - pos.offset        # for the metrics: since their last write
+            self.read[1] += (self.tally.lines or 0) - (lines or 0)
+            if self.formats is not None:
+                self.formats.counted(self.path, pos.fd, pos.offset, end)
             pos.offset = end
             if len(pos.head) < state.HEAD_BYTES:
                 pos.head = os.pread(pos.fd, state.HEAD_BYTES, 0)
@@ -154,8 +142,11 @@ class Follower:
         elif size > start:
             stop = min(size, start + limit)
             end = lines_end(pos.fd, start, stop)
-            if end == start and stop < size:
-                end = lines_end(pos.fd, start, size)     # a line longer than the block
+            if end == start and stop < size:    # a line longer than the block (a NUL run, a hole): it alone
+                try:
+                    end = line_end_after(pos.fd, stop, size, self._stopping) or start
+                except Interrupted:
+                    end = start
             self._count(pos, end)
         return pos.offset - start
 
@@ -178,30 +169,18 @@ class Follower:
 
     def _poll(self, source):
         """One round of one log; the bytes counted (none before its format is known: auto, a log not there at the start)."""
-        if source.path not in self.readers and self.formatted and os.path.exists(source.path):
-            try:
-                self.readers[source.path] = self.reader_for(self.settings, source.path)[1]
-            except BotDetectorError:
-                pass
-        if self.formatted and source.path not in self.readers:
+        if self.formats is not None and not self.formats.known(source.path):
             return 0
         self.tally.reader = self.readers.get(source.path)       # this log's format, one tally for all
+        self.path = source.path
         try:
             return self._poll_files(source)
         finally:
-            self._take_unparsed(source.path, self.tally.reader)
-
-    def _take_unparsed(self, path, reader):
-        """Add the lines ``reader`` found unparsed to the log's count; warn of a log's first, once."""
-        if reader is None or not reader.unparsed:
-            return
-        if path not in self.unparsed:
-            self.warn(messages.FOLLOW_UNPARSED % (path, reader.name, printable(to_text(reader.example or b''))))
-        self.unparsed[path] = self.unparsed.get(path, 0) + reader.unparsed
-        reader.unparsed, reader.example = 0, None
+            if self.formats is not None:
+                self.formats.polled(source.path, self.tally.reader)
 
     def _poll_files(self, source):
-        read = 0
+        read, looked_at = 0, time.time()
         for pos in list(source.old):
             got = self._read_on(pos)
             now = time.time()
@@ -229,10 +208,14 @@ class Follower:
                 source.old.append(pos)
                 source.current = pos = Position(fd)
                 read += self._read_on(source.old[-1])
+                for missed in unseen_siblings(source):      # rotated again before this look: read as old files
+                    source.old.append(Position(missed))
+                    read += self._read_on(source.old[-1])
         size = os.fstat(pos.fd).st_size
         if size < pos.offset or (pos.offset and os.pread(pos.fd, len(pos.head), 0) != pos.head):
             self._read_copy(source, pos)
             pos.offset, pos.head = 0, b''
+        source.looked_at = looked_at
         return read + self._read_on(pos)
 
     # ---- start: a state, or what a run reads
@@ -240,7 +223,7 @@ class Follower:
     def _resume(self, doc, counts):
         if not doc or doc.get('logs') != self.logs or doc.get('settings') != jsonable(state.counting_settings(self.settings)):
             return False
-        if not _saved_positions_valid(doc.get('positions'), len(self.sources)):
+        if not saved_positions_valid(doc.get('positions'), len(self.sources)):
             # Its own file, damaged or edited: read cold rather than die at every restart.
             self.warn(messages.STATE_IGNORED % (self.state_path, 'its saved positions are not what a follower writes'))
             return False
@@ -306,8 +289,11 @@ class Follower:
                 self.warn(line)
             for read in files:
                 tally.add(read.tally.counters)
+                self.read[0] += read.scan.bytes_read
+                self.read[1] += read.tally.lines or 0
                 # Not the unfinished last line's (read.tail): it is read again once finished.
-                self._take_unparsed(source.path, read.tally.reader)
+                if self.formats is not None:
+                    self.formats.take_unparsed(source.path, read.tally.reader)
                 fd, end = read.identity
                 pos = Position(fd, end, os.pread(fd, state.HEAD_BYTES, 0))
                 if read.path == source.path:
@@ -324,7 +310,12 @@ class Follower:
         if doc != unless:
             try:
                 dump(self.state_path, dict(doc, now=now), self.tally.counters, self.settings.state_budget)
-                self.state_dropped = False
+                self.state_dropped = self.state_unsaved = False
+            except OSError as exc:      # a full state directory (ENOSPC): follow on, the next save tries again
+                if not self.state_unsaved:
+                    self.warn(messages.STATE_NOT_SAVED % (self.state_path, exc.strerror or exc))
+                self.state_unsaved = True
+                return unless
             except OverBudget as exc:       # a restart then reads the windows as a run does
                 try:
                     os.unlink(self.state_path)
@@ -349,10 +340,12 @@ class Follower:
             pass
         if metrics and self.settings.metrics_file is not None:
             from ..reporting.metrics import write_follow      # a metrics file only
+            tops = [(w.name, ([(0, None)] + self.rules.examined(self.tally.counters[w.stamp], self.server_ips, 1))[-1][0])
+                    for w in hour_windows(now)]     # the busiest address of each window, under the threshold too
             try:
                 write_follow(self.settings, self.label, behind_seconds, behind_bytes, self.additions, self.removals,
-                             self.enforcement, sum(self.unparsed.values()) if formatted else None)
-                self.additions, self.removals = {}, 0
+                             self.enforcement, sum(self.unparsed.values()) if formatted else None, self.read, tops)
+                self.additions, self.removals, self.read = {}, 0, [0, 0]
             except BotDetectorError as exc:
                 self.warn(messages.METRICS_UNWRITABLE % exc.message)
 
@@ -377,13 +370,16 @@ class Follower:
         self.removals += len(result.expired)
 
     def run(self):
-        self._pid_fd = claim(self.status_path[:-len('.json')] + '.pid', messages.FOLLOW_TWICE % self.label)
+        pid_path = self.status_path[:-len('.json')] + '.pid'
+        self._pid_fd = claim(pid_path, messages.FOLLOW_TWICE % self.label)
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         now = self.clock()
-        try:
+        try:        # --status lists it from its start: all of the logs to read, then after its first decision
+            self.publish(now, sum(os.path.getsize(path) for path in self.logs if os.path.isfile(path)), metrics=False)
             self._start(now)
             self.decide(now, expire=self.settings.ban_time is not None, first=True)
+            self.publish(now, sum(source.behind() for source in self.sources), metrics=False)
             last_decision = last_save = last_expiry = time.time()
             lists_seen, saved = self._lists_stat(), None
             pending = False
@@ -417,6 +413,7 @@ class Follower:
                 self.decide(self.clock(), False)
             self.save(self.clock())
             self.publish(self.clock(), sum(source.behind() for source in self.sources))
+            leave(pid_path, self.status_path)       # stopped: nothing left in the lock directory
         finally:
             for source in self.sources:
                 source.close()
@@ -425,6 +422,9 @@ class Follower:
 
     def _on_signal(self, signum, frame):
         self.stop = True
+
+    def _stopping(self):
+        return self.stop
 
     def _lists_stat(self):
         return files_stat((self.settings.blocklist, self.settings.exclusions_file))

@@ -13,6 +13,7 @@
 
 from __future__ import absolute_import, division, print_function
 
+import base64
 import fcntl
 import json
 import os
@@ -126,16 +127,36 @@ def load(path, max_bytes=None):
 
 def claim(path, busy):
     """Lock the pid file ``path`` and write this pid in it; BotDetectorError(``busy``) when
-    another follower holds it. Returns its descriptor (closed at the end: unlocked)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise BotDetectorError(busy)
+    another follower holds it. Returns its descriptor (closed at the end: unlocked). A
+    follower that stops removes its pid file while it holds it (leave): one locked here
+    after that is taken anew, as the blocklist's lock is."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise BotDetectorError(busy)
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                break
+        except OSError:
+            pass
+        os.close(fd)        # removed by the follower that held it, as it stopped
     os.ftruncate(fd, 0)
     os.write(fd, b'%d\n' % os.getpid())
     return fd
+
+
+def leave(pid_path, status_path):
+    """A follower stopping: its status file and (still locked) its pid file removed, so that
+    stopped followers leave nothing in the lock directory (one of another set of logs reuses
+    none of them)."""
+    for path in (status_path, pid_path):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def running(path):
@@ -164,3 +185,20 @@ def files_stat(paths):
         except OSError:
             found.append(None)
     return found
+
+
+def saved_positions_valid(positions, count):
+    """Whether a state file's positions are as save() writes them: per log, its old files and
+    its current one, each {dev, ino, offset: whole numbers, head: base64}."""
+    def entry_valid(entry):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool)
+                                                  and entry.get(k) >= 0 for k in ('dev', 'ino', 'offset')):
+            return False
+        try:
+            base64.b64decode(entry.get('head'), validate=True)
+        except (TypeError, ValueError):
+            return False
+        return True
+    return (isinstance(positions, list) and len(positions) == count and all(
+        isinstance(saved, dict) and isinstance(saved.get('old'), list) and all(map(entry_valid, saved['old']))
+        and 'current' in saved and (saved['current'] is None or entry_valid(saved['current'])) for saved in positions))

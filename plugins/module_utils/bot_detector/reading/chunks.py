@@ -13,7 +13,7 @@ import re
 import signal
 import zlib
 
-from ..base.errors import BotDetectorError
+from ..base.errors import BotDetectorError, Interrupted
 from ..base.text import NOT_WHITESPACE
 from .logfile import PROBE_BYTES, has_gzip_header, line_start_after
 
@@ -111,6 +111,18 @@ class LongLine:
             elif match is not None:
                 self.state, self.separator = 'done', piece[end:end + 1]
 
+    def saturated(self):
+        """Whether more bytes without a newline change nothing but the line's length: its first
+        field too long to be an address (or no needle to look for), or in another format the
+        line too long to decode."""
+        return self.length > LONG_LINE_READ and not self.blank if self.whole is not None else self.skip
+
+    def skip_nuls(self, count):
+        """``count`` NUL bytes of a saturated line, as feeding them would count them (no needle,
+        no hour, no blank in them): only its length changes."""
+        if self.whole is not None:
+            self.length += count
+
     def finish(self):
         if self.whole is not None:
             if self.length <= LONG_LINE_READ or self.blank:       # a blank line is no unparsed line
@@ -164,14 +176,23 @@ def count_stream(pieces, tally):
         tally.chunk(carry)
 
 
-def count_long_line(fd, position, chunk, tally):
+def count_long_line(fd, position, chunk, tally, interrupted=None):
     """Count the line starting at ``position``, longer than ``chunk`` (its first READ_CHUNK
-    bytes), piece by piece. Returns (its length with its newline, the bytes read)."""
+    bytes), piece by piece; a run of NUL bytes once the line is saturated at the speed of
+    reading (holes.py). Returns (its length with its newline, the bytes read). Raises
+    Interrupted, nothing counted, when ``interrupted()`` says so."""
     line = LongLine(tally)
     line.feed(chunk)
-    consumed, read = len(chunk), 0
+    consumed, read, last = len(chunk), 0, chunk
     while True:
-        more = os.pread(fd, READ_CHUNK, position + consumed)
+        if interrupted is not None and interrupted():
+            raise Interrupted()
+        if last[-1:] == b'\x00' and line.saturated():
+            from .holes import nul_run_end      # a NUL run (a hole): rare, a cron run of a usual log loads none
+            nuls = nul_run_end(fd, position + consumed, os.fstat(fd).st_size, interrupted) - position - consumed
+            line.skip_nuls(nuls)
+            consumed, read = consumed + nuls, read + nuls
+        more = last = os.pread(fd, READ_CHUNK, position + consumed)
         read += len(more)
         if not more:
             break
@@ -187,12 +208,13 @@ def count_long_line(fd, position, chunk, tally):
     return consumed, read
 
 
-def count_range(fd, start, end, tally):
+def count_range(fd, start, end, tally, interrupted=None):
     """Count the lines that start in [start, end) of a plain file; ``start`` is a line
     start. Each chunk is counted up to its last newline and the next chunk is read from
     just after it, so no chunk is copied; a line longer than a chunk is read piece by
     piece (count_long_line). pread, so forked workers sharing ``fd`` do not share a file
-    offset. Returns the bytes read."""
+    offset. Returns the bytes read. ``interrupted``: see count_long_line (the Interrupted
+    raised carries ``position``, the start of the line given up: the lines before it are counted)."""
     position, read = start, 0
     reader = tally.reader
     if reader is not None:
@@ -220,7 +242,13 @@ def count_range(fd, start, end, tally):
             tally.chunk(chunk)                  # the file's last line, without a newline
             position += len(chunk)
         else:
-            consumed, more = count_long_line(fd, position, chunk, tally)
+            try:
+                consumed, more = count_long_line(fd, position, chunk, tally, interrupted)
+            except Interrupted as exc:
+                if reader is not None:
+                    reader.stop_at(fd, position)
+                exc.position = position
+                raise
             read += more
             position += consumed
     if reader is not None:
@@ -407,4 +435,8 @@ def lines_end(fd, start, size):
         if cut != -1:
             return position - step + cut + 1
         position -= len(block) if block else step
+        if block[-1:] == b'\x00':
+            from .holes import all_nul, data_end_before      # NUL bytes with no newline: rare, see count_long_line
+            if all_nul(block):      # a hole, perhaps, passed over unread
+                position = max(start, data_end_before(fd, start, position))
     return start

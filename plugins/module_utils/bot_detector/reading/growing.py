@@ -61,6 +61,7 @@ class Source:
         self.path = path
         self.current = None
         self.old = []           # [Position]: renamed away, read on until quiet
+        self.looked_at = None   # when its files were last looked at (unseen_sibling)
 
     def positions(self):
         return {'current': self.current.as_dict() if self.current else None, 'old': [p.as_dict() for p in self.old]}
@@ -72,3 +73,25 @@ class Source:
     def close(self):
         for pos in ([self.current] if self.current else []) + self.old:
             os.close(pos.fd)
+
+
+CTIME_SLACK = 0.1       # seconds: a file's ctime comes from a coarser clock than time.time()
+
+
+def unseen_siblings(source, most=9):
+    """LOG.1, LOG.2... (up to ``most``) open for reading, each a file that is none of this log's
+    positions and was made or renamed since the log was last looked at (its ctime): rotations
+    between two looks whose lines were never read (a rename-and-create, then a copytruncate of
+    the new file; or two rename-and-creates). The first known or older file ends the list."""
+    found = []
+    for number in range(1, most + 1) if source.looked_at is not None else ():
+        fd = open_followed('%s.%d' % (source.path, number))
+        if fd is None:
+            break
+        info = os.fstat(fd)
+        known = [(pos.dev, pos.ino) for pos in ([source.current] if source.current else []) + source.old]
+        if (info.st_dev, info.st_ino) in known or info.st_ctime < source.looked_at - CTIME_SLACK:
+            os.close(fd)
+            break
+        found.append(fd)
+    return found

@@ -171,11 +171,16 @@ def write(settings, result, logs, success, started, extra=()):
         writer.unlock()
 
 
-def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None, unparsed=None):
+def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None, unparsed=None,
+                 read=(0, 0), tops=()):
     """A follower's metrics (follow.py): how far behind it is, its additions and removals
     since its last write, and last_run_timestamp_seconds and last_run_success as a run's, so
-    that the alerts on runs that stopped hold for a follower too."""
+    that the alerts on runs that stopped hold for a follower too; ``read`` (bytes, lines) since
+    its last write as last_run_read_bytes and _lines, ``tops`` [(window, the highest count
+    now)] as last_run_top_requests."""
     result = Result()
+    result.scans = [{'bytes_read': read[0], 'lines': read[1]}]
+    result.windows = [{'name': name, 'records': [{'count': top}] if top else []} for name, top in tops]
     result.additions = dict(additions)
     result.expired = [None] * removals
     result.enforcement = enforcement      # the last sync's status (None: the file's gauges kept)
