@@ -60,3 +60,36 @@ def test_command_equals_reference(tmp_path, seed, tz, local_now):
     # The generator must really exercise blocking, listing and the threshold edges.
     assert ref_activity.count(b'\n') >= 1
     assert b'is already blocked.' in ref.stdout or b'allow-listed' in ref.stdout
+
+
+NUL_NOW = '2026-11-21 04:13:43'
+NUL_EPOCH = 1795234423
+
+
+@pytest.mark.parametrize('name,fields,blocklist,exclusions', [
+    # The reference drops every NUL byte of its records in its command substitution (bash:
+    # "ignored null byte"), after counting and ranking them with the NULs: a record counted as
+    # '\0\0ADDR' is decided, printed and appended as ADDR.
+    ('prefix', {b'\x00\x00203.0.113.7': 1200}, b'', b''),
+    ('inside', {b'203.0.\x00113.9': 1000, b'2001:db8::\x007': 1100}, b'', b''),
+    ('split', {b'\x00198.51.100.3': 600, b'198.51.100.3': 600}, b'', b''),
+    ('both over', {b'\x00198.51.100.4': 1000, b'198.51.100.4': 1300}, b'', b''),
+    ('listed', {b'\x00\x00203.0.113.7': 1000, b'203.0.113.8\x00': 1000}, b'203.0.113.7\n', b'203.0.113.8\n'),
+])
+def test_nul_bytes_in_a_record_are_dropped_as_the_reference_drops_them(tmp_path, name, fields, blocklist, exclusions):
+    data = in_timezone('UTC', lambda: b''.join(
+        loggen.line('10.0.0.1', NUL_EPOCH, path='/jobs/%d' % i).replace(b'10.0.0.1', field, 1)
+        for field, count in fields.items() for i in range(count)))
+    log = tmp_path / 'access.log'
+    log.write_bytes(data)
+    ours, theirs = Files(tmp_path / 'ours'), Files(tmp_path / 'reference')
+    for f in (ours, theirs):
+        f.blocklist.write_bytes(blocklist)
+        f.exclusions.write_bytes(exclusions)
+    ref = run_reference(log, theirs.blocklist, theirs.exclusions, theirs.activity_log, ['10.0.0.5'], NUL_NOW)
+    got = run_core(ours.options() + ['--now', NUL_NOW, '--server-ip', '10.0.0.5', log])
+    assert ref.returncode == got.returncode == 0, got.stderr
+    assert mask_duration(got.stdout) == mask_duration(ref.stdout)
+    assert ours.read('blocklist') == theirs.read('blocklist')
+    assert mask_dates(ours.read('activity_log') or b'') == mask_dates(theirs.read('activity_log') or b'')
+    assert b'\x00' not in got.stdout + (ours.read('blocklist') or b'')

@@ -332,7 +332,9 @@ class SpecRules:
         records = top_records(counter, server_ips, top, at_least)
         if len(records) < top and getattr(counter, 'complete', True) is False:
             records = top_records(counter.full(), server_ips, top, at_least)
-        return records
+        # The reference's command substitution drops NUL bytes from its ranked records (bash:
+        # "ignored null byte"): '\0\0ADDR' is decided, printed and appended as ADDR.
+        return [(count, key.replace(b'\0', b'')) if b'\0' in key else (count, key) for count, key in records]
 
     @staticmethod
     def decision_key(address):
