@@ -62,8 +62,6 @@ def test_first_field_is_awks():
     for line in lines:
         awk = subprocess.run(['awk', '{print $1}'], input=line + b'\n', stdout=subprocess.PIPE,
                              env=dict(os.environ, LC_ALL='C'), check=True).stdout
-        if b'\x00' in line:
-            continue   # mawk stops at NUL; such lines are garbage either way
         assert rules.first_field(line) + b'\n' == awk, line
 
 
