@@ -93,8 +93,8 @@ class Cluster:
     """Three masters on loopback ports, joined by ``redis-cli --cluster create``."""
 
     def __init__(self, base, binary='redis-server'):
-        self.nodes = [StoreServer(base, binary, port=free_port(cluster=True), extra=['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-                                                        '--cluster-node-timeout', '2000']) for dummy in range(3)]
+        extra = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000']
+        self.nodes = [StoreServer(base, binary, port=free_port(cluster=True), extra=extra) for dummy in range(3)]
 
     @property
     def url(self):

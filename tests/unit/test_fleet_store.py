@@ -12,7 +12,7 @@ import time
 import pytest
 
 import fleetstore
-from conftest import CORE, Files
+from conftest import CORE, Files, run_core
 from test_follow import Following, blocked, lines, wait_for
 
 THRESHOLD = 1000
@@ -178,3 +178,28 @@ def test_with_the_store_away_a_local_scraper_is_blocked_at_once_and_the_fleet_ca
     assert store_sum(server, '203.0.113.7') == 1000 and store_sum(server, '203.0.113.50') == 1200
     out, err = hosts[0].stop()
     assert 'fleet store redis://127.0.0.1:%d/0 unreachable' % server.port in err
+
+
+def test_a_follower_shows_the_store_without_its_password(fleet, tmp_path):
+    """The follower's status file (which --status reads), --status, its output and its state: the
+    URL with the password as ***, whether the store answers, how far behind the pushes are."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        server.cli('config', 'set', 'requirepass', SECRET)
+        url = 'redis://:%s@127.0.0.1:%d/0' % (SECRET, server.port)
+        dummy, hosts = fleet(url=url)
+        hosts[0].write('203.0.113.7', 10)
+        wait_for(lambda: (hosts[0].follower.status() or {}).get('fleet', {}).get('up') is True, 5, 'the store up')
+        shown = hosts[0].follower.status()['fleet']
+        assert shown['store'] == 'redis://:***@127.0.0.1:%d/0' % server.port and shown['host'] == 'web0'
+        assert shown['push_behind_seconds'] < 2 and shown['decisions_received'] == 0
+        status = run_core(hosts[0].files.options() + ['--status', '--fleet-store', url, hosts[0].log])
+        assert status.returncode == 0 and SECRET.encode() not in status.stdout + status.stderr, status
+        server.kill()
+        hosts[0].write('203.0.113.7', 10)
+        wait_for(lambda: hosts[0].follower.status()['fleet']['up'] is False, 5, 'the store seen away')
+        out, err = hosts[0].stop()
+        assert SECRET not in out + err and 'redis://:***@127.0.0.1:%d/0 unreachable' % server.port in err
+        assert SECRET not in open(str(hosts[0].follower.state_dir / os.listdir(str(hosts[0].follower.state_dir))[0])).read()
+    finally:
+        server.kill()

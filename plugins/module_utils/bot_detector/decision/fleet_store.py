@@ -211,17 +211,17 @@ class Store:
     def _call(self, keys, argv):
         """One script call; a lost reply (a dropped connection, a timeout) is sent once more at
         once on a new connection: the script applies it once whatever the first did."""
-        redis = self.redis
-        for attempt in (1, 2):
+        errors = self.redis.exceptions
+        lost = (errors.ConnectionError, errors.TimeoutError, OSError)
+        try:
             try:
                 return self._evalsha(keys, argv)
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+            except lost:
                 self.close()
-                if attempt == 2:
-                    raise StoreDown(str(exc).replace(self.url, self.describe()))
-            except redis.exceptions.RedisError as exc:
-                self.close()
-                raise StoreDown(str(exc).replace(self.url, self.describe()))
+                return self._evalsha(keys, argv)
+        except lost + (errors.RedisError,) as exc:
+            self.close()
+            raise StoreDown(str(exc).replace(self.url, self.describe()))
 
     def _evalsha(self, keys, argv):
         client = self.connect()
