@@ -57,7 +57,8 @@ def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path):
     try:
         shares = spread(1000)
         first, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
-        second, files1 = cron_run(tmp_path, cluster.url, 'web1', previous={'203.0.113.7': shares[1], '203.0.113.50': 333})
+        asked = 'redis://127.0.0.1:%d/0' % cluster.nodes[1].port        # no cluster=: INFO tells
+        second, files1 = cron_run(tmp_path, asked, 'web1', previous={'203.0.113.7': shares[1], '203.0.113.50': 333})
         assert first.returncode == 0 and second.returncode == 0, (first, second)
         assert blocked(files0) == [] and blocked(files1) == []
         third, files2 = cron_run(tmp_path, cluster.url, 'web2', previous={'203.0.113.7': shares[2], '203.0.113.50': 333})
@@ -192,3 +193,28 @@ def test_a_run_with_the_store_away_decides_on_its_own_counts(tmp_path):
     assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
     assert time.time() - started < 5
     assert b'fleet store redis://127.0.0.1:%d/0?cluster=no unreachable' % port in got.stderr
+
+
+def test_rediss_connects_with_tls_and_checks_the_certificate(tmp_path):
+    """rediss:// on a TLS-only port: the server's certificate is checked against the CA store
+    (here a scratch CA, through SSL_CERT_FILE); a certificate it does not trust is refused, and
+    the run decides on its own counts."""
+    tls = fleetstore.tls_files(tmp_path / 'tls')
+    port = fleetstore.free_port()
+    server = fleetstore.StoreServer(tmp_path, extra=['--tls-port', str(port), '--tls-cert-file', tls['cert'],
+                                                     '--tls-key-file', tls['key'], '--tls-ca-cert-file', tls['ca'],
+                                                     '--tls-auth-clients', 'no']).start()
+    try:
+        url = 'rediss://127.0.0.1:%d/0?cluster=no' % port
+        os.environ['SSL_CERT_FILE'] = tls['ca']
+        try:
+            first, files0 = cron_run(tmp_path, url, 'web0', previous={'203.0.113.7': 500})
+            second, files1 = cron_run(tmp_path, url, 'web1', previous={'203.0.113.7': 500})
+        finally:
+            del os.environ['SSL_CERT_FILE']
+        assert first.returncode == 0 and second.returncode == 0 and b'unreachable' not in first.stderr + second.stderr, second
+        assert blocked(files1) == ['203.0.113.7']
+        untrusted, files2 = cron_run(tmp_path, url, 'web2', previous={'203.0.113.50': 400})
+        assert untrusted.returncode == 0 and b'unreachable' in untrusted.stderr and b'certificate' in untrusted.stderr, untrusted
+    finally:
+        server.kill()
