@@ -68,7 +68,7 @@ def start_all(hosts):
                                          + [str(follower.log)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     for host in hosts:
         follower = host.follower
-        wait_for(lambda: follower.decided_since(follower.started) or follower.proc.poll() is not None, what='first decision')
+        wait_for(lambda: follower.decided_since(follower.started) or follower.proc.poll() is not None, 30, 'first decision')
         assert follower.proc.poll() is None, follower.proc.communicate()
 
 

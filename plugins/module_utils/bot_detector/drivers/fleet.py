@@ -114,11 +114,12 @@ class Fleet:
 
     def tick(self, counters, windows, read):
         """The follower's every round: the counts that changed handed over, at most every
-        PUSH_EVERY / 2 seconds (and at once when the store wants a window whole); True when
-        crossings came since the last decision (the follower decides then)."""
+        PUSH_EVERY / 2 seconds (at once when the store wants a window whole, or the windows
+        moved); True when crossings came since the last decision (the follower decides then)."""
         self._unsent = self._unsent or bool(read)
         wall = time.time()
-        if (self._unsent and wall - self._offered_at >= PUSH_EVERY / 2) or self.full or not self.windows:
+        moved = [w.stamp for w in windows] != [stamp for stamp, dummy in self.windows]      # also the hour's turn
+        if (self._unsent and wall - self._offered_at >= PUSH_EVERY / 2) or self.full or moved:
             self.offer(counters, windows)
             self._unsent, self._offered_at = False, wall
         return self.fresh
