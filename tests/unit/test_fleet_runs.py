@@ -219,3 +219,35 @@ def test_rediss_connects_with_tls_and_checks_the_certificate(tmp_path):
         assert untrusted.returncode == 0 and b'unreachable' in untrusted.stderr and b'certificate' in untrusted.stderr, untrusted
     finally:
         server.kill()
+
+
+def test_what_a_broken_store_answers_blocks_no_one_the_host_would_not(tmp_path):
+    """Crossings the store should not hold (under the threshold, not an address, allow-listed
+    here, this host's own server address) add no block; only an address the answer says
+    reached the threshold is blocked (the trust boundary the guide states)."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        stamp = in_timezone('UTC', lambda: hour_windows(NOW))[0].stamp.decode()
+        key = '{bot-detector:%s}:crossed' % stamp
+        for item in ('203.0.113.99 999', 'not-an-address 5000', '198.51.100.9 5000', '10.0.0.5 5000', '198.51.100.77 1500',
+                     'garbage'):
+            server.cli('rpush', key, item)
+        got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.99': 10, '10.0.0.5': 10},
+                              allow=['198.51.100.9'])
+        assert got.returncode == 0, got
+        assert blocked(files) == ['198.51.100.77']
+        assert b'IP address 198.51.100.9 is allow-listed and will not be blocked.' in got.stdout
+    finally:
+        server.kill()
+
+
+def test_an_unreadable_password_file_is_a_store_away(tmp_path):
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        missing = tmp_path / 'no-such.pw'
+        got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.7': 1000, '203.0.113.50': 10},
+                              extra=['--fleet-store-password-file', missing])
+        assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
+        assert ('fleet_store_password_file %s cannot be read' % missing).encode() in got.stderr
+    finally:
+        server.kill()

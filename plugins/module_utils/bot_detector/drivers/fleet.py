@@ -192,7 +192,11 @@ class Fleet:
             self.wake.wait(pause)
             self.wake.clear()
             last = self.stop
-            pause = PUSH_EVERY if self.push_once() else min(max(pause * 2, DOWN_RETRY[0]), DOWN_RETRY[1])
+            try:
+                up = self.push_once()
+            except Exception as exc:        # pylint: disable=broad-except
+                up = self._down(exc)        # never the end of the pushes: the follower goes on
+            pause = PUSH_EVERY if up else min(max(pause * 2, DOWN_RETRY[0]), DOWN_RETRY[1])
             if last:
                 return
 
@@ -215,7 +219,7 @@ class Fleet:
                 batch.pop(stamp, None)
                 sent += len(pairs)
                 self._learn(stamp, crossings)
-        except StoreDown as exc:
+        except Exception as exc:        # pylint: disable=broad-except  # StoreDown, or anything: the counts stay
             with self.lock:
                 for stamp, (counts, whole_window) in batch.items():
                     entry = self.pending.setdefault(stamp, [{}, False])
@@ -223,10 +227,7 @@ class Fleet:
                         entry[0].setdefault(key, count)     # a newer count handed meanwhile wins
                     entry[1] = entry[1] or whole_window
                 self.pending_since = since if since is not None else self.pending_since
-            if self.store_up is not False:
-                self.warn(messages.FLEET_DOWN % (self.describe(), exc))
-            self.store_up, self.last_error = False, str(exc)
-            return False
+            return self._down(exc)
         with self.lock:
             if not self.pending:
                 self.pending_since = None
@@ -234,6 +235,12 @@ class Fleet:
             self.say(messages.FLEET_BACK % (self.describe(), sent))
         self.store_up = True
         return True
+
+    def _down(self, exc):
+        if self.store_up is not False:
+            self.warn(messages.FLEET_DOWN % (self.describe(), exc))
+        self.store_up, self.last_error = False, str(exc)
+        return False
 
     def _learn(self, stamp, crossings):
         if not crossings:
