@@ -13,7 +13,7 @@ import pytest
 
 import fleetstore
 from conftest import CORE, Files, run_core
-from test_follow import Following, blocked, lines, wait_for
+from test_follow import SERVER, Following, blocked, lines, wait_for
 
 THRESHOLD = 1000
 SECRET = 'Fl33t-S3cret'
@@ -113,6 +113,8 @@ def test_a_scraper_spread_over_the_fleet_is_blocked_everywhere_within_2_s(fleet,
         host.write('203.0.113.7', n)            # the scraper: 999 so far
     for host, n in zip(hosts, spread(1000)):
         host.write('198.51.100.9', n)           # allow-listed on web2 only
+    for host, n in zip(hosts, spread(1500)):
+        host.write(SERVER, n)                   # the hosts' own server address (--server-ip): summed, never blocked
     wait_sum(server, '203.0.113.7', 999)
     wait_sum(server, '203.0.113.50', 999)
     wait_for(lambda: all('198.51.100.9' in h.blocked() for h in hosts[:2]), 3, 'the allow-listed one elsewhere')
@@ -125,6 +127,7 @@ def test_a_scraper_spread_over_the_fleet_is_blocked_everywhere_within_2_s(fleet,
     for host in hosts:
         assert '203.0.113.50' not in host.blocked()
     assert '198.51.100.9' not in hosts[2].blocked()
+    assert all(SERVER not in h.blocked() for h in hosts) and store_sum(server, SERVER) == 1500
     assert store_sum(server, '203.0.113.7') == 1000 and store_sum(server, '198.51.100.9') == 1000
     for host in hosts:
         activity = host.files.read('activity_log').decode()
