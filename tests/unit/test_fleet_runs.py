@@ -5,6 +5,7 @@ against real servers started in scratch directories on loopback ports."""
 import json
 import os
 import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -12,7 +13,7 @@ import pytest
 
 import fleetstore
 import loggen
-from conftest import CORE, Files, in_timezone, run_core
+from conftest import CORE, ROOT, Files, in_timezone, run_core
 from test_fleet_store import SECRET, spread
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import errors
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
@@ -62,9 +63,10 @@ def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path):
         assert first.returncode == 0 and second.returncode == 0, (first, second)
         assert blocked(files0) == [] and blocked(files1) == []
         third, files2 = cron_run(tmp_path, cluster.url, 'web2', previous={'203.0.113.7': shares[2], '203.0.113.50': 333},
-                                 python=['/usr/bin/python3', '-S'])     # Debian's redis-py (4.3 on Debian 12) too
+                                 python=['/usr/bin/python3', '-S'], extra=['--json'])    # Debian's redis-py (4.3 on Debian 12) too
         assert third.returncode == 0, third
-        assert b'Blocking IP address: 203.0.113.7 (1000 requests)' in third.stdout
+        assert json.loads(third.stdout)['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
+        assert json.loads(third.stdout)['fleet']['decisions_received'] == 1
         assert blocked(files2) == ['203.0.113.7']
         again, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
         assert b'Blocking IP address: 203.0.113.7 (1000 requests)' in again.stdout, again
@@ -145,6 +147,8 @@ def test_the_acl_user_of_the_guide_is_enough_and_the_password_never_shows(tmp_pa
                     (tmp_path / 'web1' / 'bot-detector.log').read_bytes()):
             assert SECRET.encode() not in out
         assert json.loads(first.stdout)['blocked'] == []
+        assert json.loads(first.stdout)['fleet'] == {'store': 'redis://bd:***@127.0.0.1:%d/0' % server.port, 'host': 'web0',
+                                                     'up': True, 'decisions_received': 0}
         # Exactly that: no other command, no other key.
         for denied in (['flushall'], ['keys', '*'], ['set', 'elsewhere', '1'], ['hset', '{other:x}:sum', 'a', '1'],
                        ['config', 'get', '*'], ['del', '{bot-detector:x}:sum']):
@@ -249,5 +253,32 @@ def test_an_unreadable_password_file_is_a_store_away(tmp_path):
                               extra=['--fleet-store-password-file', missing])
         assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
         assert ('fleet_store_password_file %s cannot be read' % missing).encode() in got.stderr
+    finally:
+        server.kill()
+
+
+def test_the_module_shares_counts_and_never_shows_the_password(tmp_path):
+    """The module (real ansible, ad hoc) with fleet_store: the fleet's sum decides, the result
+    says what the store did, and the password shows nowhere (fleet_store is no_log)."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        server.cli('config', 'set', 'requirepass', SECRET)
+        url = 'redis://:%s@127.0.0.1:%d/0' % (SECRET, server.port)
+        first, dummy = cron_run(tmp_path, url, 'web0', previous={'203.0.113.7': 600})
+        assert first.returncode == 0, first
+        files = Files(tmp_path / 'web1')
+        log = planted(tmp_path / 'web1', previous={'203.0.113.7': 400})
+        (tmp_path / 'none.conf').write_text('')
+        args = {'log': [str(log)], 'blocklist': str(files.blocklist), 'exclusions': str(files.exclusions),
+                'activity_log': str(files.activity_log), 'server_ip': ['10.0.0.5'], 'now': '@%d' % NOW,
+                'config': str(tmp_path / 'none.conf'), 'fleet_store': url, 'fleet_host': 'web1'}
+        got = subprocess.run(['ansible', 'localhost', '-c', 'local', '-e', 'ansible_python_interpreter=' + sys.executable,
+                              '-m', 'jobboard.bot_detector.bot_detector', '-a', json.dumps(args), '-o', '-v'],
+                             cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False,
+                             env=dict(os.environ, ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'), TZ='UTC'))
+        assert got.returncode == 0 and b'CHANGED' in got.stdout, got.stdout.decode()[-2000:]
+        assert files.read('blocklist') == b'203.0.113.7\n'
+        assert SECRET.encode() not in got.stdout
+        assert b'"decisions_received": 1' in got.stdout and b'"up": true' in got.stdout
     finally:
         server.kill()

@@ -258,10 +258,12 @@ class Fleet:
 
 
 def fleet_run(settings, counts, warn):
-    """A state_dir run's push: every window's counts, then the fleet's crossings laid over
-    them (overlay). The store away: a warning, and the run's own counts decide."""
+    """A run's push (cron or timer, state_dir or not): every window's counts, then the fleet's
+    crossings laid over them (overlay). The store away: a warning, and the run's own counts
+    decide. Returns (counts to decide on, what the result says of the store)."""
     store = Store(settings)
     crossed = {}
+    shown = {'store': store.describe(), 'host': store.host, 'up': True, 'decisions_received': 0}
     try:
         for window, counter in counts:
             pairs = sorted(all_items(counter))
@@ -269,7 +271,9 @@ def fleet_run(settings, counts, warn):
             crossed[window.stamp] = dict(crossings)
     except StoreDown as exc:
         warn(messages.FLEET_DOWN % (store.describe(), exc))
-        return counts, store
+        shown['up'] = False
+        return counts, shown
     finally:
         store.close()
-    return overlay(counts, crossed, settings.threshold, everything=True) or counts, store
+    shown['decisions_received'] = sum(map(len, crossed.values()))
+    return overlay(counts, crossed, settings.threshold, everything=True) or counts, shown
