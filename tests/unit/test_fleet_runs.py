@@ -282,3 +282,22 @@ def test_the_module_shares_counts_and_never_shows_the_password(tmp_path):
         assert b'"decisions_received": 1' in got.stdout and b'"up": true' in got.stdout
     finally:
         server.kill()
+
+
+def test_a_followers_pushes_follow_the_hours_turn_without_a_new_line(tmp_path):
+    """At the top of the hour the windows move even when no line came: the pushes (and the
+    crossings they read) are then of the new windows, the new hour's counts sent whole."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        fleet = Fleet(Settings(fleet_store=server.url, fleet_host='web0', threshold=THRESHOLD), lambda line: None)
+        before, after = (in_timezone('UTC', lambda: hour_windows(t)) for t in (NOW, NOW + 600))
+        counters = {before[0].stamp: Counter({b'203.0.113.7': 5}), before[1].stamp: Counter({b'203.0.113.7': 7}),
+                    after[1].stamp: Counter({b'203.0.113.7': 2})}
+        fleet.tick(counters, before, read=1)
+        assert fleet.push_once() and [stamp for stamp, dummy in fleet.windows] == [w.stamp for w in before]
+        fleet.tick(counters, after, read=0)
+        assert [stamp for stamp, dummy in fleet.windows] == [w.stamp for w in after]
+        assert fleet.push_once()
+        assert server.cli('hget', '{bot-detector:%s}:sum' % after[1].stamp.decode(), '203.0.113.7').strip() == '2'
+    finally:
+        server.kill()

@@ -80,7 +80,7 @@ class Fleet:
         self.lock = threading.Lock()
         self.wake = threading.Event()
         self.handed = {}        # stamp: {key: count} as handed to the thread (the follower's thread only)
-        self.pending = {}       # stamp: {key: count} not yet sent (either thread, under the lock)
+        self.pending = {}       # stamp: [{key: count} not yet sent, whole window] (either thread, under the lock)
         self.full = set()       # stamps the store wants whole: handed whole at the next offer
         self.pending_since = None
         self.windows = []       # [(stamp, ttl at the offer's time)]
