@@ -206,3 +206,26 @@ def test_a_follower_shows_the_store_without_its_password(fleet, tmp_path):
         assert SECRET not in open(str(hosts[0].follower.state_dir / os.listdir(str(hosts[0].follower.state_dir))[0])).read()
     finally:
         server.kill()
+
+
+def test_counts_past_the_count_budget_are_pushed_exactly(tmp_path):
+    """A follower whose windows spill to files (count_budget 7 addresses): every address's
+    count reaches the store, and a spread scraper among them is blocked on every host."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    hosts = [Host(tmp_path, 'web%d' % i, server.url) for i in range(2)]
+    try:
+        for host in hosts:
+            host.follower.extra += ['--count-budget', '7']
+        start_all(hosts)
+        for k in range(30):
+            for host in hosts:
+                host.write('192.0.2.%d' % k, 3 + k)
+        for host, n in zip(hosts, spread(1000, 2)):
+            host.write('203.0.113.7', n)
+        wait_for(lambda: all('203.0.113.7' in h.blocked() for h in hosts), 15, 'blocked on both hosts')
+        wait_for(lambda: all(store_sum(server, '192.0.2.%d' % k) == 2 * (3 + k) for k in range(0, 30, 7)), 15, 'the sums')
+        assert store_sum(server, '203.0.113.7') == 1000
+    finally:
+        for host in hosts:
+            host.stop()
+        server.kill()
