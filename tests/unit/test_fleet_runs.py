@@ -69,7 +69,8 @@ def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path):
         assert json.loads(third.stdout)['fleet']['decisions_received'] == 1
         assert blocked(files2) == ['203.0.113.7']
         again, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
-        assert b'Blocking IP address: 203.0.113.7 (1000 requests)' in again.stdout, again
+        assert b'Blocking IP address: 203.0.113.7 (1000 requests, fleet)' in again.stdout, again
+        assert (files0.read('activity_log') or b'').endswith(b'RPH=1000 (fleet)\n')
         assert blocked(files0) == ['203.0.113.7']
         # The windows' keys: one hash slot a window, each on the master that owns it.
         stamps = [w.stamp.decode() for w in in_timezone('UTC', lambda: hour_windows(NOW))]
@@ -239,7 +240,7 @@ def test_what_a_broken_store_answers_blocks_no_one_the_host_would_not(tmp_path):
         got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.99': 10, '10.0.0.5': 10},
                               allow=['198.51.100.9'])
         assert got.returncode == 0, got
-        assert blocked(files) == ['198.51.100.77']
+        assert blocked(files) == ['198.51.100.77'] and b'Blocking IP address: 198.51.100.77 (1500 requests, fleet)' in got.stdout
         assert b'IP address 198.51.100.9 is allow-listed and will not be blocked.' in got.stdout
     finally:
         server.kill()

@@ -131,7 +131,7 @@ def test_a_scraper_spread_over_the_fleet_is_blocked_everywhere_within_2_s(fleet,
     assert store_sum(server, '203.0.113.7') == 1000 and store_sum(server, '198.51.100.9') == 1000
     for host in hosts:
         activity = host.files.read('activity_log').decode()
-        assert 'IP addess 203.0.113.7 added to the block list, RPH=1000' in activity, activity
+        assert activity.endswith(' | IP addess 203.0.113.7 added to the block list, RPH=1000 (fleet)\n'), activity
         out, err = host.stop()
         assert 'Blocking IP address: 203.0.113.7 (1000 requests)' in out
     assert latency < 2.0

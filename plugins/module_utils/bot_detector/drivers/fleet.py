@@ -51,7 +51,7 @@ def overlay(counts, crossed, threshold, everything=False):
     host's own counts decide)."""
     if not any(crossed.get(window.stamp) for window in counts.windows):
         return None
-    counters = []
+    counters, fleet = [], {}
     for window, counter in counts:
         counter = whole(counter)
         if everything and not isinstance(counter, SpillCounter):
@@ -64,8 +64,11 @@ def overlay(counts, crossed, threshold, everything=False):
         for key, total in crossed.get(window.stamp, {}).items():
             if total > merged.get(key, 0) and total > counter.get(key, 0):
                 merged[key] = total
+                fleet.setdefault(window.stamp, set()).add(key)
         counters.append(merged)
-    return WindowCounts(counts.windows, counters)
+    laid = WindowCounts(counts.windows, counters)
+    laid.fleet = fleet      # its blocks are noted (fleet): 'RPH=1000 (fleet)' in the activity log
+    return laid
 
 
 class Fleet:
