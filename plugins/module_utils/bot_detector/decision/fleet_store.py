@@ -128,7 +128,7 @@ class Store:
         self.cluster = self.parts['cluster']
 
     def describe(self):
-        """The URL without its password, and the client kind (--status, results, metrics labels)."""
+        """The URL with its password as *** (--status, results, warnings)."""
         return redact_url(self.url)
 
     def _password(self):
