@@ -90,6 +90,7 @@ class Follower:
         self.state_dropped = self.state_unsaved = False
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
         self.read = [0, 0]              # bytes and lines read since the metrics were last written
+        self.fleet = None       # with fleet_store: its pushes and crossings (fleet.Fleet), from run()
 
     # ---- counting
 
@@ -332,6 +333,7 @@ class Follower:
         doc = {'pid': os.getpid(), 'logs': self.logs, 'blocklist': os.path.realpath(self.settings.blocklist),
                'updated': time.time(), 'decided': self.decided_at, 'behind_seconds': round(behind_seconds, 3), 'behind_bytes': behind_bytes}
         formatted = [path for path, reader in self.readers.items() if reader is not None]
+        doc.update(self.fleet.status() if self.fleet is not None else {})
         if formatted:
             doc['unparsed_lines'] = dict((path, self.unparsed.get(path, 0)) for path in formatted)
         try:
@@ -357,6 +359,8 @@ class Follower:
         started = time.time()
         result = Result(emit=None, on_warning=self.warn)
         counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
+        if self.fleet is not None:      # the fleet's sums of the addresses that crossed, over this host's own
+            counts = self.fleet.overlay(counts)
         decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False)
         self.decided_at = time.time()
         self.decide_seconds = self.decided_at - started
@@ -375,7 +379,11 @@ class Follower:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         now = self.clock()
-        try:        # --status lists it from its start: all of the logs to read, then after its first decision
+        try:
+            if self.settings.fleet_store:
+                from .fleet import Fleet        # a fleet store only: redis-py, a thread
+                self.fleet = Fleet(self.settings, self.warn).start()
+            # --status lists it from its start: all of the logs to read, then after its first decision
             self.publish(now, sum(os.path.getsize(path) for path in self.logs if os.path.isfile(path)), metrics=False)
             self._start(now)
             self.decide(now, expire=self.settings.ban_time is not None, first=True)
@@ -392,7 +400,8 @@ class Follower:
                 expire = self.settings.ban_time is not None and wall - last_expiry >= EXPIRE_EVERY
                 # Spilled counts may take a reading of their files per decision: at most half the time.
                 due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)
-                decided = due or moved or expire or lists_now != lists_seen
+                news = self.fleet is not None and self.fleet.tick(self.tally.counters, hour_windows(now), read)
+                decided = due or moved or expire or lists_now != lists_seen or news
                 if decided:
                     self.decide(now, expire)
                     last_decision, pending, lists_seen = wall, False, self._lists_stat()
@@ -415,6 +424,8 @@ class Follower:
             self.publish(self.clock(), sum(source.behind() for source in self.sources))
             leave(pid_path, self.status_path)       # stopped: nothing left in the lock directory
         finally:
+            if self.fleet is not None:
+                self.fleet.close()
             for source in self.sources:
                 source.close()
             self.session.close()

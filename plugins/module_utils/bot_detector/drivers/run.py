@@ -165,6 +165,9 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
     result.scans = [scan.as_dict() for scan in counts.scans]
     if report_floor is not None:
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
+    if settings.fleet_store and not check_mode:
+        from .fleet import fleet_run      # a fleet store only: redis-py
+        counts, result.fleet = fleet_run(settings, counts, result.warn)
 
     def save_states():
         if states and not check_mode:
@@ -190,6 +193,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     # Ranked before the lock: the ranking reads no list, and the precise rules' crawler
     # verification (DNS, up to dns_budget seconds) must not hold the lock.
     at_least = None if records_under else settings.threshold
+    fleet = getattr(counts, 'fleet', {})        # with a fleet store: per window, the keys the fleet's sums decide
     ranked = [(window, rules.examined(counter, server_ips, settings.top, at_least)) for window, counter in counts]
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     try:
@@ -200,7 +204,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 verdict = decide(count, key, settings.threshold, lists)
                 if verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
-                    _act(result, writer, lists, verdict, key, entry)
+                    _act(result, writer, lists, verdict, key, entry, 'fleet' if key in fleet.get(window.stamp, ()) else None)
         if after is not None:
             after()
     finally:
