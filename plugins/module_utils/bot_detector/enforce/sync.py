@@ -139,6 +139,8 @@ class Entries:
     and ``exempt_v6`` hold the exempt networks inside the others: never blocked."""
 
     def __init__(self, content, min_prefix=None, exempt=None):
+        # the blocklist's length, when lines may be appended to it (it ends with a newline)
+        self.length = len(content) if not content or content.endswith(b'\n') else None
         spans, self.skipped, self.refused = {4: [], 6: []}, [], []
         for raw in content.split(b'\n'):
             line = raw.strip()
@@ -244,6 +246,18 @@ def digest_of(settings, content, exempt=None):
     return hashlib.sha256(('\n'.join(what) + '\n').encode('ascii') + content).hexdigest()[:32]
 
 
+def _appended(backend, settings, content, exempt, digest, status):
+    """Whether the backend took the lines appended since its last load alone (nginx.append),
+    without the whole blocklist parsed."""
+    append = getattr(backend, 'append', None)
+    done = None if append is None else append(settings, content, lambda prefix: digest_of(settings, prefix, exempt), digest,
+                                                exempt, _span)
+    if done is None:
+        return False
+    status.changed, status.entries = done
+    return True
+
+
 def sync(settings, force=False, on_skipped=None):
     """Make the enforcement point of ``settings.enforcement`` equal to the blocklist, under
     the run's lock (so two runs load their content in the order they changed it). When the
@@ -264,6 +278,8 @@ def sync(settings, force=False, on_skipped=None):
             loaded = None if force else backend.loaded(settings)
             if loaded is not None and loaded[0] == digest:
                 status.entries = loaded[1]
+            elif loaded is not None and _appended(backend, settings, content, exempt, digest, status):
+                pass
             else:
                 entries = parse_entries(content, settings, exempt)
                 status.skipped = entries.skipped + entries.refused

@@ -1,0 +1,83 @@
+"""nginx enforcement: lines appended to the blocklist since the last load are added to the geo
+file without the whole blocklist parsed again (issue 38, item 7), and the file then means what
+a whole load of the blocklist would: checked against a whole load for random blocklists and
+random appended lines (addresses alone, next to listed ones or to each other, already listed,
+exempt, networks, junk), and one addition to a 200,000-entry blocklist timed against a load."""
+import ipaddress
+import random
+import time
+
+from hypothesis import given, settings as hsettings, strategies as st
+
+from conftest import run_core
+from test_nginx_exemptions import geo_value
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import nginx, sync
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+
+LINE = st.one_of(
+    st.integers(0, 63).map(lambda n: '10.0.0.%d' % n),                    # addresses, many next to each other
+    st.integers(0, 63).map(lambda n: '2001:db8::%x' % n),
+    st.integers(0, 15).map(lambda n: '10.0.0.%d/30' % (n * 4)),           # networks
+    st.sampled_from(['192.0.2.1', '192.0.2.20', '127.0.0.1', '::1', '::ffff:10.0.0.9', 'junk', '# comment', '']),
+)
+
+
+def settings_for(tmp_path, name):
+    (tmp_path / 'allow').write_text('192.0.2.16/29\n10.0.0.40\n')
+    return Settings(enforcement='nginx', blocklist=str(tmp_path / 'blocklist'), activity_log=str(tmp_path / 'activity'),
+                    exclusions_file=str(tmp_path / 'allow'), server_ips=['192.0.2.1', '2001:db8::1'],
+                    nginx_geo_file=str(tmp_path / name), nginx_test_command='true', nginx_reload_command='true',
+                    enforcement_min_prefix_v4=24)
+
+
+def meaning(path):
+    lines = path.read_text().splitlines()
+    probes = [ipaddress.ip_address('10.0.0.%d' % n) for n in range(66)] + [ipaddress.ip_address('2001:db8::%x' % n) for n in range(66)]
+    probes += [ipaddress.ip_address(a) for a in ('192.0.2.1', '192.0.2.20', '127.0.0.1', '::1', '2001:db8::1')]
+    return {str(address): geo_value(lines, address) for address in probes}
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(st.lists(LINE, max_size=20), st.lists(st.lists(LINE, max_size=4), min_size=1, max_size=4))
+def test_appended_lines_mean_what_a_whole_load_means(tmp_path_factory, base, additions):
+    tmp_path = tmp_path_factory.mktemp('appends')
+    settings = settings_for(tmp_path, 'blocked.conf')
+    whole = settings_for(tmp_path, 'whole.conf')
+    blocklist = tmp_path / 'blocklist'
+    blocklist.write_text(''.join(line + '\n' for line in base))
+    assert sync.sync(settings).in_sync
+    for lines in additions:
+        with open(str(blocklist), 'a') as f:
+            f.write(''.join(line + '\n' for line in lines))
+        status = sync.sync(settings)
+        again = sync.sync(whole, force=True)
+        assert status.in_sync and again.in_sync
+        assert meaning(tmp_path / 'blocked.conf') == meaning(tmp_path / 'whole.conf')
+        assert status.entries == again.entries
+        assert nginx.loaded(settings)[:2] == nginx.loaded(whole)[:2]
+        assert sync.sync(settings).changed is False        # in sync: nothing loaded again
+
+
+def test_one_addition_to_200000_entries_costs_a_fraction_of_a_load(tmp_path):
+    rng = random.Random(38)
+    listed = sorted(set(rng.randrange(1, 1 << 23) * 2 for dummy in range(200000)))      # even: never next to each other
+    (tmp_path / 'blocklist').write_text(''.join('10.%d.%d.%d\n' % (n >> 16, n >> 8 & 255, n & 255) for n in listed))
+    options = ['--blocklist', tmp_path / 'blocklist', '--activity-log', tmp_path / 'activity', '--exclusions', tmp_path / 'allow',
+               '--server-ip', '192.0.2.1', '--enforcement', 'nginx', '--nginx-geo-file', tmp_path / 'blocked.conf',
+               '--nginx-test-command', 'true', '--nginx-reload-command', 'true']
+    start = time.perf_counter()
+    load = run_core(options + ['--enforce-now'])
+    whole = time.perf_counter() - start
+    assert load.returncode == 0, load
+    before = (tmp_path / 'blocked.conf').read_text().splitlines()
+    with open(str(tmp_path / 'blocklist'), 'a') as f:
+        f.write('198.51.100.77\n')
+    start = time.perf_counter()
+    (tmp_path / 'access.log').write_text('')
+    added = run_core(options + [tmp_path / 'access.log'])      # a run that blocks nothing syncs what was appended
+    one = time.perf_counter() - start
+    assert added.returncode == 0, added
+    after = (tmp_path / 'blocked.conf').read_text().splitlines()
+    assert after[2:] == before[2:] + ['198.51.100.77 1;']
+    assert after[1].split()[3] == str(int(before[1].split()[3]) + 1)        # the entries count
+    assert one < whole / 3, (one, whole)
