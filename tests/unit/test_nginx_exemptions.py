@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 
+import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import ROOT
@@ -46,6 +47,10 @@ SERVER = ['192.0.2.1', '2001:db8::1']
 ADDRESSES = ['192.0.2.1', '192.0.2.20', '192.0.2.21', '192.0.2.30', '198.51.100.5', '198.51.100.6',
              '2001:db8::1', '2001:db8::20', '2001:db8::30']
 BLOCKLIST = b'127.0.0.0/8\n192.0.2.0/24\n192.0.2.21\n198.51.100.0/24\n2001:db8::/48\n::1\n::/64\n'
+# The same networks as a hostile list may spell them: IPv4-mapped networks, host bits set, the
+# server's own address as a network, loopback in three spellings.
+SPELLED = (b'::ffff:127.0.0.0/104\n::FFFF:192.0.2.1/120\n0:0:0:0:0:ffff:c000:215\n::ffff:c633:6400/120\n'
+           b'2001:db8::1/48\n0:0:0:0:0:0:0:1\n::1/64\n127.0.0.1/8\n::ffff:127.0.0.1\n')
 ALLOW = b'192.0.2.16/29\n2001:db8::20\n::ffff:198.51.100.5\nsubstring-only\n'
 # (client, server address): the status nginx answers.
 EXPECTED = {
@@ -59,7 +64,8 @@ EXPECTED = {
 }
 
 
-def test_the_server_loopback_and_the_allow_list_get_200_the_rest_of_a_blocked_network_403(tmp_path):
+@pytest.mark.parametrize('blocklist', [BLOCKLIST, SPELLED], ids=['plain', 'spelled'])
+def test_the_server_loopback_and_the_allow_list_get_200_the_rest_of_a_blocked_network_403(tmp_path, blocklist):
     require_tools('ip', 'nginx', 'curl')
     lab = Lab()
     pid = None
@@ -76,7 +82,7 @@ def test_the_server_loopback_and_the_allow_list_get_200_the_rest_of_a_blocked_ne
         sh('ip', 'netns', 'exec', lab.server, *command.split())
         pid = int((base / 'nginx.pid').read_text())
         wait_for(lambda: served(lab.server, 'http://127.0.0.1:8080/', '127.0.0.1') == 200)
-        (tmp_path / 'blocklist').write_bytes(BLOCKLIST)
+        (tmp_path / 'blocklist').write_bytes(blocklist)
         (tmp_path / 'allow').write_bytes(ALLOW)
         run = detector(lab.server, [
             '--blocklist', tmp_path / 'blocklist', '--exclusions', tmp_path / 'allow', '--activity-log', tmp_path / 'activity',
