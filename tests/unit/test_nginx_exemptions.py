@@ -147,3 +147,25 @@ def test_the_geo_file_blocks_exactly_the_blocked_less_the_exempt(blocked, allowe
     for address in probes:
         expected = any(address in n for n in blocked) and not any(address in n for n in allowed)
         assert geo_value(lines, address) == int(expected), (address, lines)
+
+
+def test_an_allow_list_that_cannot_be_read_fails_the_sync_and_keeps_the_last_load(tmp_path):
+    """Loading without the allow-list could block its clients: exit status 4, naming it; the geo
+    file stays what it was. A missing allow-list is an empty one."""
+    options = ['--blocklist', tmp_path / 'blocklist', '--activity-log', tmp_path / 'activity', '--exclusions', tmp_path / 'allow',
+               '--server-ip', '192.0.2.1', '--enforcement', 'nginx', '--nginx-geo-file', tmp_path / 'blocked.conf',
+               '--nginx-test-command', 'true', '--nginx-reload-command', 'true', '--enforce-now']
+    (tmp_path / 'blocklist').write_text('198.51.100.0/24\n')
+    first = detector(None, options)
+    assert first.returncode == 0, first
+    loaded = (tmp_path / 'blocked.conf').read_bytes()
+    assert loaded.splitlines()[2:] == [b'198.51.100.0/24 1;']
+    (tmp_path / 'allow').mkdir()
+    with open(str(tmp_path / 'blocklist'), 'a') as f:
+        f.write('203.0.113.7\n')
+    failed = detector(None, options)
+    assert failed.returncode == 4, failed
+    assert failed.stderr.decode().splitlines() == [
+        'bot-detector: warning: enforcement (nginx) failed, the blocklist is updated but not in effect there: cannot read %s: '
+        'not a regular file: the allow-list is needed to exempt its clients' % (tmp_path / 'allow')]
+    assert (tmp_path / 'blocked.conf').read_bytes() == loaded
