@@ -250,8 +250,9 @@ def _appended(backend, settings, content, exempt, digest, status):
     """Whether the backend took the lines appended since its last load alone (nginx.append),
     without the whole blocklist parsed."""
     append = getattr(backend, 'append', None)
-    done = None if append is None else append(settings, content, lambda prefix: digest_of(settings, prefix, exempt), digest,
-                                                exempt, _span)
+    if append is None:
+        return False
+    done = append(settings, content, lambda prefix: digest_of(settings, prefix, exempt), digest, exempt, _span)
     if done is None:
         return False
     status.changed, status.entries = done
