@@ -81,3 +81,28 @@ def test_one_addition_to_200000_entries_costs_a_fraction_of_a_load(tmp_path):
     assert after[2:] == before[2:] + ['198.51.100.77 1;']
     assert after[1].split()[3] == str(int(before[1].split()[3]) + 1)        # the entries count
     assert one < whole / 3, (one, whole)
+
+
+def test_a_change_nginx_would_not_see_writes_the_header_without_a_reload(tmp_path):
+    """Lines appended that block no one more (exempt, already inside a blocked network, a
+    comment): the geo file's header follows the blocklist, nginx is neither tested nor reloaded;
+    a line that blocks someone reloads it. The commands count their runs in a file."""
+    calls = tmp_path / 'calls'
+    options = ['--blocklist', tmp_path / 'blocklist', '--activity-log', tmp_path / 'activity', '--exclusions', tmp_path / 'allow',
+               '--server-ip', '192.0.2.1', '--enforcement', 'nginx', '--nginx-geo-file', tmp_path / 'blocked.conf',
+               '--nginx-test-command', 'sh -c "echo test >> %s"' % calls, '--nginx-reload-command', 'sh -c "echo reload >> %s"' % calls]
+    (tmp_path / 'allow').write_text('10.9.0.0/16\n')
+    (tmp_path / 'blocklist').write_text('198.51.100.0/24\n')
+    (tmp_path / 'access.log').write_text('')
+    assert run_core(options + [tmp_path / 'access.log']).returncode == 0
+    assert calls.read_text().split() == ['test', 'reload']
+    for lines, reloads in ((['10.9.8.7', '192.0.2.1'], 1), (['198.51.100.77', '# a comment', '127.0.0.1'], 1),
+                           (['198.51.100.0/25'], 1), (['203.0.113.5'], 2), (['10.9.0.0/24', '::1'], 2)):
+        with open(str(tmp_path / 'blocklist'), 'a') as f:
+            f.write(''.join(line + '\n' for line in lines))
+        run = run_core(options + [tmp_path / 'access.log'])
+        assert run.returncode == 0, run
+        assert calls.read_text().split().count('reload') == reloads, lines
+        assert nginx.loaded(Settings(nginx_geo_file=str(tmp_path / 'blocked.conf')))[2] == (tmp_path / 'blocklist').stat().st_size
+        status = run_core(options + ['--status'])
+        assert 'Enforcement nginx: in sync' in status.stdout.decode(), status

@@ -126,11 +126,22 @@ def load(settings, entries, digest, force=False):
                   _read(settings.nginx_geo_file), force)
 
 
+def _body(content):
+    """The geo file's content after its header: what nginx reads."""
+    if not content.startswith(HEADER):
+        return content
+    found = _DIGEST.match(content, len(HEADER))
+    return content[found.end() if found else len(HEADER):]
+
+
 def _apply(settings, content, previous, force=False):
     """Replace the geo file by ``content`` (its ``previous`` content put back when nginx's test
     or reload fails), test, reload; True when nginx was reloaded."""
     path = settings.nginx_geo_file
     if previous == content and not force:
+        return False
+    if previous is not None and _body(previous) == _body(content) and not force:
+        replace_file(path, content)     # the header alone: nginx would read the same, no reload
         return False
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
