@@ -13,6 +13,7 @@ longest prefix wins), nftables accepts them before its drop rules.
 
 from __future__ import absolute_import, division, print_function
 
+import hashlib
 import ipaddress
 
 from ..base.errors import BotDetectorError
@@ -45,16 +46,24 @@ def merge(spans):
 
 
 class Exemptions:
-    """The exempt spans of each version (merged), and ``key``, what identifies them (text)."""
+    """The exempt spans of each version (merged), from ``lines`` and the lines of ``content``
+    (the allow-list's bytes), read when first needed: a sync whose load is in sync reads none.
+    ``key`` identifies them all for the load's digest (text)."""
 
-    def __init__(self, lines, span_of):
-        found = {4: [], 6: []}
-        for line in lines:
-            span = span_of(line)
-            if span is not None:
-                found[span[0]].append((span[1], span[2]))
-        self.spans = {version: merge(found[version]) for version in (4, 6)}
-        self.key = ';'.join('%d:%x-%x' % (version, first, last) for version in (4, 6) for first, last in self.spans[version])
+    def __init__(self, lines, span_of, content=b''):
+        self._lines, self._content, self._span_of, self._spans = list(lines), content, span_of, None
+        self.key = hashlib.sha256(b'\n'.join(self._lines) + b'\n\0' + content).hexdigest()[:32]
+
+    @property
+    def spans(self):
+        if self._spans is None:
+            found = {4: [], 6: []}
+            for line in self._lines + self._content.split(b'\n'):
+                span = self._span_of(line)
+                if span is not None:
+                    found[span[0]].append((span[1], span[2]))
+            self._spans = {version: merge(found[version]) for version in (4, 6)}
+        return self._spans
 
     def covers(self, version, first, last):
         """Whether [first, last] lies wholly inside one exempt span."""
@@ -92,7 +101,7 @@ def exemptions(settings, span_of):
     be read fails the sync (BotDetectorError): loading without it could block allow-listed clients."""
     servers = server_addresses() if settings.server_ips is None else [to_bytes(ip) for ip in settings.server_ips]
     try:
-        allowed = read_list(settings.exclusions_file, strict=True).split(b'\n')
+        allowed = read_list(settings.exclusions_file, strict=True)
     except BotDetectorError as exc:
         raise BotDetectorError('%s: the allow-list is needed to exempt its clients' % exc.message)
-    return Exemptions(list(LOOPBACK) + servers + allowed, span_of)
+    return Exemptions(list(LOOPBACK) + servers, span_of, allowed)
