@@ -1,20 +1,20 @@
 """nginx enforcement end to end: Debian's nginx started by the test with a scratch config (its
-own prefix, port, pid file and access log, on loopback, the role's snippet included), real
-requests with curl from loopback source addresses. The detector runs on nginx's own access
+own prefix, pid file and access log, the role's snippet included) in a network namespace of
+the test's, real requests with curl from TEST-NET addresses on the namespace's loopback (the
+host's loopback is never blocked: exempt.py). The detector runs on nginx's own access
 log: the scraper then gets 403, the visitor 200; --unblock serves it again; a geo file that
 fails nginx's test never reaches a reload, and the previous file is back."""
 import os
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
 
 from conftest import ROOT
-from enforcement import CONNECT_TIMEOUT, MAX_TIME, detector, require_tools, wait_for
+from enforcement import CONNECT_TIMEOUT, MAX_TIME, Lab, detector, require_tools, sh, wait_for
 
-SCRAPER, VISITOR = '127.0.0.9', '127.0.0.7'
+SERVER, SCRAPER, VISITOR = '192.0.2.1', '192.0.2.9', '192.0.2.7'
 SNIPPET = ROOT / 'roles' / 'bot_detector' / 'files' / 'bot-detector-block.conf'
 CONF = '''
 pid {d}/nginx.pid;
@@ -34,7 +34,7 @@ http {{
         include {d}/blocked.conf;
     }}
     server {{
-        listen 127.0.0.1:{port};
+        listen {server}:{port};
         include {snippet};
         location / {{ return 200; }}
     }}
@@ -42,24 +42,22 @@ http {{
 '''
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]
-
-
 class Nginx:
-    def __init__(self, base):
+    def __init__(self, base, lab):
         self.dir = base / 'nginx'
         (self.dir / 'tmp').mkdir(parents=True)
-        self.port = free_port()
+        self.lab = lab
+        for address in (SERVER, SCRAPER, VISITOR):
+            sh('ip', '-n', lab.server, 'addr', 'add', address, 'dev', 'lo')
+        self.port = 8080
         self.conf = self.dir / 'nginx.conf'
-        self.conf.write_text(CONF.format(d=self.dir, port=self.port, snippet=SNIPPET))
+        self.conf.write_text(CONF.format(d=self.dir, server=SERVER, port=self.port, snippet=SNIPPET))
         self.geo = self.dir / 'blocked.conf'
         self.geo.write_text('')
         self.base = 'nginx -p %s -c %s' % (self.dir, self.conf)
         self.env = dict(os.environ, TZ='UTC')
-        subprocess.run(self.base.split() + ['-g', 'daemon on;'], env=self.env, check=True, timeout=30)
+        subprocess.run(['ip', 'netns', 'exec', lab.server] + self.base.split() + ['-g', 'daemon on;'], env=self.env, check=True,
+                       timeout=30)
 
     def stop(self):
         try:
@@ -76,7 +74,7 @@ class Nginx:
         os.kill(pid, signal.SIGKILL)
 
     def url(self, path='/jobs/1'):
-        return 'http://127.0.0.1:%d%s' % (self.port, path)
+        return 'http://%s:%d%s' % (SERVER, self.port, path)
 
     def reloads(self):
         return (self.dir / 'error.log').read_text().count('(SIGHUP) received')
@@ -84,17 +82,21 @@ class Nginx:
 
 @pytest.fixture
 def nginx(tmp_path):
-    require_tools('nginx', 'curl')
-    server = Nginx(tmp_path)
+    require_tools('ip', 'nginx', 'curl')
+    lab = Lab()
+    server = None
     try:
+        server = Nginx(tmp_path, lab)
         wait_for(lambda: status(server, VISITOR) == 200)
         yield server
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
+        lab.close()
 
 
 def status(server, source, path='/jobs/1'):
-    proc = subprocess.run(['curl', '--interface', source, '-s', '-o', '/dev/null', '-w', '%{http_code}',
+    proc = subprocess.run(['ip', 'netns', 'exec', server.lab.server, 'curl', '--interface', source, '-s', '-o', '/dev/null', '-w', '%{http_code}',
                            '--connect-timeout', str(CONNECT_TIMEOUT), '-m', str(MAX_TIME), server.url(path)],
                           stdout=subprocess.PIPE, timeout=MAX_TIME + 5, check=False)
     assert proc.returncode == 0, proc
@@ -103,20 +105,20 @@ def status(server, source, path='/jobs/1'):
 
 def options(tmp_path, server, *extra):
     return ['--blocklist', tmp_path / 'blocklist', '--exclusions', tmp_path / 'excluded', '--activity-log',
-            tmp_path / 'activity.log', '--server-ip', '127.0.0.1', '--server-ip', '::1', '--enforcement', 'nginx',
+            tmp_path / 'activity.log', '--server-ip', SERVER, '--enforcement', 'nginx',
             '--nginx-geo-file', server.geo, '--nginx-test-command', server.base + ' -t -q',
             '--nginx-reload-command', server.base + ' -s reload'] + list(extra)
 
 
 def test_the_scraper_gets_403_the_visitor_200_unblock_serves_it_a_failed_test_never_reloads(nginx, tmp_path):
     # The scraper's 1100 job-page requests: one curl, its URLs globbed; the visitor's few.
-    codes = subprocess.run(['curl', '--interface', SCRAPER, '-s', '-w', '%{http_code}\n', '--connect-timeout', '2',
+    codes = subprocess.run(['ip', 'netns', 'exec', nginx.lab.server, 'curl', '--interface', SCRAPER, '-s', '-w', '%{http_code}\n', '--connect-timeout', '2',
                             '-m', '120', nginx.url('/jobs/[1-1100]')], stdout=subprocess.PIPE, timeout=150, check=True)
     assert codes.stdout.split() == [b'200'] * 1100
     assert [status(nginx, VISITOR, '/jobs/%d' % n) for n in range(3)] == [200] * 3
     log = nginx.dir / 'access.log'
 
-    run = detector(None, options(tmp_path, nginx, log))
+    run = detector(nginx.lab.server, options(tmp_path, nginx, log))
     assert run.returncode == 0, run
     assert b'Blocking IP address: %s (1100 requests)' % SCRAPER.encode() in run.stdout
     assert nginx.geo.read_text().splitlines()[2:] == ['%s 1;' % SCRAPER]        # after the header and the digest
@@ -124,12 +126,12 @@ def test_the_scraper_gets_403_the_visitor_200_unblock_serves_it_a_failed_test_ne
     assert status(nginx, VISITOR) == 200
     assert nginx.reloads() == 1
 
-    again = detector(None, options(tmp_path, nginx, log))       # nothing new: the file is kept, no reload
+    again = detector(nginx.lab.server, options(tmp_path, nginx, log))       # nothing new: the file is kept, no reload
     assert again.returncode == 0 and b'already blocked' in again.stdout
     time.sleep(0.5)
     assert nginx.reloads() == 1
 
-    unblock = detector(None, options(tmp_path, nginx, '--unblock', SCRAPER))
+    unblock = detector(nginx.lab.server, options(tmp_path, nginx, '--unblock', SCRAPER))
     assert unblock.returncode == 0, unblock
     wait_for(lambda: status(nginx, SCRAPER) == 200)
     assert nginx.reloads() == 2
@@ -138,7 +140,7 @@ def test_the_scraper_gets_403_the_visitor_200_unblock_serves_it_a_failed_test_ne
     # nginx's configuration broken: the test fails, the previous geo file is put back, no reload.
     good = nginx.conf.read_text()
     nginx.conf.write_text(good + 'this is not nginx;\n')
-    broken = detector(None, options(tmp_path, nginx, log))
+    broken = detector(nginx.lab.server, options(tmp_path, nginx, log))
     assert broken.returncode == 4, broken
     assert b'enforcement (nginx) failed' in broken.stderr and b"nginx_test_command" in broken.stderr
     assert b'the previous %s is back' % str(nginx.geo).encode() in broken.stderr
@@ -149,6 +151,6 @@ def test_the_scraper_gets_403_the_visitor_200_unblock_serves_it_a_failed_test_ne
 
     # Repaired: --enforce-now loads it.
     nginx.conf.write_text(good)
-    now = detector(None, options(tmp_path, nginx, '--enforce-now'))
+    now = detector(nginx.lab.server, options(tmp_path, nginx, '--enforce-now'))
     assert now.returncode == 0, now
     wait_for(lambda: status(nginx, SCRAPER) == 403)

@@ -9,7 +9,9 @@ from __future__ import absolute_import, division, print_function
 
 import os
 
-from .sync import _backend, digest_of
+from ..base.errors import BotDetectorError
+from .exempt import exemptions
+from .sync import _backend, _span, digest_of
 
 __metaclass__ = type
 
@@ -27,5 +29,9 @@ def enforcement_state(settings, content):
         when = int(os.stat(record).st_mtime) if loaded is not None else None
     except OSError:
         when = None
-    return {'backend': settings.enforcement, 'in_sync': loaded is not None and loaded[0] == digest_of(settings, content),
+    try:        # the exemptions are part of what was loaded
+        digest = digest_of(settings, content, exemptions(settings, _span))
+    except BotDetectorError:        # unknown: a sync would fail, and say why
+        digest = None
+    return {'backend': settings.enforcement, 'in_sync': loaded is not None and loaded[0] == digest,
             'entries': loaded[1] if loaded is not None else None, 'loaded_epoch': when}

@@ -27,11 +27,12 @@ from ..base.messages import ENFORCEMENT_SKIPPED, ENFORCEMENT_TOO_BROAD
 from ..base.text import NAMED_START, named_by_start, printable, to_text
 from ..lists.content import read_list
 from ..lists.writer import BlocklistWriter
+from .exempt import cidrs, exemptions, merge
 
 __metaclass__ = type
 
 BACKENDS = ('nftables', 'nginx')
-FORMAT = '1'        # of what a load makes of a blocklist: part of its digest
+FORMAT = '2'        # of what a load makes of a blocklist: part of its digest
 # The skipped lines one warning names; the rest are counted.
 NAMED_SKIPPED = 10
 _IPV4 = re.compile(r'(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}'
@@ -95,26 +96,27 @@ def _text(version, value):
                             value.to_bytes(4 if version == 4 else 16, 'big'))
 
 
-def _elements(spans, version):
+def _elements(spans, version, exempt=None):
     """The spans merged (overlapping or adjacent: what nft's auto-merge would refuse in one
-    add) and written as addresses and CIDR networks, in order."""
-    spans.sort()
-    merged = []
-    for first, last in spans:
-        if merged and first <= merged[-1][1] + 1:
-            if last > merged[-1][1]:
-                merged[-1][1] = last
-        else:
-            merged.append([first, last])
-    found = []
-    for first, last in merged:
+    add) and written as addresses and CIDR networks, in order; with ``exempt`` (Exemptions),
+    less the networks wholly exempt, and with the exempt networks inside the others (text)."""
+    pieces = []
+    for first, last in merge(spans):
         if first == last:
-            found.append(_text(version, first))
-            continue
-        kind = ipaddress.IPv4Address if version == 4 else ipaddress.IPv6Address
-        for network in ipaddress.summarize_address_range(kind(first), kind(last)):
-            found.append(str(network.network_address) if network.num_addresses == 1 else str(network))
-    return found
+            pieces.append((first, last))
+        else:
+            pieces.extend(cidrs(version, first, last))
+    inside = []
+    if exempt is not None:
+        pieces, inside = exempt.split(version, pieces)
+    return [_written(version, first, last) for first, last in pieces], [_written(version, first, last) for first, last in inside]
+
+
+def _written(version, first, last):
+    """A CIDR span as the geo file and nft write it: an address alone, else network/length."""
+    if first == last:
+        return _text(version, first)
+    return '%s/%d' % (_text(version, first), (32 if version == 4 else 128) - (last - first).bit_length())
 
 
 def _widest_block(spans):
@@ -132,9 +134,13 @@ def _widest_block(spans):
 class Entries:
     """The enforceable content of a blocklist: ``v4`` and ``v6``, each a sorted list of
     addresses and CIDR networks (text) with duplicates, and networks inside others or next to
-    each other, merged; ``skipped``, the lines that are not an address or network (text)."""
+    each other, merged; ``skipped``, the lines that are not an address or network (text).
+    With ``exempt`` (exempt.Exemptions), networks wholly exempt are left out, and ``exempt_v4``
+    and ``exempt_v6`` hold the exempt networks inside the others: never blocked."""
 
-    def __init__(self, content, min_prefix=None):
+    def __init__(self, content, min_prefix=None, exempt=None):
+        # the blocklist's length, when lines may be appended to it (it ends with a newline)
+        self.length = len(content) if not content or content.endswith(b'\n') else None
         spans, self.skipped, self.refused = {4: [], 6: []}, [], []
         for raw in content.split(b'\n'):
             line = raw.strip()
@@ -148,8 +154,8 @@ class Entries:
         self.min_prefix = min_prefix or {4: 8, 6: 32}
         for version, bits in ((4, 32), (6, 128)):
             spans[version] = self._bounded(spans[version], 1 << (bits - self.min_prefix[version]))
-        self.v4 = _elements(spans[4], 4)
-        self.v6 = _elements(spans[6], 6)
+        self.v4, self.exempt_v4 = _elements(spans[4], 4, exempt)
+        self.v6, self.exempt_v6 = _elements(spans[6], 6, exempt)
 
     def _bounded(self, spans, widest):
         """The spans less those of the lines that, alone or merged with others, cover more than
@@ -194,11 +200,12 @@ class Entries:
         return ENFORCEMENT_SKIPPED % (len(self.skipped), 'line is' if len(self.skipped) == 1 else 'lines are', named)
 
 
-def parse_entries(content, settings=None):
-    """The Entries of a blocklist's content (bytes), bounded by ``settings``' minimum prefixes."""
+def parse_entries(content, settings=None, exempt=None):
+    """The Entries of a blocklist's content (bytes), bounded by ``settings``' minimum prefixes,
+    less ``exempt`` (exempt.Exemptions)."""
     if settings is None:
-        return Entries(content)
-    return Entries(content, {4: settings.enforcement_min_prefix_v4, 6: settings.enforcement_min_prefix_v6})
+        return Entries(content, exempt=exempt)
+    return Entries(content, {4: settings.enforcement_min_prefix_v4, 6: settings.enforcement_min_prefix_v6}, exempt)
 
 
 class Status:
@@ -227,14 +234,29 @@ def _backend(name):
     return nginx
 
 
-def digest_of(settings, content):
+def digest_of(settings, content, exempt=None):
     """What identifies a load: the blocklist's bytes, the backend and its settings, the
-    format. The backend keeps it beside what it loaded (nft: the drop rules' comment; nginx:
+    exemptions, the format. The backend keeps it beside what it loaded (nft: the drop rules' comment; nginx:
     the geo file's header), so an unchanged blocklist is neither parsed nor loaded again."""
     what = [FORMAT, settings.enforcement, '%d,%d' % (settings.enforcement_min_prefix_v4, settings.enforcement_min_prefix_v6)]
     if settings.enforcement == 'nftables':
         what.append(','.join(str(port) for port in sorted(set(settings.enforcement_ports))))
+    if exempt is not None:
+        what.append(exempt.key)
     return hashlib.sha256(('\n'.join(what) + '\n').encode('ascii') + content).hexdigest()[:32]
+
+
+def _appended(backend, settings, content, exempt, digest, status):
+    """Whether the backend took the lines appended since its last load alone (nginx.append),
+    without the whole blocklist parsed."""
+    append = getattr(backend, 'append', None)
+    if append is None:
+        return False
+    done = append(settings, content, lambda prefix: digest_of(settings, prefix, exempt), digest, exempt, _span)
+    if done is None:
+        return False
+    status.changed, status.entries = done
+    return True
 
 
 def sync(settings, force=False, on_skipped=None):
@@ -252,12 +274,15 @@ def sync(settings, force=False, on_skipped=None):
             # strict: a blocklist that cannot be read is a failed sync, never an empty set
             content = read_list(settings.blocklist, strict=True)
             backend = _backend(settings.enforcement)
-            digest = digest_of(settings, content)
+            exempt = exemptions(settings, _span)
+            digest = digest_of(settings, content, exempt)
             loaded = None if force else backend.loaded(settings)
             if loaded is not None and loaded[0] == digest:
                 status.entries = loaded[1]
+            elif loaded is not None and _appended(backend, settings, content, exempt, digest, status):
+                pass
             else:
-                entries = parse_entries(content, settings)
+                entries = parse_entries(content, settings, exempt)
                 status.skipped = entries.skipped + entries.refused
                 for warning in (entries.skipped_warning(), entries.refused_warning()):
                     if warning and on_skipped is not None:
