@@ -13,9 +13,15 @@ The chain drops, rather than rejects, new connections from a blocked address: a 
 learns nothing quickly (each attempt waits for its own time-out), and the host sends no
 packet to an address it has never answered (a reject answers spoofed sources too).
 
+Never dropped, whatever the blocklist says (spared.py): loopback, the server's addresses and
+the allow-list's, in the sets allowed_v4/allowed_v6, and every address of the host (``fib
+saddr type local``): their ``accept`` rules come before the drop rules, in the same
+transaction.
+
 The drop rules' comment, and a record beside the run's lock, carry the digest of the
-blocklist loaded and the entries count (sync.digest_of); a sync whose blocklist has that
-digest loads nothing (``force`` loads anyway: --enforce-now, at boot). See ``loaded`` for
+blocklist loaded and the entries count (sync.digest_of); the record adds the digest of the
+exceptions. A sync whose blocklist has that digest and whose exceptions are those loads
+nothing (``force`` loads anyway: --enforce-now, at boot). See ``loaded``
 when nft confirms it.
 """
 
@@ -29,6 +35,7 @@ from ..base.errors import BotDetectorError
 from ..base.text import printable, to_text
 from ..lists.replace import replace_file
 from ..lists.writer import lock_file
+from .spared import digest_spared, spared
 
 __metaclass__ = type
 
@@ -43,27 +50,37 @@ CHECK_MAX = 100000
 _DIGEST = re.compile(r'comment "bot-detector ([0-9a-f]{32}) ([0-9]+)"')
 
 
-def ruleset(entries, ports, digest=None):
+def ruleset(entries, ports, digest=None, exceptions=((), ())):
     """The ``nft -f`` text that makes the table hold ``entries`` (sync.Entries) and drop
-    new connections from them to ``ports``. With ``digest``, the drop rules' comment holds
-    it and the entries count."""
+    new connections from them to ``ports``, but never from ``exceptions`` ((v4, v6)
+    elements, spared.spared) nor from the host's own addresses. With ``digest``, the drop
+    rules' comment holds it and the entries count."""
     port_set = ', '.join(str(port) for port in sorted(set(ports)))
     comment = ' comment "bot-detector %s %d"' % (digest, len(entries)) if digest else ''
     lines = [
         'add table %s' % TABLE,
         'add set %s blocked_v4 { type ipv4_addr; flags interval; auto-merge; }' % TABLE,
         'add set %s blocked_v6 { type ipv6_addr; flags interval; auto-merge; }' % TABLE,
+        'add set %s allowed_v4 { type ipv4_addr; flags interval; auto-merge; }' % TABLE,
+        'add set %s allowed_v6 { type ipv6_addr; flags interval; auto-merge; }' % TABLE,
         'add chain %s input { type filter hook input priority %s; policy accept; }' % (TABLE, CHAIN_PRIORITY),
         'flush set %s blocked_v4' % TABLE,
         'flush set %s blocked_v6' % TABLE,
+        'flush set %s allowed_v4' % TABLE,
+        'flush set %s allowed_v6' % TABLE,
         'flush chain %s input' % TABLE,
+        # The exceptions first: an accept here ends this chain, so no drop below sees them.
+        'add rule %s input fib saddr type local accept' % TABLE,
+        'add rule %s input ip saddr @allowed_v4 accept' % TABLE,
+        'add rule %s input ip6 saddr @allowed_v6 accept' % TABLE,
         # TCP and UDP (HTTP/3 runs over UDP 443); ct state new: a packet that opens a flow.
         'add rule %s input ct state new meta l4proto { tcp, udp } th dport { %s } ip saddr @blocked_v4 drop%s'
         % (TABLE, port_set, comment),
         'add rule %s input ct state new meta l4proto { tcp, udp } th dport { %s } ip6 saddr @blocked_v6 drop%s'
         % (TABLE, port_set, comment),
     ]
-    for name, networks in (('blocked_v4', entries.v4), ('blocked_v6', entries.v6)):
+    for name, networks in (('blocked_v4', entries.v4), ('blocked_v6', entries.v6),
+                           ('allowed_v4', list(exceptions[0])), ('allowed_v6', list(exceptions[1]))):
         for start in range(0, len(networks), CHUNK):
             elements = ', '.join(networks[start:start + CHUNK])
             lines.append('add element %s %s { %s }' % (TABLE, name, elements))
@@ -90,16 +107,19 @@ record_path = _record       # --status reads when it was written (state.py)
 
 
 def loaded(settings):
-    """(digest, entries) of the last good load, or None. The record of the last load says it;
-    up to CHECK_MAX entries nft confirms it from the drop rules' comment (a table removed or
+    """(digest, entries) of the last good load, or None. The record of the last load says it,
+    with the exceptions loaded (the allow-list or server_ips changed: loaded again); up to
+    CHECK_MAX entries nft confirms it from the drop rules' comment (a table removed or
     flushed by hand is then seen at the next run). Above that, listing costs more than a
     load (nft reads every element from the kernel even to list one chain), so the record is
     trusted: the boot unit and a restart of nftables.service load anyway (--enforce-now)."""
     try:
         with open(_record(settings)) as handle:
-            digest, count = handle.read().split()
+            digest, count, exceptions = handle.read().split()
         recorded = (digest, int(count))
     except (IOError, OSError, ValueError):
+        return None
+    if exceptions != digest_spared(spared(settings)):
         return None
     if recorded[1] > CHECK_MAX:
         return recorded
@@ -120,9 +140,10 @@ def load(settings, entries, digest, force=False):
         os.unlink(record)       # a load that fails leaves no record: the next run tries again
     except OSError:
         pass
-    code, dummy, err = _nft(['-f', '-'], ruleset(entries, settings.enforcement_ports, digest))
+    exceptions = spared(settings)
+    code, dummy, err = _nft(['-f', '-'], ruleset(entries, settings.enforcement_ports, digest, exceptions))
     if code == 0:
-        replace_file(record, ('%s %d\n' % (digest, len(entries))).encode('ascii'))
+        replace_file(record, ('%s %d %s\n' % (digest, len(entries), digest_spared(exceptions))).encode('ascii'))
     else:
         lines = [line.strip() for line in printable(to_text(err)).splitlines() if line.strip()]
         detail = lines[0] if lines else 'exit status %d' % code
