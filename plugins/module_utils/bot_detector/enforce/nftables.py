@@ -19,22 +19,22 @@ saddr type local``): their ``accept`` rules come before the drop rules, in the s
 transaction.
 
 The drop rules' comment, and a record beside the run's lock, carry the digest of the
-blocklist loaded and the entries count (sync.digest_of); the record adds the digest of the
-exceptions. A sync whose blocklist has that digest and whose exceptions are those loads
-nothing (``force`` loads anyway: --enforce-now, at boot). See ``loaded``
-when nft confirms it.
+blocklist loaded and the entries count (sync.digest_of); the record adds the table's handle
+and the digest of the exceptions. A sync whose blocklist has that digest, whose exceptions
+are those, and whose table still has that handle loads nothing (``force`` loads anyway:
+--enforce-now, at boot). See ``loaded``.
 """
 
 from __future__ import absolute_import, division, print_function
 
 import os
-import re
 import subprocess
 
 from ..base.errors import BotDetectorError
 from ..base.text import printable, to_text
 from ..lists.replace import replace_file
 from ..lists.writer import lock_file
+from .netlink import table_handle
 from .spared import digest_spared, spared
 
 __metaclass__ = type
@@ -45,9 +45,6 @@ CHAIN_PRIORITY = 'filter - 10'
 # Elements per ``add element`` statement: the same transaction, in pieces nft parses quickly.
 CHUNK = 10000
 TIMEOUT = 600
-# Up to this many entries, an unchanged blocklist is confirmed by listing the table (see loaded).
-CHECK_MAX = 100000
-_DIGEST = re.compile(r'comment "bot-detector ([0-9a-f]{32}) ([0-9]+)"')
 
 
 def ruleset(entries, ports, digest=None, exceptions=((), ())):
@@ -108,29 +105,20 @@ record_path = _record       # --status reads when it was written (state.py)
 
 def loaded(settings):
     """(digest, entries) of the last good load, or None. The record of the last load says it,
-    with the exceptions loaded (the allow-list or server_ips changed: loaded again); up to
-    CHECK_MAX entries nft confirms it from the drop rules' comment (a table removed or
-    flushed by hand is then seen at the next run). Above that, listing costs more than a
-    load (nft reads every element from the kernel even to list one chain), so the record is
-    trusted: the boot unit and a restart of nftables.service load anyway (--enforce-now)."""
+    and holds for as long as the table has the handle recorded (netlink.table_handle: one
+    netlink message, whatever the entries; the table deleted or made again, by ``nft flush
+    ruleset`` or a reload of nftables.service, has none or another) and the exceptions are
+    those loaded (the allow-list or server_ips changed: loaded again)."""
     try:
         with open(_record(settings)) as handle:
-            digest, count, exceptions = handle.read().split()
+            digest, count, table, exceptions = handle.read().split()
         recorded = (digest, int(count))
+        table = int(table)
     except (IOError, OSError, ValueError):
         return None
-    if exceptions != digest_spared(spared(settings)):
+    if exceptions != digest_spared(spared(settings)) or not table or table_handle(*TABLE.split()) != table:
         return None
-    if recorded[1] > CHECK_MAX:
-        return recorded
-    code, out, dummy = _nft(['-t', 'list', 'chain'] + TABLE.split() + ['input'])
-    if code != 0:
-        return None
-    found = set(_DIGEST.findall(to_text(out)))
-    if len(found) != 1:
-        return None
-    digest, count = found.pop()
-    return (digest, int(count)) if (digest, int(count)) == recorded else None
+    return recorded
 
 
 def load(settings, entries, digest, force=False):
@@ -143,7 +131,8 @@ def load(settings, entries, digest, force=False):
     exceptions = spared(settings)
     code, dummy, err = _nft(['-f', '-'], ruleset(entries, settings.enforcement_ports, digest, exceptions))
     if code == 0:
-        replace_file(record, ('%s %d %s\n' % (digest, len(entries), digest_spared(exceptions))).encode('ascii'))
+        replace_file(record, ('%s %d %d %s\n' % (digest, len(entries), table_handle(*TABLE.split()) or 0,
+                                                 digest_spared(exceptions))).encode('ascii'))
     else:
         lines = [line.strip() for line in printable(to_text(err)).splitlines() if line.strip()]
         detail = lines[0] if lines else 'exit status %d' % code
