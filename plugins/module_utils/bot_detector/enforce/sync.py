@@ -95,9 +95,8 @@ def _text(version, value):
                             value.to_bytes(4 if version == 4 else 16, 'big'))
 
 
-def _elements(spans, version):
-    """The spans merged (overlapping or adjacent: what nft's auto-merge would refuse in one
-    add) and written as addresses and CIDR networks, in order."""
+def _merged(spans):
+    """The spans, sorted and merged where they overlap or touch: [first, last] lists."""
     spans.sort()
     merged = []
     for first, last in spans:
@@ -106,6 +105,13 @@ def _elements(spans, version):
                 merged[-1][1] = last
         else:
             merged.append([first, last])
+    return merged
+
+
+def _elements(spans, version):
+    """The spans merged (overlapping or adjacent: what nft's auto-merge would refuse in one
+    add) and written as addresses and CIDR networks, in order."""
+    merged = _merged(spans)
     found = []
     for first, last in merged:
         if first == last:
@@ -114,6 +120,17 @@ def _elements(spans, version):
         kind = ipaddress.IPv4Address if version == 4 else ipaddress.IPv6Address
         for network in ipaddress.summarize_address_range(kind(first), kind(last)):
             found.append(str(network.network_address) if network.num_addresses == 1 else str(network))
+    return found
+
+
+def _outside(addresses, blocks, version):
+    """The ``addresses`` (sorted integers) in none of the ``blocks`` (merged spans), as text."""
+    found, at = [], 0
+    for value in addresses:
+        while at < len(blocks) and blocks[at][1] < value:
+            at += 1
+        if at == len(blocks) or value < blocks[at][0]:
+            found.append(_text(version, value))
     return found
 
 
@@ -146,8 +163,17 @@ class Entries:
             else:
                 spans[span[0]].append((span[1], span[2], line))
         self.min_prefix = min_prefix or {4: 8, 6: 32}
+        # For nftables' two kinds of sets and its additions (nftables.add): the address lines
+        # counted, and the blocks of network lines (refused or not) an address may touch.
+        self.address_lines = dict((v, sum(1 for span in spans[v] if span[0] == span[1])) for v in (4, 6))
+        self.network_blocks = dict((v, _merged([span[:2] for span in spans[v] if span[0] != span[1]])) for v in (4, 6))
         for version, bits in ((4, 32), (6, 128)):
             spans[version] = self._bounded(spans[version], 1 << (bits - self.min_prefix[version]))
+        self.addresses, self.networks = {}, {}
+        for version in (4, 6):
+            networks = [span for span in spans[version] if span[0] != span[1]]
+            self.networks[version] = _elements(list(networks), version)
+            self.addresses[version] = _outside(sorted(set(f for f, l in spans[version] if f == l)), _merged(networks), version)
         self.v4 = _elements(spans[4], 4)
         self.v6 = _elements(spans[6], 6)
 
@@ -254,15 +280,21 @@ def sync(settings, force=False, on_skipped=None):
             backend = _backend(settings.enforcement)
             digest = digest_of(settings, content)
             loaded = None if force else backend.loaded(settings)
+            added = None
+            if loaded is not None and loaded[0] != digest and hasattr(backend, 'add'):
+                added = backend.add(settings, content, digest, _span)
             if loaded is not None and loaded[0] == digest:
                 status.entries = loaded[1]
+            elif added is not None:     # lines appended, loaded alone (nftables.add)
+                status.entries, status.changed = added, True
             else:
                 entries = parse_entries(content, settings)
                 status.skipped = entries.skipped + entries.refused
                 for warning in (entries.skipped_warning(), entries.refused_warning()):
                     if warning and on_skipped is not None:
                         on_skipped(warning)
-                status.changed = backend.load(settings, entries, digest, force)
+                extra = {'content': content} if hasattr(backend, 'add') else {}
+                status.changed = backend.load(settings, entries, digest, force, **extra)
                 status.entries = len(entries)
             status.in_sync = True
         finally:
