@@ -10,8 +10,9 @@ the role runs it. Writes its block of docs/benchmarks.md (and docs/benchmarks.md
 
 Then one addition (issue 38, item 7): at 131,072 and 1,000,000 entries, one address appended
 and synced as before (a full load, what every addition cost: ``--enforce-now``) and as now (a
-run that finds one new line: ``add element`` into the hash set), with nft's CPU time and peak
-RSS (/usr/bin/time around nft) and the command's wall time; its own block.
+run that finds one new line: ``add element`` into the hash set), and its unblock (``delete
+element``), with nft's CPU time and peak RSS (/usr/bin/time around nft) and the command's
+wall time; its own block.
 BENCH_ENFORCE_ONLY=additions runs only that part.
 """
 import os
@@ -104,7 +105,8 @@ def additions():
             with open(path, 'a') as f:
                 f.write('240.0.0.3\n')
             after = measured(command + ['--unblock', '192.0.2.255'])
-            rows.append((n, before, full, after))
+            removal = measured(command + ['--unblock', '240.0.0.3'])   # the line removed: delete element
+            rows.append((n, before, full, after, removal))
             print('%d entries, one addition: before %s; full load now nft %.2f s CPU %d KiB; incremental nft %.3f s CPU %d KiB' % (
                 n, before, full[0], full[1], after[0], after[1]), flush=True)
     finally:
@@ -116,9 +118,10 @@ def additions():
 def write_additions(rows):
     table = ['| entries | how one addition is applied | nft CPU (user + system) | nft peak RSS | the command, wall |',
              '|---|---|---|---|---|']
-    for n, before, full, after in rows:
+    for n, before, full, after, removal in rows:
         for how, figures in (('before: a full reload, interval sets', before), ('a full load now (hash and interval sets)', full),
-                             ('**now: the addition alone** (`add element`)', after)):
+                             ('**now: the addition alone** (`add element`)', after),
+                             ('now: one removal alone (`--unblock`, `delete element`)', removal)):
             if figures is not None:
                 table.append('| %s | %s | %.3f s | %.1f MiB | %.2f s |' % (
                     '{:,}'.format(n), how, figures[0], figures[1] / 1024.0, figures[2]))
@@ -128,7 +131,8 @@ def write_additions(rows):
              '5%% IPv6), synced. Before (BENCH_BEFORE_MAIN, the tree before issue 38 item 7): every addition was a full '
              'reload, all entries in interval sets (`--enforce-now` of that tree). A full load now, for comparison. Now: '
              'a run that finds one line appended adds it to the hash set of single addresses (`add element`, one '
-             'transaction). nft measured by /usr/bin/time '
+             'transaction); an unblock of it deletes it (`delete element`; the lines compared with the copy of the '
+             'blocklist loaded). nft measured by /usr/bin/time '
              '(user + system CPU, peak RSS); the command: wall time, its reading of the blocklist (a hash of it) '
              'included. Load average %s (15 min) at the end; run on %s.\n\n' % (load, time.strftime('%Y-%m-%d'))
              + '\n'.join(table) + '\n' + ADD_END)

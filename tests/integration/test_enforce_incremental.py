@@ -1,7 +1,8 @@
-"""nftables applies what was appended to the blocklist alone (issue 38, item 7): ``add element``
-of the new single addresses into plain hash sets, in one transaction, while a full load comes
-at the start, when the table is missing, and for anything else (a removal, a network, a line
-that is no address, an address touching a network). After any sequence, the table holds what
+"""nftables applies the blocklist's changes alone (issue 38, item 7): ``add element`` and
+``delete element`` of single addresses in plain hash sets, in one transaction, while a full
+load comes at the start, when the table is missing, and for anything else (a network, a line
+that is no address, an address touching a network, a removal once an address is written in
+two ways). After any sequence, the table holds what
 a full load of the same blocklist holds (every set compared, with real nft in two network
 namespaces), the guards included."""
 import json
@@ -79,12 +80,29 @@ def test_additions_removals_and_a_flush_leave_what_a_full_load_makes(lab, tmp_pa
     step(lab, tmp_path, append=b'198.51.101.0\n', incremental=False)        # touches 198.51.100.0/24: the guard decides
     step(lab, tmp_path, append=b'203.0.113.0/24\n', incremental=False)      # a network
     step(lab, tmp_path, append=b'not-an-address\n', incremental=False)      # named in a warning by the full load
-    step(lab, tmp_path, content=b'192.0.2.11\n203.0.113.0/24\n', incremental=False)   # a removal (unblock, expiry)
+    step(lab, tmp_path, content=b'192.0.2.11\n203.0.113.0/24\n', incremental=False)   # networks removed
     sh('ip', 'netns', 'exec', lab.server, 'nft', 'flush', 'ruleset')
     step(lab, tmp_path, append=b'192.0.2.14\n', incremental=False)          # the table lost: a full load
     step(lab, tmp_path, append=b'192.0.2.15\n2001:db8:2::1\n')
     step(lab, tmp_path, append=b'192.0.2.16')                                # no newline yet: a line on its way
-    step(lab, tmp_path, append=b'0\n', incremental=False)                    # the line grew: 192.0.2.160
+    mine = step(lab, tmp_path, append=b'0\n')             # the line grew: 192.0.2.16 deleted, 192.0.2.160 added
+    assert '"192.0.2.16"' not in mine['blocked_addr_v4'] and '"192.0.2.160"' in mine['blocked_addr_v4']
+    now = (tmp_path / 'a' / 'blocklist').read_bytes()
+    mine = step(lab, tmp_path, content=now.replace(b'192.0.2.15\n', b''))     # a removal (unblock, expiry): delete element
+    assert '"192.0.2.15"' not in mine['blocked_addr_v4']
+    now = (tmp_path / 'a' / 'blocklist').read_bytes()
+    step(lab, tmp_path, content=now.replace(b'2001:db8:2::1\n', b'') + b'192.0.2.17\n')     # both at once
+    step(lab, tmp_path, append=b'203.0.113.9\n', incremental=False)         # inside a network: the full load leaves it out
+    now = (tmp_path / 'a' / 'blocklist').read_bytes()
+    step(lab, tmp_path, content=now.replace(b'203.0.113.9\n', b''), incremental=False)     # so is its removal
+    step(lab, tmp_path, append=b' 192.0.2.18/32\n')                         # written otherwise: added alone
+    now = (tmp_path / 'a' / 'blocklist').read_bytes()
+    # A removal once an address is written two ways (192.0.2.17/32 would keep 192.0.2.17): a full load.
+    mine = step(lab, tmp_path, content=now.replace(b'192.0.2.17\n', b'192.0.2.17/32\n').replace(b'192.0.2.14\n', b''),
+                incremental=False)
+    assert '"192.0.2.17"' in mine['blocked_addr_v4'] and '"192.0.2.14"' not in mine['blocked_addr_v4']
+    now = (tmp_path / 'a' / 'blocklist').read_bytes()
+    step(lab, tmp_path, content=now.replace(b'192.0.2.17/32\n', b''), incremental=False)
 
 
 def test_the_prefix_guard_stays_exact_for_additions(lab, tmp_path):

@@ -12,11 +12,13 @@ sets (blocked_addr_v4/_v6), its networks into interval sets (blocked_v4/_v6; an 
 inside one of them is left out): nft 1.0.6 adds one element to an interval set of 131,072
 at about the cost of loading it, to a hash set in well under 0.01 s.
 
-Lines appended since the last load are applied alone (``add``): ``add element`` of the new
-addresses into the hash sets, one transaction, without parsing the rest of the blocklist.
-Anything else (a line removed, a network, a line that is no address, an address touching a
-network line, a table lost, other settings) is a full load, whose guards (sync.Entries:
-prefix limits) decide; ``add`` takes only what they would take unchanged.
+The changes since the last load are applied alone (``add``): ``add element`` and ``delete
+element`` of single addresses in the hash sets, one transaction, without parsing the rest of
+the blocklist. Lines appended are told from the record's length and hash; other changes from
+a copy of the blocklist loaded (beside the record), line sets compared. Anything else (a
+network, a line that is no address, an address touching a network line, a removal once an
+address is written in two ways, a table lost, other settings) is a full load, whose guards
+(sync.Entries: prefix limits) decide; ``add`` takes only what they would take unchanged.
 
 The chain drops, rather than rejects, new connections from a blocked address: a scraper
 learns nothing quickly (each attempt waits for its own time-out), and the host sends no
@@ -185,60 +187,120 @@ def load(settings, entries, digest, force=False, content=None):
            'addresses': [entries.address_lines[4], entries.address_lines[6]],
            'blocks': [entries.network_blocks[4], entries.network_blocks[6]]}
     if content is not None:
-        doc.update(length=len(content), sha256=hashlib.sha256(content).hexdigest())
+        replace_file(_copy(settings), content)
+        doc.update(length=len(content), sha256=hashlib.sha256(content).hexdigest(), noncanonical=entries.noncanonical)
     _write_record(settings, doc)
     return True
 
 
-def add(settings, content, digest, span):
-    """The lines appended to the blocklist since the last load, loaded alone (``add element``,
-    one transaction): the number of entries then, or None when only a full load is exact. Only
-    when the record's content is a prefix of ``content`` (its length and hash), the table and
-    its exceptions are those recorded (``loaded`` said so), and every new line is an address
-    (``span``: sync._span) that touches no network line's block and cannot make a block of
-    addresses wider than the prefix limits; a removed line, a network, a line that is no
-    address: a full load (sync.parse_entries), whose guards decide."""
-    doc = _read_record(settings)
-    length = doc.get('length') if doc else None
-    if not isinstance(length, int) or length > len(content) or (length and content[length - 1:length] != b'\n'):
+def _lines(data):
+    """The set of a blocklist's lines that can be entries (stripped; no blank line, no comment)."""
+    return set(line for line in (raw.strip() for raw in data.split(b'\n')) if line and not line.startswith(b'#'))
+
+
+def _copy(settings):
+    """The blocklist as last loaded, beside the record: what a removal is told from."""
+    return _record(settings) + '.loaded'
+
+
+def _read_copy(settings, doc):
+    try:
+        with open(_copy(settings), 'rb') as handle:
+            old = handle.read()
+    except (IOError, OSError):
         return None
-    if hashlib.sha256(content[:length]).hexdigest() != doc.get('sha256'):
+    return old if len(old) == doc['length'] and hashlib.sha256(old).hexdigest() == doc['sha256'] else None
+
+
+def _changes(settings, content, doc):
+    """(lines added, lines removed, the old lines or None) since the record's load, or None.
+    Lines appended: told from the record's length and hash alone. Otherwise from the copy of
+    the blocklist loaded, when every address in it was written as ``add`` writes it (so that a
+    line removed is its address gone)."""
+    length = doc['length']
+    if length <= len(content) and (not length or content[length - 1:length] == b'\n') and \
+            hashlib.sha256(content[:length]).hexdigest() == doc['sha256']:
+        return _lines(content[length:]), set(), None
+    old = _read_copy(settings, doc)
+    if old is None or doc['noncanonical']:
         return None
-    new = {4: set(), 6: set()}
-    for raw in content[length:].split(b'\n'):
-        line = raw.strip()
-        if not line or line.startswith(b'#'):
-            continue
-        found = span(line)
-        if found is None or found[1] != found[2]:
+    old_lines, new_lines = _lines(old), _lines(content)
+    return new_lines - old_lines, old_lines - new_lines, old_lines
+
+
+def _addresses(lines, span):
+    """{version: set of addresses} of ``lines``, and how many are written otherwise than
+    canonically; None when one is not a single address."""
+    found, noncanonical = {4: set(), 6: set()}, 0
+    for line in lines:
+        item = span(line)
+        if item is None or item[1] != item[2]:
             return None
-        new[found[0]].add(found[1])
+        found[item[0]].add(item[1])
+        if b'/' in line or b':' in line and (item[0] == 4 or _text(6, item[1]).encode('ascii') != line):
+            noncanonical += 1
+    return found, noncanonical
+
+
+def add(settings, content, digest, span):
+    """The blocklist's changes since the last load applied alone (``add element`` and ``delete
+    element`` in the hash sets, one transaction): the number of entries then, or None when
+    only a full load is exact. Only when the table and its exceptions are those recorded
+    (``loaded`` said so), the lines added or removed are all single addresses (``span``:
+    sync._span), none touches a network line's block, and the addresses listed cannot make
+    a block wider than the prefix limits; else (a network, a line that is no address, ...)
+    a full load (sync.parse_entries), whose guards decide. A failed transaction: a full load."""
+    doc = _read_record(settings)
+    if doc is None or not isinstance(doc.get('length'), int) or not isinstance(doc.get('noncanonical'), int):
+        return None
     counts, blocks = doc.get('addresses'), doc.get('blocks')
     if not isinstance(counts, list) or not isinstance(blocks, list) or len(counts) != 2 or len(blocks) != 2:
         return None
+    changes = _changes(settings, content, doc)
+    if changes is None:
+        return None
+    added, removed, old_lines = changes
+    new, gone = _addresses(added, span), _addresses(removed, span)
+    if new is None or gone is None:
+        return None
+    (new, noncanonical), gone = new, gone[0]
     counts = list(counts)
     for version, bits, limit in ((4, 32, settings.enforcement_min_prefix_v4), (6, 128, settings.enforcement_min_prefix_v6)):
         index = version // 6
-        counts[index] += len(new[version])
+        gone[version] -= new[version]       # written otherwise, still listed
+        counts[index] += len(new[version])  # never less: a bound on the addresses listed
         if counts[index] > 1 << (bits - limit):
             return None
         starts = [block[0] for block in blocks[index]]
-        for value in new[version]:
+        for value in new[version] | gone[version]:
             at = bisect.bisect_right(starts, value + 1) - 1
             if at >= 0 and value <= blocks[index][at][1] + 1:
                 return None
-    lines, before = [], b'\n' + content[:length]
+    lines, before = [], b'\n' + content[:doc['length']] if old_lines is None else None
+    entries = doc['entries']
     for version in (4, 6):
         texts = [_text(version, value) for value in sorted(new[version])]
         _add_elements(lines, 'blocked_addr_v%d' % version, texts)
-        # An entry more unless the address was listed already (as written by the detector).
-        doc['entries'] += sum(1 for text in texts if ('\n%s\n' % text).encode('ascii') not in before)
+        deleted = [_text(version, value) for value in sorted(gone[version])]
+        for start in range(0, len(deleted), CHUNK):
+            lines.append('delete element %s blocked_addr_v%d { %s }' % (TABLE, version, ', '.join(deleted[start:start + CHUNK])))
+        # An entry more unless the address was listed already.
+        entries += sum(1 for text in texts if (('\n%s\n' % text).encode('ascii') not in before if old_lines is None
+                                               else text.encode('ascii') not in old_lines)) - len(deleted)
     if lines:
-        _apply('\n'.join(lines) + '\n')
-    doc.update(digest=digest, addresses=counts,
+        try:
+            _apply('\n'.join(lines) + '\n')
+        except BotDetectorError:
+            return None
+    if old_lines is None and doc['length']:
+        with open(_copy(settings), 'ab') as handle:    # the same bytes as the blocklist: the hash says so
+            handle.write(content[doc['length']:])
+    else:
+        replace_file(_copy(settings), content)
+    doc.update(digest=digest, entries=entries, addresses=counts, noncanonical=doc['noncanonical'] + noncanonical,
                length=len(content), sha256=hashlib.sha256(content).hexdigest())
     _write_record(settings, doc)
-    return doc['entries']
+    return entries
 
 
 def _text(version, value):

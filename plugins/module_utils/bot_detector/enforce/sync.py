@@ -153,6 +153,7 @@ class Entries:
 
     def __init__(self, content, min_prefix=None):
         spans, self.skipped, self.refused = {4: [], 6: []}, [], []
+        self.noncanonical = 0
         for raw in content.split(b'\n'):
             line = raw.strip()
             if not line or line.startswith(b'#'):
@@ -162,6 +163,8 @@ class Entries:
                 self.skipped.append(named_by_start(printable(to_text(line[:4 * NAMED_START]))))
             else:
                 spans[span[0]].append((span[1], span[2], line))
+                if span[1] == span[2] and (b'/' in line or b':' in line and (span[0] == 4 or _text(6, span[1]).encode('ascii') != line)):
+                    self.noncanonical += 1      # an address written otherwise than nftables.add writes it
         self.min_prefix = min_prefix or {4: 8, 6: 32}
         # For nftables' two kinds of sets and its additions (nftables.add): the address lines
         # counted, and the blocks of network lines (refused or not) an address may touch.
