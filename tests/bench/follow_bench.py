@@ -87,12 +87,12 @@ class Watcher(threading.Thread):
 
 
 class SetWatcher(Watcher):
-    """Notes when each address first appears in the follower's nftables set, in network
+    """Notes when each address first appears in the follower's nftables set of single addresses, in network
     namespace ``path`` (listed every 20 ms: each listing is an nft process)."""
     interval = 0.02
 
     def addresses(self):
-        listing = subprocess.run(['ip', 'netns', 'exec', self.path, 'nft', 'list', 'set', 'inet', 'bot_detector', 'blocked_v4'],
+        listing = subprocess.run(['ip', 'netns', 'exec', self.path, 'nft', 'list', 'set', 'inet', 'bot_detector', 'blocked_addr_v4'],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False).stdout.decode()
         return re.findall(r'[0-9]+(?:\.[0-9]+){3}', listing.partition('elements')[2])
 

@@ -16,8 +16,12 @@ NAMES = ['web01', 'web02']
 
 
 def elements(namespace):
-    out = sh('ip', 'netns', 'exec', namespace, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', 'blocked_v4').stdout
-    return [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
+    """The IPv4 elements blocked: single addresses (blocked_addr_v4) and networks (blocked_v4)."""
+    found = []
+    for name in ('blocked_addr_v4', 'blocked_v4'):
+        out = sh('ip', 'netns', 'exec', namespace, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', name).stdout
+        found += [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
+    return found
 
 
 def test_the_fleet_apply_loads_each_hosts_table(tmp_path):

@@ -61,8 +61,12 @@ def scraper_served(lab, source=SCRAPER, server=SERVER_V4):
 
 
 def set_elements(lab, name):
-    out = sh('ip', 'netns', 'exec', lab.server, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', name).stdout
-    found = [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
+    """What ``name`` (blocked_v4, blocked_v6) blocks: its networks and the single addresses of
+    its twin hash set (blocked_addr_v4, blocked_addr_v6)."""
+    found = []
+    for each in (name, name.replace('blocked_', 'blocked_addr_')):
+        out = sh('ip', 'netns', 'exec', lab.server, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', each).stdout
+        found += [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
     return sorted(e if isinstance(e, str) else '%s/%d' % (e['prefix']['addr'], e['prefix']['len']) for e in found)
 
 

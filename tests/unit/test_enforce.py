@@ -89,9 +89,12 @@ def test_the_nft_file_is_one_transaction_touching_only_its_table():
     assert all(' inet bot_detector ' in s or s.endswith(' inet bot_detector') for s in statements)
     assert not any(s.startswith(('delete', 'flush ruleset')) for s in statements)
     assert statements.index('flush set inet bot_detector blocked_v4') < statements.index(
-        'add element inet bot_detector blocked_v4 { 192.0.2.7, 198.51.100.0/24 }')
-    assert 'add element inet bot_detector blocked_v6 { 2001:db8::/32 }' in statements   # the /128 inside it merged
+        'add element inet bot_detector blocked_v4 { 198.51.100.0/24 }')
+    assert 'add element inet bot_detector blocked_addr_v4 { 192.0.2.7 }' in statements      # single addresses: a hash set
+    assert 'add element inet bot_detector blocked_v6 { 2001:db8::/32 }' in statements
+    assert not any(s.startswith('add element inet bot_detector blocked_addr_v6') for s in statements)   # inside the /32
     assert 'th dport { 80, 443 } ip saddr @blocked_v4 drop comment "bot-detector %s 3"' % ('ab' * 16) in text
+    assert 'th dport { 80, 443 } ip saddr @blocked_addr_v4 drop comment "bot-detector %s 3"' % ('ab' * 16) in text
     empty = nftables.ruleset(sync.parse_entries(b''), [80])
     assert 'add element' not in empty and 'flush set inet bot_detector blocked_v6' in empty
 

@@ -13,8 +13,11 @@ testinfra_hosts = ['podman://eweb1']
 
 
 def elements(host, name):
-    out = host.check_output('nft -j list set inet bot_detector %s' % name)
-    found = [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
+    """What ``name`` blocks: its networks and the addresses of its twin hash set (blocked_addr_v4)."""
+    found = []
+    for each in (name, name.replace('blocked_', 'blocked_addr_')):
+        out = host.check_output('nft -j list set inet bot_detector %s' % each)
+        found += [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
     return sorted(ipaddress.ip_network(e if isinstance(e, str) else '%s/%d' % (e['prefix']['addr'], e['prefix']['len']))
                   for e in found)
 

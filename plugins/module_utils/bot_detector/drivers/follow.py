@@ -373,6 +373,16 @@ class Follower:
             self.additions[reason] = self.additions.get(reason, 0) + count
         self.removals += len(result.expired)
 
+    def recheck(self):
+        """The enforcement point still holds the blocklist (a table lost to ``nft flush ruleset``,
+        a geo file removed: loaded again; the metrics say in_sync 0 until it is). A failure is
+        warned once, when the point was in sync before."""
+        if self.settings.enforcement != 'none':
+            was = (self.enforcement or {}).get('in_sync')
+            result = Result(emit=None, on_warning=self.warn if was else (lambda line: None))
+            after_run(self.settings, result)
+            self.enforcement = result.enforcement
+
     def run(self):
         pid_path = self.status_path[:-len('.json')] + '.pid'
         self._pid_fd = claim(pid_path, messages.FOLLOW_TWICE % self.label)
@@ -413,6 +423,7 @@ class Follower:
                 if decided:
                     self.publish(now, behind, metrics=False)
                 if wall - last_save >= SAVE_EVERY:
+                    self.recheck()
                     saved = self.save(now, saved)      # only when positions or windows changed
                     self.publish(now, behind)
                     last_save = wall

@@ -119,6 +119,17 @@ def _written(version, first, last):
     return '%s/%d' % (_text(version, first), (32 if version == 4 else 128) - (last - first).bit_length())
 
 
+def _outside(addresses, blocks, version):
+    """The ``addresses`` (sorted integers) in none of the ``blocks`` (merged spans), as text."""
+    found, at = [], 0
+    for value in addresses:
+        while at < len(blocks) and blocks[at][1] < value:
+            at += 1
+        if at == len(blocks) or value < blocks[at][0]:
+            found.append(_text(version, value))
+    return found
+
+
 def _widest_block(spans):
     """The most addresses one block of ``spans`` (merged where they overlap or touch) covers."""
     widest, start, end = 0, None, None
@@ -142,6 +153,7 @@ class Entries:
         # the blocklist's length, when lines may be appended to it (it ends with a newline)
         self.length = len(content) if not content or content.endswith(b'\n') else None
         spans, self.skipped, self.refused = {4: [], 6: []}, [], []
+        self.noncanonical = 0
         for raw in content.split(b'\n'):
             line = raw.strip()
             if not line or line.startswith(b'#'):
@@ -151,11 +163,22 @@ class Entries:
                 self.skipped.append(named_by_start(printable(to_text(line[:4 * NAMED_START]))))
             else:
                 spans[span[0]].append((span[1], span[2], line))
+                if span[1] == span[2] and (b'/' in line or b':' in line and (span[0] == 4 or _text(6, span[1]).encode('ascii') != line)):
+                    self.noncanonical += 1      # an address written otherwise than nftables.add writes it
         self.min_prefix = min_prefix or {4: 8, 6: 32}
+        # For nftables' two kinds of sets and its additions (nftables.add): the address lines
+        # counted, and the blocks of network lines (refused or not) an address may touch.
+        self.address_lines = dict((v, sum(1 for span in spans[v] if span[0] == span[1])) for v in (4, 6))
+        self.network_blocks = dict((v, [list(block) for block in merge([span[:2] for span in spans[v] if span[0] != span[1]])]) for v in (4, 6))
         for version, bits in ((4, 32), (6, 128)):
             spans[version] = self._bounded(spans[version], 1 << (bits - self.min_prefix[version]))
         self.v4, self.exempt_v4 = _elements(spans[4], 4, exempt)
         self.v6, self.exempt_v6 = _elements(spans[6], 6, exempt)
+        self.addresses, self.networks = {}, {}
+        for version in (4, 6):
+            networks = [span for span in spans[version] if span[0] != span[1]]
+            self.networks[version] = _elements(list(networks), version)[0]
+            self.addresses[version] = _outside(sorted(set(f for f, l in spans[version] if f == l)), merge(networks), version)
 
     def _bounded(self, spans, widest):
         """The spans less those of the lines that, alone or merged with others, cover more than
@@ -277,8 +300,13 @@ def sync(settings, force=False, on_skipped=None):
             exempt = exemptions(settings, _span)
             digest = digest_of(settings, content, exempt)
             loaded = None if force else backend.loaded(settings)
+            added = None
+            if loaded is not None and loaded[0] != digest and hasattr(backend, 'add'):
+                added = backend.add(settings, content, digest, _span)
             if loaded is not None and loaded[0] == digest:
                 status.entries = loaded[1]
+            elif added is not None:     # lines appended or removed, applied alone (nftables.add)
+                status.entries, status.changed = added, True
             elif loaded is not None and _appended(backend, settings, content, exempt, digest, status):
                 pass
             else:
@@ -287,7 +315,8 @@ def sync(settings, force=False, on_skipped=None):
                 for warning in (entries.skipped_warning(), entries.refused_warning()):
                     if warning and on_skipped is not None:
                         on_skipped(warning)
-                status.changed = backend.load(settings, entries, digest, force)
+                extra = {'content': content} if hasattr(backend, 'add') else {}
+                status.changed = backend.load(settings, entries, digest, force, **extra)
                 status.entries = len(entries)
             status.in_sync = True
         finally:
