@@ -49,9 +49,15 @@ FAMILIES = (
     ('follow_behind_bytes', 'gauge', 'Follow mode: bytes written to these logs and not read yet.'),
     ('follow_unparsed_lines', 'gauge', 'Follow mode: lines of these logs in another format than combined (log_format) '
                                        'that did not parse since the follower started.'),
+    ('fleet_store_up', 'gauge', 'Fleet store (fleet_store): 1 when the store answered the last push of these logs\' '
+                                'counts, 0 when it did not (the host then decides on its own counts).'),
+    ('fleet_push_behind_seconds', 'gauge', 'Fleet store: seconds since every count of these logs read so far was last '
+                                           'in the store; 0 when it is.'),
+    ('fleet_decisions_received_total', 'counter', 'Fleet store: addresses the store reported over the threshold '
+                                                  'fleet-wide, each decided on by this host.'),
 )
 ENFORCEMENT = ('enforcement_in_sync', 'enforcement_entries')
-COUNTERS = ('additions_total', 'removals_total')
+COUNTERS = ('additions_total', 'removals_total', 'fleet_decisions_received_total')
 LISTS = ('exclusions',)      # list_unreadable's label list
 STALE_AFTER = 86400
 
@@ -171,10 +177,23 @@ def write(settings, result, logs, success, started, extra=()):
         writer.unlock()
 
 
-def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None, unparsed=None):
+def fleet_samples(log, fleet, received):
+    """The fleet store's series of a follower or a run of ``log`` (with ``fleet_store``):
+    ``fleet`` is the object that drives the fleet (``store_up``, ``push_behind_seconds``,
+    ``describe()``: the store's URL without its password), ``received`` the decisions it
+    received since the last write (a counter: added to the file's)."""
+    labels = (('log', log),)
+    return [('fleet_store_up', labels + (('store', fleet.describe()),), 1 if fleet.store_up else 0),
+            ('fleet_push_behind_seconds', labels, round(fleet.push_behind_seconds, 3)),
+            ('fleet_decisions_received_total', (), received)]
+
+
+def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None, unparsed=None,
+                 fleet=()):
     """A follower's metrics (follow.py): how far behind it is, its additions and removals
     since its last write, and last_run_timestamp_seconds and last_run_success as a run's, so
-    that the alerts on runs that stopped hold for a follower too."""
+    that the alerts on runs that stopped hold for a follower too; with a fleet store, its
+    series (``fleet``: fleet_samples)."""
     result = Result()
     result.additions = dict(additions)
     result.expired = [None] * removals
@@ -184,7 +203,7 @@ def write_follow(settings, log, behind_seconds, behind_bytes, additions, removal
              ('follow_behind_bytes', (('log', log),), behind_bytes)]
     if unparsed is not None:        # logs in another format than combined
         extra.append(('follow_unparsed_lines', (('log', log),), unparsed))
-    write(settings, result, [log], True, started, extra=extra)
+    write(settings, result, [log], True, started, extra=extra + list(fleet))
 
 
 def enforcement_samples(settings, status, old):

@@ -1,0 +1,75 @@
+"""The fleet store's metrics (issue 37): bot_detector_fleet_store_up (labelled with the store's
+URL without its password), bot_detector_fleet_push_behind_seconds per log, and the counter
+bot_detector_fleet_decisions_received_total added up across writes; kept by the runs of other
+logs and by a detection run after them. Read by prometheus_client's parser."""
+from prometheus_client.parser import text_string_to_metric_families
+
+import loggen
+from conftest import in_timezone
+from test_metrics import NOW_EPOCH, detect
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting import metrics
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
+
+LOG = '/var/log/nginx/access.log'
+STORE = 'redis://bot-detector@10.0.0.9:6379/0'
+FLEET_TYPES = {'bot_detector_fleet_store_up': 'gauge', 'bot_detector_fleet_push_behind_seconds': 'gauge',
+               'bot_detector_fleet_decisions_received': 'counter'}
+
+
+class Fleet:
+    """What the object that drives the fleet shows the metrics: its three figures and describe()."""
+
+    def __init__(self, up, behind, received):
+        self.store_up, self.push_behind_seconds, self.decisions_received = up, behind, received
+
+    def describe(self):
+        return STORE
+
+
+def parsed(path):
+    """{sample name: {frozenset(labels): value}}, and each family's type."""
+    samples, types = {}, {}
+    for family in text_string_to_metric_families(path.read_text()):
+        assert family.documentation, family
+        types[family.name] = family.type
+        for sample in family.samples:
+            samples.setdefault(sample.name, {})[frozenset(sample.labels.items())] = sample.value
+    return samples, types
+
+
+def follower_settings(tmp_path, files):
+    return settings.Settings(blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
+                              activity_log=str(files.activity_log), metrics_file=str(tmp_path / 'bd.prom'))
+
+
+def test_a_followers_fleet_series_and_the_counter_added_up(tmp_path, files):
+    config = follower_settings(tmp_path, files)
+    files.blocklist.write_text('')
+    metrics.write_follow(config, LOG, 0, 0, {'fleet': 2}, 0, fleet=metrics.fleet_samples(LOG, Fleet(True, 0.4, 2), 2))
+    metrics.write_follow(config, '/var/log/b.log', 0, 0, {}, 0,
+                         fleet=metrics.fleet_samples('/var/log/b.log', Fleet(False, 12.5, 0), 0))
+    metrics.write_follow(config, LOG, 0, 0, {'fleet': 3}, 0, fleet=metrics.fleet_samples(LOG, Fleet(True, 0, 5), 3))
+    text = (tmp_path / 'bd.prom').read_text()
+    samples, types = parsed(tmp_path / 'bd.prom')
+    assert dict((name, types[name]) for name in FLEET_TYPES) == FLEET_TYPES
+    assert samples['bot_detector_fleet_store_up'] == {frozenset({'log': LOG, 'store': STORE}.items()): 1.0,
+                                                      frozenset({'log': '/var/log/b.log', 'store': STORE}.items()): 0.0}
+    assert samples['bot_detector_fleet_push_behind_seconds'] == {frozenset({'log': LOG}.items()): 0.0,
+                                                                 frozenset({'log': '/var/log/b.log'}.items()): 12.5}
+    assert samples['bot_detector_fleet_decisions_received_total'] == {frozenset(): 5.0}
+    assert samples['bot_detector_additions_total'][frozenset({'reason': 'fleet'}.items())] == 5.0
+    assert text.count('# TYPE bot_detector_fleet_decisions_received_total counter') == 1
+
+
+def test_a_run_without_the_store_keeps_the_fleet_series_and_counts_on(tmp_path, files):
+    config = follower_settings(tmp_path, files)
+    files.blocklist.write_text('')
+    metrics.write_follow(config, LOG, 0, 0, {}, 0, fleet=metrics.fleet_samples(LOG, Fleet(True, 0.2, 4), 4))
+    log = tmp_path / 'other.log'
+    log.write_bytes(in_timezone('UTC', lambda: loggen.planted_log(NOW_EPOCH, current={'192.0.2.33': 1100})))
+    got = detect(files, log, tmp_path / 'bd.prom')
+    assert got.returncode == 0, got.stderr
+    samples, _ = parsed(tmp_path / 'bd.prom')
+    assert samples['bot_detector_fleet_store_up'] == {frozenset({'log': LOG, 'store': STORE}.items()): 1.0}
+    assert samples['bot_detector_fleet_decisions_received_total'] == {frozenset(): 4.0}
+    assert samples['bot_detector_additions_total'][frozenset({'reason': 'own'}.items())] == 1.0
