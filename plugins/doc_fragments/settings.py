@@ -360,4 +360,38 @@ options:
         reload.
     type: str
     version_added: 2.0.0
+  fleet_store:
+    description:
+      - >-
+        Share counts with the fleet through Redis or Valkey (follow mode, state_dir runs):
+        redis://[USER[:PASSWORD]@]HOST:PORT/DB, rediss:// (TLS) or unix://PATH?db=DB; ?cluster=yes
+        for a Redis Cluster. Never shown with its password. Off when unset.
+      - >-
+        Default: the host config file's C(fleet_store) when set there, else off.
+    type: str
+    version_added: 2.0.0
+  fleet_store_password_file:
+    description:
+      - >-
+        The fleet store's password, read from this file (its first line).
+      - >-
+        Default: the host config file's C(fleet_store_password_file) when set there, else off.
+    type: path
+    version_added: 2.0.0
+  fleet_host:
+    description:
+      - >-
+        This host's name in the fleet (one count per host and address in the store).
+      - >-
+        Default: the host config file's C(fleet_host) when set there, else the host's name.
+    type: str
+    version_added: 2.0.0
+  fleet_name:
+    description:
+      - >-
+        The store's key prefix, so that several fleets share one store.
+      - >-
+        Default: the host config file's C(fleet_name) when set there, else bot-detector.
+    type: str
+    version_added: 2.0.0
 '''

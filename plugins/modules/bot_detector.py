@@ -438,6 +438,8 @@ def argument_spec():
             option['choices'] = list(setting.choices)
         if setting.aliases:
             option['aliases'] = list(setting.aliases)
+        if setting.group == 'fleet':
+            option['no_log'] = setting.name == 'fleet_store'      # its URL may hold the password; the file's path not
         spec[setting.name] = option
     spec.update(
         log=dict(type='list', elements='path'),

@@ -97,7 +97,8 @@ def test_the_config_file_takes_exactly_the_names_and_aliases_the_module_takes(tm
         setting = settings.BY_NAME[name]
         value = settings.SETTINGS[0].default if setting.kind == 'path' else setting.default
         if value is None or value == []:
-            value = {'list': ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x', 'dict': {'address': 'real_ip'}}[setting.kind]
+            value = {'list': ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x', 'dict': {'address': 'real_ip'},
+                     'str': 'redis://127.0.0.1:6379/0'}[setting.kind]
         config = tmp_path / ('%s.conf' % key)
         text = setting.format(value)
         config.write_text('[bot_detector]\n%s =%s\n' % (key, text if text.startswith('\n') else ' ' + text))
@@ -149,7 +150,8 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'nginx_test_command': "nginx -t -c '/srv/n x.conf'", 'nginx_reload_command': 'systemctl reload nginx',
               'log_format': 'auto', 'log_formats': ['/srv/a b.log=nginx_json', '/srv/c=caddy'],
               'log_json_fields': {'address': 'real_ip'}, 'trusted_proxies': ['10.0.0.0/8', '::1'],
-              'haproxy_user_agent_capture': 2}
+              'haproxy_user_agent_capture': 2, 'fleet_store': 'redis://bd@store:6379/1?cluster=no',
+              'fleet_store_password_file': '/srv/fleet pw', 'fleet_host': 'web-7.example', 'fleet_name': 'jobs-eu'}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'
     path.write_text(format_config(values, header='# managed'))

@@ -1,14 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Checks of settings' values that need more than their row (settings.py calls them), and the
-nearest known name to a mistyped one, which the config file and the role both suggest."""
+"""Checks of settings' values that need more than their row (settings.py calls them), the fleet
+store's URL read (and shown without its password), and the nearest known name to a mistyped
+one, which the config file and the role both suggest."""
 
 from __future__ import absolute_import, division, print_function
 
 import socket
 
 from ..base.errors import bad_option
+from .log_formats import JSON_ROLES
 
 __metaclass__ = type
 
@@ -25,6 +27,91 @@ def check_server_ips(items):
                 continue
         else:
             raise bad_option('server_ips: %r is not an IP address' % (item,))
+
+
+def check_formats(json_fields, trusted_proxies):
+    """nginx JSON's key names and the trusted proxies' networks."""
+    for role, key in (json_fields or {}).items():
+        if role not in JSON_ROLES or not isinstance(key, str) or not key:
+            raise bad_option('log_json_fields: %r must map one of %s to a key name' % (role, ', '.join(JSON_ROLES)))
+    for item in trusted_proxies or ():
+        import ipaddress        # only runs behind trusted proxies
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise bad_option('trusted_proxies: %r is not an address or CIDR network' % (item,))
+
+
+def check_fleet(settings):
+    """The fleet store's URL, and the names that go into its keys (exit 2 naming the fault)."""
+    for name in ('fleet_name', 'fleet_host'):
+        value = getattr(settings, name)
+        if value is not None and (any(c in value for c in '{}\n\r') or value != value.strip()):
+            raise bad_option('%s: must not hold braces, line breaks or surrounding blanks, got %r' % (name, value))
+    if settings.fleet_store is not None:
+        store = fleet_store_url(settings.fleet_store)
+        if store['password'] is not None and settings.fleet_store_password_file:
+            raise bad_option('fleet_store: the password is given twice, in the URL and in fleet_store_password_file')
+    elif settings.fleet_store_password_file or settings.fleet_host is not None:
+        raise bad_option('%s: needs fleet_store' % ('fleet_host' if settings.fleet_host else 'fleet_store_password_file'))
+
+
+def redact_url(url):
+    """``url`` with its password, if any, as ``***``: what logs, results and --status show."""
+    scheme, sep, rest = url.partition('://')
+    if not sep:
+        return '***' if '@' in url else url
+    netloc, slash, tail = rest.partition('/')
+    user, at, host = netloc.rpartition('@')
+    if at and ':' in user:
+        user = user.split(':', 1)[0] + ':***'
+    elif at and not scheme.startswith('redis'):
+        user = '***'
+    return scheme + sep + user + at + host + slash + tail
+
+
+def fleet_store_url(url):
+    """{scheme, host, port, path (unix), db, username, password, tls, cluster (True, False or None:
+    ask the server)} of a fleet store URL; a bad one: one line naming it (password hidden), exit 2."""
+    from urllib.parse import parse_qs, unquote, urlsplit   # only with a fleet store
+    shown = redact_url(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
+    except ValueError as exc:
+        raise bad_option('fleet_store: %s is not a valid URL (%s)' % (shown, str(exc).replace(url, shown)))
+    store = {'scheme': parts.scheme, 'host': parts.hostname, 'port': port, 'path': None, 'tls': parts.scheme == 'rediss',
+             'username': unquote(parts.username) if parts.username else None,
+             'password': unquote(parts.password) if parts.password is not None else None}
+    unknown = sorted(set(query) - {'db', 'cluster'})
+    if parts.scheme not in ('redis', 'rediss', 'unix'):
+        why = 'the scheme must be redis://, rediss:// (TLS) or unix://'
+    elif unknown:
+        why = 'unknown parameter %s (known: db, cluster)' % unknown[0]
+    elif parts.scheme == 'unix' and (not parts.path or parts.path.rstrip('/') == ''):
+        why = 'unix:// needs the socket\'s path: unix:///run/redis/redis.sock'
+    elif parts.scheme != 'unix' and not parts.hostname:
+        why = 'no host: redis://HOST:PORT/DB'
+    elif parts.scheme != 'unix' and parts.path.strip('/') and not parts.path.strip('/').isdigit():
+        why = 'the database must be a number (/0 to /15), got %r' % parts.path.strip('/')
+    elif any(len(v) != 1 for v in query.values()) or query.get('cluster', ['no'])[0] not in ('yes', 'no', 'auto'):
+        why = 'cluster must be yes, no or auto, once'
+    elif 'db' in query and not query['db'][0].isdigit():
+        why = 'db must be a number, got %r' % query['db'][0]
+    else:
+        why = None
+    if why:
+        raise bad_option('fleet_store: %s: %s' % (shown, why))
+    if parts.scheme == 'unix':
+        store['path'], store['db'] = parts.path, int(query.get('db', ['0'])[0])
+    else:
+        store['port'] = port or 6379
+        store['db'] = int(parts.path.strip('/') or query.get('db', ['0'])[0])
+    store['cluster'] = {'yes': True, 'no': False}.get(query.get('cluster', ['auto'])[0])
+    if store['cluster'] and store['db']:
+        raise bad_option('fleet_store: %s: a Redis Cluster has database 0 only' % shown)
+    return store
 
 
 def nearest(name, known):

@@ -18,8 +18,8 @@ import re
 from ..base.clock import format_duration, parse_duration
 from ..base.errors import bad_option
 from ..base.text import quote_item as _quote, unquote_item as _unquote
-from .checks import check_server_ips
-from .log_formats import CHOICES as LOG_FORMATS, JSON_ROLES, parse_overrides
+from .checks import check_fleet, check_formats, check_server_ips
+from .log_formats import CHOICES as LOG_FORMATS, parse_overrides
 
 __metaclass__ = type
 
@@ -370,6 +370,16 @@ SETTINGS = (
     Setting('nginx_reload_command', 'str', 'nginx -s reload',
             'nginx enforcement: the command that reloads nginx after a passed test.', metavar='COMMAND',
             group='enforcement', version_added='2.0.0'),
+    Setting('fleet_store', 'str', None,
+            'Share counts with the fleet through Redis or Valkey (follow mode, state_dir runs): '
+            'redis://[USER[:PASSWORD]@]HOST:PORT/DB, rediss:// (TLS) or unix://PATH?db=DB; ?cluster=yes for a '
+            'Redis Cluster. Never shown with its password. Off when unset.', metavar='URL', group='fleet', version_added='2.0.0'),
+    Setting('fleet_store_password_file', 'path', None, "The fleet store's password, read from this file (its first line).",
+            metavar='PATH', group='fleet', version_added='2.0.0'),
+    Setting('fleet_host', 'str', None, "This host's name in the fleet (one count per host and address in the store).",
+            metavar='NAME', default_text="the host's name", group='fleet', version_added='2.0.0'),
+    Setting('fleet_name', 'str', 'bot-detector', "The store's key prefix, so that several fleets share one store.",
+            metavar='NAME', group='fleet', version_added='2.0.0'),
 )
 
 BY_NAME = dict((s.name, s) for s in SETTINGS)
@@ -414,7 +424,8 @@ class Settings:
             raise bad_option('job_prefixes: must list at least one prefix')
         parse_overrides(self.log_formats)
         check_server_ips(self.server_ips)
-        self._validate_formats()
+        check_formats(self.log_json_fields, self.trusted_proxies)
+        check_fleet(self)
         for name, crawler in self.crawlers.items():
             try:
                 re.compile(crawler['user_agent'])
@@ -424,18 +435,6 @@ class Settings:
                 valid = False
             if not valid:
                 raise bad_option('crawlers: crawler %r needs a user_agent pattern and a list of domains' % (name,))
-
-    def _validate_formats(self):
-        if self.log_json_fields:
-            for role, key in self.log_json_fields.items():
-                if role not in JSON_ROLES or not isinstance(key, str) or not key:
-                    raise bad_option('log_json_fields: %r must map one of %s to a key name' % (role, ', '.join(JSON_ROLES)))
-        for item in self.trusted_proxies or ():
-            import ipaddress        # only runs behind trusted proxies
-            try:
-                ipaddress.ip_network(item, strict=False)
-            except ValueError:
-                raise bad_option('trusted_proxies: %r is not an address or CIDR network' % (item,))
 
     def as_dict(self):
         return dict((s.name, getattr(self, s.name)) for s in SETTINGS)
