@@ -73,3 +73,12 @@ def test_a_run_without_the_store_keeps_the_fleet_series_and_counts_on(tmp_path, 
     assert samples['bot_detector_fleet_store_up'] == {frozenset({'log': LOG, 'store': STORE}.items()): 1.0}
     assert samples['bot_detector_fleet_decisions_received_total'] == {frozenset(): 4.0}
     assert samples['bot_detector_additions_total'][frozenset({'reason': 'own'}.items())] == 1.0
+
+
+def test_no_store_up_gauge_before_the_stores_first_answer(tmp_path, files):
+    config = follower_settings(tmp_path, files)
+    files.blocklist.write_text('')
+    metrics.write_follow(config, LOG, 0, 0, {}, 0, fleet=metrics.fleet_samples(LOG, Fleet(None, 1.5, 0), 0))
+    samples, _ = parsed(tmp_path / 'bd.prom')
+    assert 'bot_detector_fleet_store_up' not in samples
+    assert samples['bot_detector_fleet_push_behind_seconds'] == {frozenset({'log': LOG}.items()): 1.5}

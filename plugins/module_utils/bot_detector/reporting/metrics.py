@@ -179,13 +179,16 @@ def write(settings, result, logs, success, started, extra=()):
 
 def fleet_samples(log, fleet, received):
     """The fleet store's series of a follower or a run of ``log`` (with ``fleet_store``):
-    ``fleet`` is the object that drives the fleet (``store_up``, ``push_behind_seconds``,
+    ``fleet`` is the object that drives the fleet (``store_up``: True, False or None before
+    the store's first answer, when the gauge is left out; ``push_behind_seconds``,
     ``describe()``: the store's URL without its password), ``received`` the decisions it
     received since the last write (a counter: added to the file's)."""
     labels = (('log', log),)
-    return [('fleet_store_up', labels + (('store', fleet.describe()),), 1 if fleet.store_up else 0),
-            ('fleet_push_behind_seconds', labels, round(fleet.push_behind_seconds, 3)),
-            ('fleet_decisions_received_total', (), received)]
+    samples = [('fleet_push_behind_seconds', labels, round(fleet.push_behind_seconds, 3)),
+               ('fleet_decisions_received_total', (), received)]
+    if fleet.store_up is not None:      # None: no answer yet, either way
+        samples.append(('fleet_store_up', labels + (('store', fleet.describe()),), 1 if fleet.store_up else 0))
+    return samples
 
 
 def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None, unparsed=None,
