@@ -99,6 +99,7 @@ bench: setup
 	$(BIN)/python tests/bench/fleet_bench.py
 	$(PYTHON) tests/bench/enforce_bench.py
 	/usr/bin/python3 tests/bench/follow_bench.py
+	/usr/bin/python3 tests/bench/fleet_store_bench.py
 	$(PYTHON) tests/bench/formats_bench.py
 	$(PYTHON) tests/bench/startup_bench.py --before $(STARTUP_BEFORE)
 
