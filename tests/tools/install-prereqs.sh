@@ -4,14 +4,17 @@
 # sanity), localedef (locales) for the de_DE.UTF-8 locale the activity-date test runs
 # `date` under, promtool (prometheus) for the Prometheus rules' tests, nft, nginx, curl
 # and ip for the enforcement tests (namespaces, a scratch nginx), logrotate for follow mode's
-# rotation tests. Anything still missing
+# rotation tests, redis-server and redis-cli (a scratch fleet store, one server and a cluster, that
+# the fleet tests start themselves) and Debian's python3-redis (the command's client under
+# `python3 -S` on hosts). Anything still missing
 # afterwards is an error, never a skipped test.
 # Debian's prometheus and nginx packages would start (and enable) their servers: only the
 # programs are wanted, so the install runs under a policy-rc.d that forbids starting services
 # (unless one is in place already), and the Prometheus unit is then disabled and stopped.
 set -euo pipefail
 declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales
-                        [promtool]=prometheus [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2 [logrotate]=logrotate)
+                        [promtool]=prometheus [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2 [logrotate]=logrotate
+                        [redis-server]=redis-server [redis-cli]=redis-tools)
 test_locale=de_DE.UTF-8
 
 has_locale() { locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; }
@@ -20,6 +23,8 @@ missing=()
 for tool in "${!package_of[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
+has_python3_redis() { [ -f /usr/lib/python3/dist-packages/redis/__init__.py ]; }
+has_python3_redis || missing+=(python3-redis)
 [ ${#missing[@]} -eq 0 ] && has_locale && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "install-prereqs: missing ${missing[*]:-} ${test_locale}; install them (as root, with apt-get) and run again" >&2
@@ -39,6 +44,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     if [[ " ${missing[*]} " == *' prometheus '* ]] && [ -d /run/systemd/system ]; then
         systemctl disable --now prometheus.service >/dev/null 2>&1 || true
     fi
+    if [[ " ${missing[*]} " == *' redis-server '* ]]; then      # the tests start their own servers
+        systemctl disable --now redis-server.service >/dev/null 2>&1 || systemctl disable redis-server.service >/dev/null 2>&1 || true
+    fi
 fi
 for tool in "${!package_of[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || { echo "install-prereqs: $tool still missing" >&2; exit 1; }
@@ -48,3 +56,4 @@ if ! has_locale; then
     localedef -i de_DE -f UTF-8 "$test_locale"
 fi
 has_locale || { echo "install-prereqs: the ${test_locale} locale is still missing" >&2; exit 1; }
+has_python3_redis || { echo "install-prereqs: python3-redis still missing" >&2; exit 1; }

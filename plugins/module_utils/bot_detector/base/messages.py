@@ -88,6 +88,12 @@ ENFORCEMENT_TOO_BROAD = ('enforcement: %d blocklist %s refused, covering togethe
 ENFORCEMENT_FAILED = ('enforcement (%s) failed, the blocklist is updated but not in effect there: %s')
 ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
 # --follow
+# The fleet store (fleet_store): never the password (values/checks.redact_url).
+FLEET_NO_CLIENT = ('fleet_store is set but redis-py cannot be imported (Debian: apt-get install python3-redis; '
+                   'else pip install redis)')
+FLEET_PASSWORD_FILE = 'fleet_store_password_file %s cannot be read: %s'
+FLEET_DOWN = 'fleet store %s unreachable (%s): deciding on this host\'s own counts; its counts are sent when it is back'
+FLEET_BACK = 'fleet store %s reachable again: %d counts sent'
 FOLLOW_LOST = '%s: lines may be missed: %s'
 FOLLOW_NOT_A_FILE = '%s is not a regular file: not read until a file is there'
 FOLLOW_TWICE = 'a follower of %s already runs'

@@ -110,6 +110,7 @@ class Follower:
         self.session.summaries = True   # it ranks twice a second: from a summary of the files, read once per spill
         self.state_dropped = False
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
+        self.fleet = None       # with fleet_store: its pushes and crossings (fleet.Fleet), from run()
 
     # ---- counting
 
@@ -341,6 +342,7 @@ class Follower:
         doc = {'pid': os.getpid(), 'logs': self.logs, 'blocklist': os.path.realpath(self.settings.blocklist),
                'updated': time.time(), 'decided': self.decided_at, 'behind_seconds': round(behind_seconds, 3), 'behind_bytes': behind_bytes}
         formatted = [path for path, reader in self.readers.items() if reader is not None]
+        doc.update(self.fleet.status() if self.fleet is not None else {})
         if formatted:
             doc['unparsed_lines'] = dict((path, self.unparsed.get(path, 0)) for path in formatted)
         try:
@@ -364,6 +366,8 @@ class Follower:
         started = time.time()
         result = Result(emit=None, on_warning=self.warn)
         counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
+        if self.fleet is not None:      # the fleet's sums of the addresses that crossed, over this host's own
+            counts = self.fleet.overlay(counts)
         decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False)
         self.decided_at = time.time()
         self.decide_seconds = self.decided_at - started
@@ -382,6 +386,9 @@ class Follower:
         signal.signal(signal.SIGINT, self._on_signal)
         now = self.clock()
         try:
+            if self.settings.fleet_store:
+                from .fleet import Fleet        # a fleet store only: redis-py, a thread
+                self.fleet = Fleet(self.settings, self.warn).start()
             self._start(now)
             self.decide(now, expire=self.settings.ban_time is not None, first=True)
             last_decision = last_save = last_expiry = time.time()
@@ -396,7 +403,8 @@ class Follower:
                 expire = self.settings.ban_time is not None and wall - last_expiry >= EXPIRE_EVERY
                 # Spilled counts may take a reading of their files per decision: at most half the time.
                 due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)
-                decided = due or moved or expire or lists_now != lists_seen
+                news = self.fleet is not None and self.fleet.tick(self.tally.counters, hour_windows(now), read)
+                decided = due or moved or expire or lists_now != lists_seen or news
                 if decided:
                     self.decide(now, expire)
                     last_decision, pending, lists_seen = wall, False, self._lists_stat()
@@ -418,6 +426,8 @@ class Follower:
             self.save(self.clock())
             self.publish(self.clock(), sum(source.behind() for source in self.sources))
         finally:
+            if self.fleet is not None:
+                self.fleet.close()
             for source in self.sources:
                 source.close()
             self.session.close()

@@ -165,6 +165,9 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
     result.scans = [scan.as_dict() for scan in counts.scans]
     if report_floor is not None:
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
+    if settings.fleet_store and not check_mode:
+        from .fleet import fleet_run      # a fleet store only: redis-py
+        counts = fleet_run(settings, counts, result.warn)[0]
 
     def save_states():
         if states and not check_mode:

@@ -1,0 +1,267 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet store driven (issue 37): a follower's pushes in a thread of their own, a state_dir
+run's one push, and the fleet's sums laid over a host's own counts for the decision step.
+
+- ``Fleet`` (follow mode): the follower hands it the windows' counts that changed
+  (``offer``, at most every PUSH_EVERY seconds while lines arrive); a thread sends them, one
+  script call a window (decision/fleet_store.py), at least every PUSH_EVERY seconds (an empty
+  push too: it brings the crossings), and keeps the crossings it learns. The follower's
+  loop never waits for the store: with the store away, its own counts decide as without one,
+  and what it hands over meanwhile stays pending (the latest absolute count per window and
+  address: bounded by the windows' distinct addresses) until the store answers.
+- ``fleet_run`` (a state_dir run): all of the windows' counts pushed at once (absolute, so
+  a run that pushed before pushes the same again harmlessly), the crossings read.
+- ``overlay``: a window's counter for the decision step, each address the fleet's sum where
+  the fleet's sum crossed and is above the host's own count. The host's allow-list, server
+  addresses, blocklist and top cut apply as ever (run.decide_and_append), so a fleet answer
+  only adds addresses whose fleet sums reach the threshold, never one listed or a server's.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import threading
+import time
+from collections import Counter
+
+from ..base import messages
+from ..decision.fleet_store import KEEP_AFTER, Store, StoreDown
+from ..reading.spill import SpillCounter, parts
+from ..reading.tally import WindowCounts, whole
+
+__metaclass__ = type
+
+PUSH_EVERY = 0.5        # seconds between pushes (and crossing reads) of a follower
+DOWN_RETRY = (0.5, 5.0)     # seconds between attempts while the store is away: from, doubling up to
+SPILLED_EVERY = 5.0     # seconds between the diffs of a window spilled to files (past count_budget)
+
+
+def all_items(counter):
+    """Every (key, count) of a window's counter, spilled parts included."""
+    for part in parts(whole(counter)):
+        for item in part.items():
+            yield item
+
+
+def overlay(counts, crossed, threshold, everything=False):
+    """``counts`` (WindowCounts) with the fleet's sums laid over: per window, the entries at or
+    over the threshold (``everything``: all of them, unless spilled), each the larger of the
+    host's count and the fleet's sum. None when the fleet has nothing for these windows (the
+    host's own counts decide)."""
+    if not any(crossed.get(window.stamp) for window in counts.windows):
+        return None
+    counters = []
+    for window, counter in counts:
+        counter = whole(counter)
+        if everything and not isinstance(counter, SpillCounter):
+            merged = Counter(counter)
+        else:
+            merged = Counter()
+            for key, count in all_items(counter):
+                if count >= threshold:
+                    merged[key] = count
+        for key, total in crossed.get(window.stamp, {}).items():
+            if total > merged.get(key, 0) and total > counter.get(key, 0):
+                merged[key] = total
+        counters.append(merged)
+    return WindowCounts(counts.windows, counters)
+
+
+class Fleet:
+    """The fleet store of a follower. For its status and metrics: ``store_up`` (True, False,
+    or None before the first answer), ``push_behind_seconds`` (since the oldest count not yet
+    sent), ``decisions_received`` (crossings learnt), ``describe()`` (the URL, no password)."""
+
+    def __init__(self, settings, warn, store=None, say=None):
+        self.store = store if store is not None else Store(settings)
+        self.threshold = settings.threshold
+        self.warn, self.say = warn, say or warn
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+        self.handed = {}        # stamp: {key: count} as handed to the thread (the follower's thread only)
+        self.pending = {}       # stamp: {key: count} not yet sent (either thread, under the lock)
+        self.full = set()       # stamps the store wants whole: handed whole at the next offer
+        self.pending_since = None
+        self.windows = []       # [(stamp, ttl at the offer's time)]
+        self.crossed = {}       # stamp: {key: the fleet's sum at the crossing}
+        self.fresh = False      # crossings learnt since the follower last looked
+        self.store_up = None
+        self.decisions_received = 0
+        self.last_error = None
+        self.stop = False
+        self._spilled_at = {}
+        self._unsent, self._offered_at = False, 0.0
+        self.thread = threading.Thread(target=self._loop, name='fleet-store', daemon=True)
+
+    def describe(self):
+        return self.store.describe()
+
+    @property
+    def push_behind_seconds(self):
+        since = self.pending_since
+        return 0.0 if since is None else max(0.0, time.time() - since)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def status(self):
+        """What the follower's status file says of the store (--status, the metrics)."""
+        return {'fleet': {'store': self.describe(), 'host': self.store.host, 'up': self.store_up,
+                          'push_behind_seconds': round(self.push_behind_seconds, 3),
+                          'decisions_received': self.decisions_received}}
+
+    def tick(self, counters, windows, read):
+        """The follower's every round: the counts that changed handed over, at most every
+        PUSH_EVERY / 2 seconds (and at once when the store wants a window whole); True when
+        crossings came since the last decision (the follower decides then)."""
+        self._unsent = self._unsent or bool(read)
+        wall = time.time()
+        if (self._unsent and wall - self._offered_at >= PUSH_EVERY / 2) or self.full or not self.windows:
+            self.offer(counters, windows)
+            self._unsent, self._offered_at = False, wall
+        return self.fresh
+
+    def overlay(self, counts):
+        """``counts`` with the fleet's sums laid over (module overlay); the crossings seen."""
+        crossed, dummy = self.take_crossed()
+        return overlay(counts, crossed, self.threshold) or counts
+
+    def close(self, wait=2.0):
+        """Stop the thread, after one last push of what is pending (at most ``wait`` seconds)."""
+        self.stop = True
+        self.wake.set()
+        self.thread.join(wait)
+        self.store.close()
+
+    # ---- the follower's side
+
+    def offer(self, counters, windows):
+        """Hand the windows' counts that changed since the last offer (``counters``: {stamp:
+        counter}, ``windows``: the decision's windows)."""
+        stamps, now = [w.stamp for w in windows], time.time()
+        with self.lock:
+            wanted, self.full = self.full, set()
+        changed = {}
+        for window in windows:
+            stamp, counter = window.stamp, counters.get(window.stamp)
+            if counter is None:
+                continue
+            whole_window = stamp in wanted or stamp not in self.handed
+            if isinstance(counter, SpillCounter) and counter.spilled and not whole_window:
+                if now - self._spilled_at.get(stamp, 0) < SPILLED_EVERY:
+                    continue
+                self._spilled_at[stamp] = now
+            handed = self.handed.setdefault(stamp, {})
+            if whole_window:
+                diff = dict(all_items(counter))
+            else:
+                diff = dict((key, count) for key, count in all_items(counter) if handed.get(key) != count)
+            handed.update(diff)
+            if diff or whole_window:
+                changed[stamp] = (diff, whole_window)
+        for stamp in list(self.handed):
+            if stamp not in stamps:
+                del self.handed[stamp]
+        with self.lock:
+            self.windows = [(w.stamp, KEEP_AFTER) for w in windows]
+            for stamp in list(self.pending):
+                if stamp not in stamps:
+                    del self.pending[stamp]
+            for stamp, (diff, whole_window) in changed.items():
+                entry = self.pending.setdefault(stamp, [{}, False])
+                entry[0].update(diff)
+                entry[1] = entry[1] or whole_window
+            if changed and self.pending_since is None:
+                self.pending_since = time.time()
+        self.wake.set()
+
+    def take_crossed(self):
+        """The crossings learnt ({stamp: {key: sum}}), and whether any is new since the last call."""
+        with self.lock:
+            fresh, self.fresh = self.fresh, False
+            return dict((stamp, dict(keys)) for stamp, keys in self.crossed.items()), fresh
+
+    # ---- the thread
+
+    def _loop(self):
+        pause = PUSH_EVERY
+        while True:
+            self.wake.wait(pause)
+            self.wake.clear()
+            last = self.stop
+            pause = PUSH_EVERY if self.push_once() else min(max(pause * 2, DOWN_RETRY[0]), DOWN_RETRY[1])
+            if last:
+                return
+
+    def push_once(self):
+        """One round: each window's pending counts (or none: the crossings only). False when
+        the store is away (the batch stays pending)."""
+        with self.lock:
+            windows, batch = list(self.windows), self.pending
+            self.pending = {}
+            since, self.pending_since = self.pending_since, (time.time() if batch else None)
+        sent = 0
+        try:
+            for stamp, ttl in windows:
+                counts, whole_window = batch.get(stamp, ({}, False))
+                pairs = sorted(counts.items())
+                applied, crossings = self.store.push(stamp, ttl, pairs, whole_window, self.threshold)
+                if not applied:
+                    with self.lock:
+                        self.full.add(stamp)        # the store was emptied or replaced: all again
+                batch.pop(stamp, None)
+                sent += len(pairs)
+                self._learn(stamp, crossings)
+        except StoreDown as exc:
+            with self.lock:
+                for stamp, (counts, whole_window) in batch.items():
+                    entry = self.pending.setdefault(stamp, [{}, False])
+                    for key, count in counts.items():
+                        entry[0].setdefault(key, count)     # a newer count handed meanwhile wins
+                    entry[1] = entry[1] or whole_window
+                self.pending_since = since if since is not None else self.pending_since
+            if self.store_up is not False:
+                self.warn(messages.FLEET_DOWN % (self.describe(), exc))
+            self.store_up, self.last_error = False, str(exc)
+            return False
+        with self.lock:
+            if not self.pending:
+                self.pending_since = None
+        if self.store_up is False:
+            self.say(messages.FLEET_BACK % (self.describe(), sent))
+        self.store_up = True
+        return True
+
+    def _learn(self, stamp, crossings):
+        if not crossings:
+            return
+        with self.lock:
+            known = self.crossed.setdefault(stamp, {})
+            for key, total in crossings:
+                if key not in known:
+                    self.decisions_received += 1
+                    self.fresh = True
+                if total > known.get(key, 0):
+                    known[key] = total
+            for old in [s for s in self.crossed if s not in [w[0] for w in self.windows]]:
+                del self.crossed[old]
+
+
+def fleet_run(settings, counts, warn):
+    """A state_dir run's push: every window's counts, then the fleet's crossings laid over
+    them (overlay). The store away: a warning, and the run's own counts decide."""
+    store = Store(settings)
+    crossed = {}
+    try:
+        for window, counter in counts:
+            pairs = sorted(all_items(counter))
+            dummy, crossings = store.push(window.stamp, KEEP_AFTER, pairs, True, settings.threshold)    # all of them: applied
+            crossed[window.stamp] = dict(crossings)
+    except StoreDown as exc:
+        warn(messages.FLEET_DOWN % (store.describe(), exc))
+        return counts, store
+    finally:
+        store.close()
+    return overlay(counts, crossed, settings.threshold, everything=True) or counts, store

@@ -1,0 +1,173 @@
+"""A real fleet store for the tests (issue 37): Debian's redis-server (or valkey-server), started
+by the test in its scratch directory on a free loopback port, with no persistence; killed with
+SIGKILL and restarted empty on the same port; a 3-master cluster on loopback ports; and a TCP
+proxy that drops a connection after forwarding a request (the reply is lost)."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+
+def server_binary(name='redis-server'):
+    path = shutil.which(name)
+    if path is None:
+        if name != 'valkey-server':
+            pytest.fail('%s is missing: tests/tools/install-prereqs.sh installs it' % name)
+        pytest.skip('%s is not on PATH (Debian 13 has it; Debian 12 has no Valkey)' % name)
+    return path
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+def cli_binary(server):
+    return server.replace('-server', '-cli') if shutil.which(os.path.basename(server).replace('-server', '-cli')) else 'redis-cli'
+
+
+class StoreServer:
+    """One server process; ``url`` for the settings, ``cli(...)`` runs its client."""
+
+    def __init__(self, base, binary='redis-server', port=None, extra=()):
+        self.base, self.binary = base, server_binary(binary)
+        self.port = port or free_port()
+        self.extra = list(extra)
+        self.proc = None
+        self.dir = base / ('store-%d' % self.port)
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def url(self):
+        return 'redis://127.0.0.1:%d/0' % self.port
+
+    def start(self):
+        self.proc = subprocess.Popen([self.binary, '--port', str(self.port), '--bind', '127.0.0.1', '--dir', str(self.dir),
+                                      '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no']
+                                     + self.extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            try:
+                socket.create_connection(('127.0.0.1', self.port), 0.2).close()
+                return self
+            except OSError:
+                assert self.proc.poll() is None, 'the store did not start'
+                time.sleep(0.02)
+        raise AssertionError('the store did not listen within 5 s')
+
+    def kill(self):
+        """kill -9, nothing kept (no persistence)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(5)
+        self.proc = None
+
+    def cli(self, *args, user=None):
+        command = [cli_binary(self.binary), '-h', '127.0.0.1', '-p', str(self.port)]
+        if user:
+            command += ['--user', user[0], '--pass', user[1], '--no-auth-warning']
+        out = subprocess.run(command + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+        return out.stdout.decode()
+
+
+class Cluster:
+    """Three masters on loopback ports, joined by ``redis-cli --cluster create``."""
+
+    def __init__(self, base, binary='redis-server'):
+        self.nodes = [StoreServer(base, binary, extra=['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+                                                        '--cluster-node-timeout', '2000']) for dummy in range(3)]
+
+    @property
+    def url(self):
+        return 'redis://127.0.0.1:%d/0?cluster=yes' % self.nodes[0].port
+
+    def start(self):
+        for node in self.nodes:
+            node.start()
+        subprocess.run([cli_binary(self.nodes[0].binary), '--cluster', 'create']
+                       + ['127.0.0.1:%d' % n.port for n in self.nodes] + ['--cluster-replicas', '0', '--cluster-yes'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+        deadline = time.time() + 10
+        while 'cluster_state:ok' not in self.nodes[0].cli('cluster', 'info'):
+            assert time.time() < deadline, 'the cluster did not come up'
+            time.sleep(0.1)
+        return self
+
+    def kill(self):
+        for node in self.nodes:
+            node.kill()
+
+
+class DroppingProxy:
+    """Loopback TCP between a client and ``port``: every ``every``-th request is forwarded and
+    then the connection is closed before its reply comes back (a lost reply)."""
+
+    def __init__(self, port, every=2):
+        self.target, self.every = port, every
+        self.listener = socket.socket()
+        self.listener.bind(('127.0.0.1', 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.requests = self.dropped = 0
+        self.lock = threading.Lock()
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self):
+        return 'redis://127.0.0.1:%d/0?cluster=no' % self.port
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                client, dummy = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        server = socket.create_connection(('127.0.0.1', self.target))
+        cut = threading.Event()
+
+        def replies():
+            try:
+                while not cut.is_set():
+                    data = server.recv(1 << 20)
+                    if not data or cut.is_set():
+                        return
+                    client.sendall(data)
+            except OSError:
+                return
+        threading.Thread(target=replies, daemon=True).start()
+        try:
+            while True:
+                data = client.recv(1 << 20)
+                if not data:
+                    return
+                with self.lock:
+                    self.requests += 1
+                    drop = self.requests % self.every == 0
+                if drop:
+                    cut.set()       # its reply is not forwarded
+                server.sendall(data)
+                if drop:
+                    time.sleep(0.05)        # the server has applied it by then
+                    with self.lock:
+                        self.dropped += 1
+                    return
+        except OSError:
+            return
+        finally:
+            cut.set()
+            client.close()
+            server.close()
+
+    def close(self):
+        self.stopped = True
+        self.listener.close()
