@@ -82,3 +82,39 @@ def test_no_store_up_gauge_before_the_stores_first_answer(tmp_path, files):
     samples, _ = parsed(tmp_path / 'bd.prom')
     assert 'bot_detector_fleet_store_up' not in samples
     assert samples['bot_detector_fleet_push_behind_seconds'] == {frozenset({'log': LOG}.items()): 1.5}
+
+
+def test_real_followers_write_the_fleet_series_up_then_down(tmp_path):
+    """Three real followers on a real redis-server, each with its metrics file: the store up, a
+    spread scraper's crossing counted once per host; the server killed: 0 within seconds."""
+    import fleetstore
+    from test_fleet_store import Host, spread, start_all
+    from test_follow import wait_for
+    server = fleetstore.StoreServer(tmp_path).start()
+    hosts = [Host(tmp_path, 'web%d' % i, server.url) for i in range(3)]
+    for host in hosts:
+        host.follower.extra += ['--metrics-file', str(tmp_path / host.name / 'bd.prom')]
+    try:
+        start_all(hosts)
+        for host, count in zip(hosts, spread(1200)):
+            host.write('203.0.113.45', count)
+
+        def series(host):
+            path = tmp_path / host.name / 'bd.prom'
+            return parsed(path)[0] if path.exists() else {}
+
+        def up(host, value):
+            found = series(host).get('bot_detector_fleet_store_up', {})
+            return list(found.values()) == [value] and all(dict(labels)['store'] == server.url for labels in found)
+
+        wait_for(lambda: all(up(host, 1.0) and series(host).get('bot_detector_fleet_decisions_received_total')
+                             == {frozenset(): 1.0} for host in hosts), 15, 'the metrics: store up, one decision')
+        for host in hosts:
+            assert '203.0.113.45' in host.blocked()
+        server.kill()
+        wait_for(lambda: all(up(host, 0.0) for host in hosts), 20, 'the metrics: store down')
+        assert all(list(series(host)['bot_detector_fleet_push_behind_seconds'].values()) == [0.0] for host in hosts)
+    finally:
+        for host in hosts:
+            host.stop()
+        server.kill()

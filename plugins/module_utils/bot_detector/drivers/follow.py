@@ -111,6 +111,7 @@ class Follower:
         self.state_dropped = False
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
         self.fleet = None       # with fleet_store: its pushes and crossings (fleet.Fleet), from run()
+        self.fleet_reported = 0     # the fleet's decisions_received at the last metrics write
 
     # ---- counting
 
@@ -350,11 +351,13 @@ class Follower:
         except OSError:
             pass
         if metrics and self.settings.metrics_file is not None:
-            from ..reporting.metrics import write_follow      # a metrics file only
+            from ..reporting.metrics import fleet_samples, write_follow      # a metrics file only
+            received = self.fleet.decisions_received if self.fleet is not None else 0
+            fleet = fleet_samples(self.label, self.fleet, received - self.fleet_reported) if self.fleet is not None else ()
             try:
                 write_follow(self.settings, self.label, behind_seconds, behind_bytes, self.additions, self.removals,
-                             self.enforcement, sum(self.unparsed.values()) if formatted else None)
-                self.additions, self.removals = {}, 0
+                             self.enforcement, sum(self.unparsed.values()) if formatted else None, fleet=fleet)
+                self.additions, self.removals, self.fleet_reported = {}, 0, received
             except BotDetectorError as exc:
                 self.warn(messages.METRICS_UNWRITABLE % exc.message)
 
