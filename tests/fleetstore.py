@@ -22,10 +22,21 @@ def server_binary(name='redis-server'):
     return path
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]
+def free_port(cluster=False):
+    """A free loopback port; for a cluster node, one whose bus port (+10000) is free too."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(('127.0.0.1', 0))
+            port = probe.getsockname()[1]
+        if not cluster:
+            return port
+        if port + 10000 < 65536:
+            with socket.socket() as probe:
+                try:
+                    probe.bind(('127.0.0.1', port + 10000))
+                    return port
+                except OSError:
+                    continue
 
 
 def cli_binary(server):
@@ -57,9 +68,11 @@ class StoreServer:
                 socket.create_connection(('127.0.0.1', self.port), 0.2).close()
                 return self
             except OSError:
-                assert self.proc.poll() is None, 'the store did not start'
+                if self.proc.poll() is not None:
+                    break
                 time.sleep(0.02)
-        raise AssertionError('the store did not listen within 5 s')
+        self.kill()
+        raise AssertionError('the store did not listen on port %d within 5 s' % self.port)
 
     def kill(self):
         """kill -9, nothing kept (no persistence)."""
@@ -80,7 +93,7 @@ class Cluster:
     """Three masters on loopback ports, joined by ``redis-cli --cluster create``."""
 
     def __init__(self, base, binary='redis-server'):
-        self.nodes = [StoreServer(base, binary, extra=['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+        self.nodes = [StoreServer(base, binary, port=free_port(cluster=True), extra=['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
                                                         '--cluster-node-timeout', '2000']) for dummy in range(3)]
 
     @property
@@ -88,6 +101,13 @@ class Cluster:
         return 'redis://127.0.0.1:%d/0?cluster=yes' % self.nodes[0].port
 
     def start(self):
+        try:
+            return self._start()
+        except BaseException:
+            self.kill()         # no node left running
+            raise
+
+    def _start(self):
         for node in self.nodes:
             node.start()
         subprocess.run([cli_binary(self.nodes[0].binary), '--cluster', 'create']
@@ -105,8 +125,8 @@ class Cluster:
 
 
 class DroppingProxy:
-    """Loopback TCP between a client and ``port``: every ``every``-th request is forwarded and
-    then the connection is closed before its reply comes back (a lost reply)."""
+    """Loopback TCP between a client and ``port``: every ``every``-th script call (EVALSHA) is
+    forwarded and then the connection is closed before its reply comes back (a lost reply)."""
 
     def __init__(self, port, every=2):
         self.target, self.every = port, every
@@ -151,8 +171,9 @@ class DroppingProxy:
                 if not data:
                     return
                 with self.lock:
-                    self.requests += 1
-                    drop = self.requests % self.every == 0
+                    if b'EVALSHA' in data.upper():
+                        self.requests += 1
+                    drop = b'EVALSHA' in data.upper() and self.requests % self.every == 0
                 if drop:
                     cut.set()       # its reply is not forwarded
                 server.sendall(data)

@@ -209,22 +209,29 @@ class Store:
         return True, crossings
 
     def _call(self, keys, argv):
+        """One script call; a lost reply (a dropped connection, a timeout) is sent once more at
+        once on a new connection: the script applies it once whatever the first did."""
         redis = self.redis
-        try:
-            client = self.connect()
-            if self.sha is None:
-                self.sha = client.script_load(PUSH_SCRIPT)
+        for attempt in (1, 2):
             try:
-                return client.evalsha(self.sha, len(keys), *(list(keys) + argv))
-            except redis.exceptions.NoScriptError:      # a restarted or new server: load it again
-                client.script_load(PUSH_SCRIPT)
-                return client.evalsha(self.sha, len(keys), *(list(keys) + argv))
-        except redis.exceptions.RedisError as exc:
-            self.close()
-            raise StoreDown(str(exc).replace(self.url, self.describe()))
-        except OSError as exc:
-            self.close()
-            raise StoreDown(str(exc))
+                return self._evalsha(keys, argv)
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+                self.close()
+                if attempt == 2:
+                    raise StoreDown(str(exc).replace(self.url, self.describe()))
+            except redis.exceptions.RedisError as exc:
+                self.close()
+                raise StoreDown(str(exc).replace(self.url, self.describe()))
+
+    def _evalsha(self, keys, argv):
+        client = self.connect()
+        if self.sha is None:
+            self.sha = client.script_load(PUSH_SCRIPT)
+        try:
+            return client.evalsha(self.sha, len(keys), *(list(keys) + argv))
+        except self.redis.exceptions.NoScriptError:      # a restarted or new server: load it again
+            client.script_load(PUSH_SCRIPT)
+            return client.evalsha(self.sha, len(keys), *(list(keys) + argv))
 
 
 class StoreDown(Exception):

@@ -1,0 +1,193 @@
+"""The fleet store (issue 37) with cron runs (state_dir), the product's own push code under a
+proxy that loses replies, the ACL user the guide documents, a 3-master cluster, the command as
+the role runs it (``/usr/bin/python3 -S``: Debian's python3-redis), and the store away; all
+against real servers started in scratch directories on loopback ports."""
+import json
+import os
+import subprocess
+import time
+from collections import Counter
+
+import pytest
+
+import fleetstore
+import loggen
+from conftest import CORE, Files, in_timezone, run_core
+from test_fleet_store import SECRET, spread
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import errors
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import fleet_store
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.fleet import Fleet
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+
+NOW = 1795258200            # 2026-11-21 10:50:00 UTC: the windows 09 and 10
+THRESHOLD = 1000
+
+
+def planted(base, previous=None, current=None):
+    log = base / 'access.log'
+    log.write_bytes(in_timezone('UTC', lambda: loggen.planted_log(NOW, previous=previous, current=current)))
+    return log
+
+
+def cron_run(base, url, host, previous=None, current=None, extra=(), python=None, allow=()):
+    """One run of host ``host`` with its own log, lists and state (the log written afresh: a
+    run reads on from its state)."""
+    files = Files(base / host)
+    if allow:
+        files.exclusions.write_text(''.join(a + '\n' for a in allow))
+    log = planted(base / host, previous, current)
+    args = files.options() + ['--server-ip', '10.0.0.5', '--now', '@%d' % NOW, '--state-dir', base / host / 'state',
+                              '--fleet-store', url, '--fleet-host', host] + list(extra) + [log]
+    if python is None:
+        got = run_core(args)
+    else:
+        env = dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8')
+        got = subprocess.run(python + [str(CORE)] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=env, check=False)
+    return got, files
+
+
+def blocked(files):
+    return sorted((files.read('blocklist') or b'').decode().split())
+
+
+def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path):
+    cluster = fleetstore.Cluster(tmp_path).start()
+    try:
+        shares = spread(1000)
+        first, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
+        second, files1 = cron_run(tmp_path, cluster.url, 'web1', previous={'203.0.113.7': shares[1], '203.0.113.50': 333})
+        assert first.returncode == 0 and second.returncode == 0, (first, second)
+        assert blocked(files0) == [] and blocked(files1) == []
+        third, files2 = cron_run(tmp_path, cluster.url, 'web2', previous={'203.0.113.7': shares[2], '203.0.113.50': 333})
+        assert third.returncode == 0, third
+        assert b'Blocking IP address: 203.0.113.7 (1000 requests)' in third.stdout
+        assert blocked(files2) == ['203.0.113.7']
+        again, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
+        assert b'Blocking IP address: 203.0.113.7 (1000 requests)' in again.stdout, again
+        assert blocked(files0) == ['203.0.113.7']
+        # The windows' keys: one hash slot a window, each on the master that owns it.
+        stamps = [w.stamp.decode() for w in in_timezone('UTC', lambda: hour_windows(NOW))]
+        for stamp in stamps:
+            owner = [n for n in cluster.nodes if n.cli('cluster', 'countkeysinslot', n.cli('cluster', 'keyslot', '{bot-detector:%s}' % stamp).strip()).strip() != '0']
+            assert len(owner) == 1
+        sums = cluster.nodes[0].cli('-c', 'hgetall', '{bot-detector:%s}:sum' % stamps[0]).split()
+        assert dict(zip(sums[::2], map(int, sums[1::2]))) == {'203.0.113.7': 1000, '203.0.113.50': 999}
+    finally:
+        cluster.kill()
+
+
+def test_a_lost_reply_is_sent_again_and_applied_once(tmp_path):
+    """The product's push code (Fleet, its thread) through a proxy that forwards every third
+    request and closes the connection before its reply: such a batch is resent, none counted twice."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    proxy = fleetstore.DroppingProxy(server.port, every=3)
+    fleets = []
+    try:
+        windows = in_timezone('UTC', lambda: hour_windows(NOW))
+        expected = Counter()
+        for host in range(3):
+            settings = Settings(fleet_store=proxy.url, fleet_host='web%d' % host, threshold=THRESHOLD)
+            fleets.append(Fleet(settings, lambda line: None))
+        counters = [dict((w.stamp, Counter()) for w in windows) for dummy in fleets]
+        for step in range(12):
+            for fleet, counter in zip(fleets, counters):
+                counter[windows[1].stamp][b'203.0.113.7'] += 28
+                counter[windows[1].stamp][b'192.0.2.%d' % step] += 5
+                counter[windows[0].stamp][b'203.0.113.50'] += 7
+                fleet.offer(counter, windows)
+                for dummy in range(3):
+                    if fleet.push_once():
+                        break
+        for counter in counters:
+            for stamp, window_counts in counter.items():
+                expected.update(dict(((stamp, key), count) for key, count in window_counts.items()))
+        for fleet in fleets:
+            deadline = time.time() + 10
+            while not (fleet.push_once() and not fleet.pending):
+                assert time.time() < deadline
+        assert proxy.dropped >= 10
+        found = Counter()
+        for window in windows:
+            raw = server.cli('hgetall', '{bot-detector:%s}:sum' % window.stamp.decode()).split()
+            found.update(dict(((window.stamp, k.encode()), int(v)) for k, v in zip(raw[::2], raw[1::2])))
+        assert found == expected
+        assert expected[(windows[1].stamp, b'203.0.113.7')] == 1008
+        crossed = [f.take_crossed()[0] for f in fleets]
+        assert all(c[windows[1].stamp] == {b'203.0.113.7': c[windows[1].stamp][b'203.0.113.7']} for c in crossed)
+        assert all(f.decisions_received == 1 for f in fleets)
+    finally:
+        proxy.close()
+        server.kill()
+
+
+def test_the_acl_user_of_the_guide_is_enough_and_the_password_never_shows(tmp_path):
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        server.cli('acl', 'setuser', 'bd', 'on', '>' + SECRET, *(list(fleet_store.ACL_RULES) + ['~{bot-detector:*']))
+        server.cli('config', 'set', 'requirepass', 'other-' + SECRET)       # the default user: not this one
+        url = 'redis://bd:%s@127.0.0.1:%d/0' % (SECRET, server.port)
+        metrics = tmp_path / 'metrics.prom'
+        first, dummy = cron_run(tmp_path, url, 'web0', previous={'203.0.113.7': 600}, extra=['--json', '--metrics-file', metrics])
+        assert first.returncode == 0, first
+        password_file = tmp_path / 'fleet.pw'
+        password_file.write_text(SECRET + '\n')
+        url_without = 'redis://bd@127.0.0.1:%d/0' % server.port
+        second, files = cron_run(tmp_path, url_without, 'web1', previous={'203.0.113.7': 400},
+                                 extra=['--fleet-store-password-file', password_file, '--metrics-file', metrics])
+        assert second.returncode == 0, second
+        assert blocked(files) == ['203.0.113.7']
+        for out in (first.stdout, first.stderr, second.stdout, second.stderr, metrics.read_bytes(),
+                    (tmp_path / 'web1' / 'bot-detector.log').read_bytes()):
+            assert SECRET.encode() not in out
+        assert json.loads(first.stdout)['blocked'] == []
+        # Exactly that: no other command, no other key.
+        for denied in (['flushall'], ['keys', '*'], ['set', 'elsewhere', '1'], ['hset', '{other:x}:sum', 'a', '1'],
+                       ['config', 'get', '*'], ['del', '{bot-detector:x}:sum']):
+            got = subprocess.run([fleetstore.cli_binary(server.binary), '-p', str(server.port), '--user', 'bd', '--pass', SECRET,
+                                  '--no-auth-warning'] + denied, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            assert b'NOPERM' in got.stdout + got.stderr, denied
+        wrong = cron_run(tmp_path, 'redis://bd:nope@127.0.0.1:%d/0' % server.port, 'web2', previous={'203.0.113.9': 1200})[0]
+        assert wrong.returncode == 0 and b'Blocking IP address: 203.0.113.9' in wrong.stdout       # its own counts
+        assert b'fleet store redis://bd:***@127.0.0.1:%d/0 unreachable' % server.port in wrong.stderr
+        assert b'nope' not in wrong.stderr + wrong.stdout
+    finally:
+        server.kill()
+
+
+def test_the_command_as_the_role_runs_it_finds_debians_redis_py(tmp_path):
+    """``/usr/bin/python3 -S`` does not see /usr/lib/python3/dist-packages: the fleet store's
+    client is found there all the same; a broken or missing one is one line, exit 2."""
+    if not os.path.exists('/usr/lib/python3/dist-packages/redis/__init__.py'):
+        pytest.fail("Debian's python3-redis is missing: tests/tools/install-prereqs.sh installs it")
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.7': 1000}, python=['/usr/bin/python3', '-S'])
+        assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
+        assert server.cli('hget', '{bot-detector:%s}:sum' % in_timezone('UTC', lambda: hour_windows(NOW))[0].stamp.decode(),
+                          '203.0.113.7').strip() == '1000'
+        shadow = tmp_path / 'shadow'
+        (shadow / 'redis').mkdir(parents=True)
+        (shadow / 'redis' / '__init__.py').write_text('raise ImportError("no redis here")\n')
+        env_python = ['/usr/bin/python3', '-S']
+        os.environ['PYTHONPATH'], saved = str(shadow), os.environ.get('PYTHONPATH')
+        try:
+            broken, files = cron_run(tmp_path, server.url, 'web1', previous={'203.0.113.7': 1000}, python=env_python)
+        finally:
+            os.environ.pop('PYTHONPATH') if saved is None else os.environ.__setitem__('PYTHONPATH', saved)
+        assert broken.returncode == errors.EXIT_BAD_OPTION, broken
+        assert broken.stderr.decode().strip().count('\n') == 0 and 'redis-py cannot be imported' in broken.stderr.decode()
+        assert broken.stdout == b'' and files.read('blocklist') is None
+    finally:
+        server.kill()
+
+
+def test_a_run_with_the_store_away_decides_on_its_own_counts(tmp_path):
+    port = fleetstore.free_port()
+    started = time.time()
+    got, files = cron_run(tmp_path, 'redis://127.0.0.1:%d/0?cluster=no' % port, 'web0',
+                          previous={'203.0.113.7': 1000, '203.0.113.50': 999})
+    assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
+    assert time.time() - started < 5
+    assert b'fleet store redis://127.0.0.1:%d/0?cluster=no unreachable' % port in got.stderr
