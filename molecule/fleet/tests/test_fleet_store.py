@@ -92,7 +92,9 @@ def test_a_scraper_spread_over_the_hosts_is_blocked_on_every_host_within_seconds
         assert password.mode == 0o600 and password.user == 'root' and password.content_string == PASSWORD + '\n'
         config = host.file('/etc/bot-detector/bot-detector.conf').content_string
         assert 'fleet_store = %s' % URL in config and 'fleet_store_password_file = /etc/bot-detector/fleet-store.password' in config
-        assert ' -S ' not in host.file('/usr/local/sbin/bot-detector.sh').content_string
+        status = host.run('/usr/local/sbin/bot-detector.sh --status')      # python3 -S, redis-py found all the same
+        assert 'Fleet store unix://bot-detector@%s (fleet bot-detector, this host %s): reachable' % (SOCKET, name) in status.stdout, \
+            status.stdout + status.stderr
         put(host, LOG, b'')
         host.run('mkdir -p /var/lib/bot-detector-follow')
     try:
