@@ -303,8 +303,8 @@ def section(lat, rows):
              '(%d of its own, all changed every second, and one scraper on every host, whose fleet-wide sum crosses %d after '
              'about 10 s), for %d s. Store CPU: user + system time of the server process(es), from /proc/PID/stat, over the '
              'middle %d s. Crossing: from the first host that learnt it (the push that crossed) to the last. Memory: '
-             'used_memory after, less before.' % (HOSTS, PROCESSES, HOSTS // PROCESSES, ADDRESSES, ADDRESSES - 1, THRESHOLD,
-                                                 SECONDS, SECONDS - 14),
+             'used_memory after, less before.' % (HOSTS, PROCESSES, HOSTS // PROCESSES, ADDRESSES, ADDRESSES - 1,
+                                                  THRESHOLD, SECONDS, SECONDS - 14),
              '',
              '| store | store CPU (of one core) | crossing known to every host | hosts that learnt it | simulator seconds late | '
              'store memory per address (per host-address entry) | fleet playbook at this size |',

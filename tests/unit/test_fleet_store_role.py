@@ -38,8 +38,8 @@ def render_acl(tmp_path):
     out = tmp_path / 'fleet-store.acl'
     play = [{'name': 'Render', 'hosts': 'localhost', 'gather_facts': False,
              'vars_files': [str(ROLE / 'defaults' / 'main.yml'), str(ROLE / 'vars' / 'main.yml')],
-             'tasks': [{'name': 'Render', 'ansible.builtin.template': {'src': str(ROLE / 'templates' / 'fleet-store.acl.j2'),
-                                                                         'dest': str(out), 'mode': '0600'}}]}]
+             'tasks': [{'name': 'Render', 'ansible.builtin.template': {
+                 'src': str(ROLE / 'templates' / 'fleet-store.acl.j2'), 'dest': str(out), 'mode': '0600'}}]}]
     (tmp_path / 'render.yml').write_text(yaml.safe_dump(play))
     got = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,', '-c', 'local',
                           '-e', 'ansible_python_interpreter=%s' % sys.executable, '-e', 'fleet_store_server=redis',

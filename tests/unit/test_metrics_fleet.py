@@ -39,7 +39,7 @@ def parsed(path):
 
 def follower_settings(tmp_path, files):
     return settings.Settings(blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
-                              activity_log=str(files.activity_log), metrics_file=str(tmp_path / 'bd.prom'))
+                             activity_log=str(files.activity_log), metrics_file=str(tmp_path / 'bd.prom'))
 
 
 def test_a_followers_fleet_series_and_the_counter_added_up(tmp_path, files):

@@ -31,7 +31,7 @@ def test_status_shows_the_store_without_its_password_and_whether_it_answers(tmp_
 
         wrong = status(files, url.replace(SECRET, 'not-it'))
         assert wrong.returncode == 0
-        line = [l for l in wrong.stdout.decode().splitlines() if l.startswith('Fleet store ')][0]
+        line = [text for text in wrong.stdout.decode().splitlines() if text.startswith('Fleet store ')][0]
         assert line.startswith('Fleet store %s (fleet bot-detector, this host web7): unreachable (' % shown), line
         assert 'not-it' not in wrong.stdout.decode() + wrong.stderr.decode()
     finally:
