@@ -93,7 +93,7 @@ def test_a_scraper_spread_over_the_hosts_is_blocked_on_every_host_within_seconds
         config = host.file('/etc/bot-detector/bot-detector.conf').content_string
         assert 'fleet_store = %s' % URL in config and 'fleet_store_password_file = /etc/bot-detector/fleet-store.password' in config
         status = host.run('/usr/local/sbin/bot-detector.sh --status')      # python3 -S, redis-py found all the same
-        assert 'Fleet store unix://bot-detector@%s (fleet bot-detector, this host %s): reachable' % (SOCKET, name) in status.stdout, \
+        assert 'Fleet store unix://***@%s (fleet bot-detector, this host %s): reachable' % (SOCKET, name) in status.stdout, \
             status.stdout + status.stderr
         put(host, LOG, b'')
         host.run('mkdir -p /var/lib/bot-detector-follow')
