@@ -89,12 +89,28 @@ class StoreServer:
         return out.stdout.decode()
 
 
+def tls_files(base):
+    """A scratch CA and a certificate for 127.0.0.1 it signed (openssl): {ca, cert, key}."""
+    base.mkdir(parents=True, exist_ok=True)
+    ca, ca_key, cert, key, csr = (str(base / n) for n in ('ca.pem', 'ca.key', 'server.pem', 'server.key', 'server.csr'))
+    ext = base / 'san.cnf'
+    ext.write_text('subjectAltName = IP:127.0.0.1\n')
+
+    def openssl(*args):
+        subprocess.run(['openssl'] + list(args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', ca_key, '-out', ca, '-days', '2', '-subj', '/CN=test CA')
+    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', csr, '-subj', '/CN=127.0.0.1')
+    openssl('x509', '-req', '-in', csr, '-CA', ca, '-CAkey', ca_key, '-CAcreateserial', '-out', cert, '-days', '2',
+            '-extfile', str(ext))
+    return {'ca': ca, 'cert': cert, 'key': key}
+
+
 class Cluster:
     """Three masters on loopback ports, joined by ``redis-cli --cluster create``."""
 
     def __init__(self, base, binary='redis-server'):
-        self.nodes = [StoreServer(base, binary, port=free_port(cluster=True), extra=['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-                                                        '--cluster-node-timeout', '2000']) for dummy in range(3)]
+        extra = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000']
+        self.nodes = [StoreServer(base, binary, port=free_port(cluster=True), extra=extra) for dummy in range(3)]
 
     @property
     def url(self):

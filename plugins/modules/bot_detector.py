@@ -394,6 +394,26 @@ enforcement:
       description: Why the sync failed, or null.
       type: str
   sample: {backend: nftables, in_sync: true, entries: 1204, skipped: [], changed: true, error: null}
+fleet:
+  description:
+    - With O(fleet_store) set, what the run did with the fleet store (V(detect) outside check mode).
+  returned: when O(fleet_store) is set and the run used it
+  type: dict
+  version_added: 2.0.0
+  contains:
+    store:
+      description: The store's URL, its password shown as C(***).
+      type: str
+    host:
+      description: This host's name in the store (O(fleet_host)).
+      type: str
+    up:
+      description: Whether the store took the run's counts and answered.
+      type: bool
+    decisions_received:
+      description: The addresses whose fleet-wide sum crossed the threshold, as the store listed them.
+      type: int
+  sample: {store: 'redis://bd:***@10.0.0.9:6379/0', host: web1, up: true, decisions_received: 2}
 execution_time:
   description: The run's duration in whole seconds.
   returned: always

@@ -5,6 +5,7 @@ against real servers started in scratch directories on loopback ports."""
 import json
 import os
 import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -12,7 +13,7 @@ import pytest
 
 import fleetstore
 import loggen
-from conftest import CORE, Files, in_timezone, run_core
+from conftest import CORE, ROOT, Files, in_timezone, run_core
 from test_fleet_store import SECRET, spread
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import errors
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
@@ -57,12 +58,15 @@ def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path):
     try:
         shares = spread(1000)
         first, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
-        second, files1 = cron_run(tmp_path, cluster.url, 'web1', previous={'203.0.113.7': shares[1], '203.0.113.50': 333})
+        asked = 'redis://127.0.0.1:%d/0' % cluster.nodes[1].port        # no cluster=: INFO tells
+        second, files1 = cron_run(tmp_path, asked, 'web1', previous={'203.0.113.7': shares[1], '203.0.113.50': 333})
         assert first.returncode == 0 and second.returncode == 0, (first, second)
         assert blocked(files0) == [] and blocked(files1) == []
-        third, files2 = cron_run(tmp_path, cluster.url, 'web2', previous={'203.0.113.7': shares[2], '203.0.113.50': 333})
+        third, files2 = cron_run(tmp_path, cluster.url, 'web2', previous={'203.0.113.7': shares[2], '203.0.113.50': 333},
+                                 python=['/usr/bin/python3', '-S'], extra=['--json'])    # Debian's redis-py (4.3 on Debian 12) too
         assert third.returncode == 0, third
-        assert b'Blocking IP address: 203.0.113.7 (1000 requests)' in third.stdout
+        assert json.loads(third.stdout)['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
+        assert json.loads(third.stdout)['fleet']['decisions_received'] == 1
         assert blocked(files2) == ['203.0.113.7']
         again, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
         assert b'Blocking IP address: 203.0.113.7 (1000 requests)' in again.stdout, again
@@ -70,7 +74,8 @@ def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path):
         # The windows' keys: one hash slot a window, each on the master that owns it.
         stamps = [w.stamp.decode() for w in in_timezone('UTC', lambda: hour_windows(NOW))]
         for stamp in stamps:
-            owner = [n for n in cluster.nodes if n.cli('cluster', 'countkeysinslot', n.cli('cluster', 'keyslot', '{bot-detector:%s}' % stamp).strip()).strip() != '0']
+            slot = cluster.nodes[0].cli('cluster', 'keyslot', '{bot-detector:%s}' % stamp).strip()
+            owner = [n for n in cluster.nodes if n.cli('cluster', 'countkeysinslot', slot).strip() != '0']
             assert len(owner) == 1
         sums = cluster.nodes[0].cli('-c', 'hgetall', '{bot-detector:%s}:sum' % stamps[0]).split()
         assert dict(zip(sums[::2], map(int, sums[1::2]))) == {'203.0.113.7': 1000, '203.0.113.50': 999}
@@ -142,6 +147,8 @@ def test_the_acl_user_of_the_guide_is_enough_and_the_password_never_shows(tmp_pa
                     (tmp_path / 'web1' / 'bot-detector.log').read_bytes()):
             assert SECRET.encode() not in out
         assert json.loads(first.stdout)['blocked'] == []
+        assert json.loads(first.stdout)['fleet'] == {'store': 'redis://bd:***@127.0.0.1:%d/0' % server.port, 'host': 'web0',
+                                                     'up': True, 'decisions_received': 0}
         # Exactly that: no other command, no other key.
         for denied in (['flushall'], ['keys', '*'], ['set', 'elsewhere', '1'], ['hset', '{other:x}:sum', 'a', '1'],
                        ['config', 'get', '*'], ['del', '{bot-detector:x}:sum']):
@@ -191,3 +198,106 @@ def test_a_run_with_the_store_away_decides_on_its_own_counts(tmp_path):
     assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
     assert time.time() - started < 5
     assert b'fleet store redis://127.0.0.1:%d/0?cluster=no unreachable' % port in got.stderr
+
+
+def test_rediss_connects_with_tls_and_checks_the_certificate(tmp_path):
+    """rediss:// on a TLS-only port: the server's certificate is checked against the CA store
+    (here a scratch CA, through SSL_CERT_FILE); a certificate it does not trust is refused, and
+    the run decides on its own counts."""
+    tls = fleetstore.tls_files(tmp_path / 'tls')
+    port = fleetstore.free_port()
+    server = fleetstore.StoreServer(tmp_path, extra=['--tls-port', str(port), '--tls-cert-file', tls['cert'],
+                                                     '--tls-key-file', tls['key'], '--tls-ca-cert-file', tls['ca'],
+                                                     '--tls-auth-clients', 'no']).start()
+    try:
+        url = 'rediss://127.0.0.1:%d/0?cluster=no' % port
+        os.environ['SSL_CERT_FILE'] = tls['ca']
+        try:
+            first, files0 = cron_run(tmp_path, url, 'web0', previous={'203.0.113.7': 500})
+            second, files1 = cron_run(tmp_path, url, 'web1', previous={'203.0.113.7': 500})
+        finally:
+            del os.environ['SSL_CERT_FILE']
+        assert first.returncode == 0 and second.returncode == 0 and b'unreachable' not in first.stderr + second.stderr, second
+        assert blocked(files1) == ['203.0.113.7']
+        untrusted, files2 = cron_run(tmp_path, url, 'web2', previous={'203.0.113.50': 400})
+        assert untrusted.returncode == 0 and b'unreachable' in untrusted.stderr and b'certificate' in untrusted.stderr, untrusted
+    finally:
+        server.kill()
+
+
+def test_what_a_broken_store_answers_blocks_no_one_the_host_would_not(tmp_path):
+    """Crossings the store should not hold (under the threshold, not an address, allow-listed
+    here, this host's own server address) add no block; only an address the answer says
+    reached the threshold is blocked (the trust boundary the guide states)."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        stamp = in_timezone('UTC', lambda: hour_windows(NOW))[0].stamp.decode()
+        key = '{bot-detector:%s}:crossed' % stamp
+        for item in ('203.0.113.99 999', 'not-an-address 5000', '198.51.100.9 5000', '10.0.0.5 5000', '198.51.100.77 1500',
+                     'garbage'):
+            server.cli('rpush', key, item)
+        got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.99': 10, '10.0.0.5': 10},
+                              allow=['198.51.100.9'])
+        assert got.returncode == 0, got
+        assert blocked(files) == ['198.51.100.77']
+        assert b'IP address 198.51.100.9 is allow-listed and will not be blocked.' in got.stdout
+    finally:
+        server.kill()
+
+
+def test_an_unreadable_password_file_is_a_store_away(tmp_path):
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        missing = tmp_path / 'no-such.pw'
+        got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.7': 1000, '203.0.113.50': 10},
+                              extra=['--fleet-store-password-file', missing])
+        assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
+        assert ('fleet_store_password_file %s cannot be read' % missing).encode() in got.stderr
+    finally:
+        server.kill()
+
+
+def test_the_module_shares_counts_and_never_shows_the_password(tmp_path):
+    """The module (real ansible, ad hoc) with fleet_store: the fleet's sum decides, the result
+    says what the store did, and the password shows nowhere (fleet_store is no_log)."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        server.cli('config', 'set', 'requirepass', SECRET)
+        url = 'redis://:%s@127.0.0.1:%d/0' % (SECRET, server.port)
+        first, dummy = cron_run(tmp_path, url, 'web0', previous={'203.0.113.7': 600})
+        assert first.returncode == 0, first
+        files = Files(tmp_path / 'web1')
+        log = planted(tmp_path / 'web1', previous={'203.0.113.7': 400})
+        (tmp_path / 'none.conf').write_text('')
+        args = {'log': [str(log)], 'blocklist': str(files.blocklist), 'exclusions': str(files.exclusions),
+                'activity_log': str(files.activity_log), 'server_ip': ['10.0.0.5'], 'now': '@%d' % NOW,
+                'config': str(tmp_path / 'none.conf'), 'fleet_store': url, 'fleet_host': 'web1'}
+        got = subprocess.run(['ansible', 'localhost', '-c', 'local', '-e', 'ansible_python_interpreter=' + sys.executable,
+                              '-m', 'jobboard.bot_detector.bot_detector', '-a', json.dumps(args), '-o', '-v'],
+                             cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False,
+                             env=dict(os.environ, ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'), TZ='UTC'))
+        assert got.returncode == 0 and b'CHANGED' in got.stdout, got.stdout.decode()[-2000:]
+        assert files.read('blocklist') == b'203.0.113.7\n'
+        assert SECRET.encode() not in got.stdout
+        assert b'"decisions_received": 1' in got.stdout and b'"up": true' in got.stdout
+    finally:
+        server.kill()
+
+
+def test_a_followers_pushes_follow_the_hours_turn_without_a_new_line(tmp_path):
+    """At the top of the hour the windows move even when no line came: the pushes (and the
+    crossings they read) are then of the new windows, the new hour's counts sent whole."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        fleet = Fleet(Settings(fleet_store=server.url, fleet_host='web0', threshold=THRESHOLD), lambda line: None)
+        before, after = (in_timezone('UTC', lambda: hour_windows(t)) for t in (NOW, NOW + 600))
+        counters = {before[0].stamp: Counter({b'203.0.113.7': 5}), before[1].stamp: Counter({b'203.0.113.7': 7}),
+                    after[1].stamp: Counter({b'203.0.113.7': 2})}
+        fleet.tick(counters, before, read=1)
+        assert fleet.push_once() and [stamp for stamp, dummy in fleet.windows] == [w.stamp for w in before]
+        fleet.tick(counters, after, read=0)
+        assert [stamp for stamp, dummy in fleet.windows] == [w.stamp for w in after]
+        assert fleet.push_once()
+        assert server.cli('hget', '{bot-detector:%s}:sum' % after[1].stamp.decode(), '203.0.113.7').strip() == '2'
+    finally:
+        server.kill()

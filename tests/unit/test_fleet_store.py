@@ -12,8 +12,8 @@ import time
 import pytest
 
 import fleetstore
-from conftest import CORE, Files
-from test_follow import Following, blocked, lines, wait_for
+from conftest import CORE, Files, run_core
+from test_follow import SERVER, Following, blocked, lines, wait_for
 
 THRESHOLD = 1000
 SECRET = 'Fl33t-S3cret'
@@ -68,7 +68,7 @@ def start_all(hosts):
                                          + [str(follower.log)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     for host in hosts:
         follower = host.follower
-        wait_for(lambda: follower.decided_since(follower.started) or follower.proc.poll() is not None, what='first decision')
+        wait_for(lambda: follower.decided_since(follower.started) or follower.proc.poll() is not None, 30, 'first decision')
         assert follower.proc.poll() is None, follower.proc.communicate()
 
 
@@ -113,6 +113,8 @@ def test_a_scraper_spread_over_the_fleet_is_blocked_everywhere_within_2_s(fleet,
         host.write('203.0.113.7', n)            # the scraper: 999 so far
     for host, n in zip(hosts, spread(1000)):
         host.write('198.51.100.9', n)           # allow-listed on web2 only
+    for host, n in zip(hosts, spread(1500)):
+        host.write(SERVER, n)                   # the hosts' own server address (--server-ip): summed, never blocked
     wait_sum(server, '203.0.113.7', 999)
     wait_sum(server, '203.0.113.50', 999)
     wait_for(lambda: all('198.51.100.9' in h.blocked() for h in hosts[:2]), 3, 'the allow-listed one elsewhere')
@@ -125,6 +127,7 @@ def test_a_scraper_spread_over_the_fleet_is_blocked_everywhere_within_2_s(fleet,
     for host in hosts:
         assert '203.0.113.50' not in host.blocked()
     assert '198.51.100.9' not in hosts[2].blocked()
+    assert all(SERVER not in h.blocked() for h in hosts) and store_sum(server, SERVER) == 1500
     assert store_sum(server, '203.0.113.7') == 1000 and store_sum(server, '198.51.100.9') == 1000
     for host in hosts:
         activity = host.files.read('activity_log').decode()
@@ -178,3 +181,51 @@ def test_with_the_store_away_a_local_scraper_is_blocked_at_once_and_the_fleet_ca
     assert store_sum(server, '203.0.113.7') == 1000 and store_sum(server, '203.0.113.50') == 1200
     out, err = hosts[0].stop()
     assert 'fleet store redis://127.0.0.1:%d/0 unreachable' % server.port in err
+
+
+def test_a_follower_shows_the_store_without_its_password(fleet, tmp_path):
+    """The follower's status file (which --status reads), --status, its output and its state: the
+    URL with the password as ***, whether the store answers, how far behind the pushes are."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        server.cli('config', 'set', 'requirepass', SECRET)
+        url = 'redis://:%s@127.0.0.1:%d/0' % (SECRET, server.port)
+        dummy, hosts = fleet(url=url)
+        hosts[0].write('203.0.113.7', 10)
+        wait_for(lambda: (hosts[0].follower.status() or {}).get('fleet', {}).get('up') is True, 5, 'the store up')
+        shown = hosts[0].follower.status()['fleet']
+        assert shown['store'] == 'redis://:***@127.0.0.1:%d/0' % server.port and shown['host'] == 'web0'
+        assert shown['push_behind_seconds'] < 2 and shown['decisions_received'] == 0
+        status = run_core(hosts[0].files.options() + ['--status', '--fleet-store', url, hosts[0].log])
+        assert status.returncode == 0 and SECRET.encode() not in status.stdout + status.stderr, status
+        server.kill()
+        hosts[0].write('203.0.113.7', 10)
+        wait_for(lambda: hosts[0].follower.status()['fleet']['up'] is False, 5, 'the store seen away')
+        out, err = hosts[0].stop()
+        assert SECRET not in out + err and 'redis://:***@127.0.0.1:%d/0 unreachable' % server.port in err
+        assert SECRET not in open(str(hosts[0].follower.state_dir / os.listdir(str(hosts[0].follower.state_dir))[0])).read()
+    finally:
+        server.kill()
+
+
+def test_counts_past_the_count_budget_are_pushed_exactly(tmp_path):
+    """A follower whose windows spill to files (count_budget 7 addresses): every address's
+    count reaches the store, and a spread scraper among them is blocked on every host."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    hosts = [Host(tmp_path, 'web%d' % i, server.url) for i in range(2)]
+    try:
+        for host in hosts:
+            host.follower.extra += ['--count-budget', '7']
+        start_all(hosts)
+        for k in range(30):
+            for host in hosts:
+                host.write('192.0.2.%d' % k, 3 + k)
+        for host, n in zip(hosts, spread(1000, 2)):
+            host.write('203.0.113.7', n)
+        wait_for(lambda: all('203.0.113.7' in h.blocked() for h in hosts), 15, 'blocked on both hosts')
+        wait_for(lambda: all(store_sum(server, '192.0.2.%d' % k) == 2 * (3 + k) for k in range(0, 30, 7)), 15, 'the sums')
+        assert store_sum(server, '203.0.113.7') == 1000
+    finally:
+        for host in hosts:
+            host.stop()
+        server.kill()

@@ -88,7 +88,7 @@ class Following:
             if name.startswith('follow-') and name.endswith('.json'):
                 try:
                     doc = json.load(open(os.path.join(lock_dir(), name)))
-                except ValueError:
+                except (ValueError, OSError):       # half-written, or another test's follower just ended
                     continue
                 if doc['logs'] == [str(self.log)] and doc['pid'] == self.proc.pid:
                     return doc

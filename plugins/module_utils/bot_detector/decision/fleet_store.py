@@ -137,9 +137,8 @@ class Store:
         try:
             with open(self.password_file, 'rb') as handle:
                 return handle.read().decode('utf-8').splitlines()[0].strip()
-        except (OSError, IndexError, UnicodeDecodeError) as exc:
-            raise BotDetectorError(messages.FLEET_PASSWORD_FILE % (self.password_file, getattr(exc, 'strerror', None) or 'empty'),
-                                   EXIT_BAD_OPTION)
+        except (OSError, IndexError, UnicodeDecodeError) as exc:      # as a store away: the host's own counts decide
+            raise StoreDown(messages.FLEET_PASSWORD_FILE % (self.password_file, getattr(exc, 'strerror', None) or 'empty'))
 
     def connect(self):
         if self.client is not None:
@@ -195,7 +194,10 @@ class Store:
             for address, count in batch:
                 argv.extend((address, count))
             reply = self._call(keys, argv)
-            token = reply[1].decode('ascii') if isinstance(reply[1], bytes) else reply[1]
+            if not (isinstance(reply, list) and len(reply) in (2, 3) and isinstance(reply[1], bytes)
+                    and (len(reply) == 2 or isinstance(reply[2], list))):
+                raise StoreDown('an answer not of this script: %r' % (reply,))
+            token = reply[1].decode('ascii', 'replace')
             if not reply[0]:
                 self.tokens[stamp], self.seen[stamp] = token, 0
                 return False, crossings
@@ -204,27 +206,28 @@ class Store:
             found = reply[2]
             self.seen[stamp] = self.seen.get(stamp, 0) + len(found)
             for item in found:
-                address, dummy, total = item.rpartition(b' ')
-                crossings.append((address, int(total)))
+                address, dummy, total = item.rpartition(b' ') if isinstance(item, bytes) else (b'', b'', b'')
+                if address and total.isdigit():     # else not this script's: left out
+                    crossings.append((address, int(total)))
         return True, crossings
 
     def _call(self, keys, argv):
         """One script call; a lost reply (a dropped connection, a timeout) is sent once more at
         once on a new connection: the script applies it once whatever the first did."""
-        redis = self.redis
-        for attempt in (1, 2):
+        errors = self.redis.exceptions
+        lost = (errors.ConnectionError, errors.TimeoutError, OSError)
+        try:
             try:
                 return self._evalsha(keys, argv)
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+            except lost:
                 self.close()
-                if attempt == 2:
-                    raise StoreDown(str(exc).replace(self.url, self.describe()))
-            except redis.exceptions.RedisError as exc:
-                self.close()
-                raise StoreDown(str(exc).replace(self.url, self.describe()))
+                return self._evalsha(keys, argv)
+        except lost + (errors.RedisError,) as exc:
+            self.close()
+            raise StoreDown(str(exc).replace(self.url, self.describe()))
 
     def _evalsha(self, keys, argv):
-        client = self.connect()
+        client = self.connect()     # StoreDown itself when the password file cannot be read
         if self.sha is None:
             self.sha = client.script_load(PUSH_SCRIPT)
         try:

@@ -80,7 +80,7 @@ class Fleet:
         self.lock = threading.Lock()
         self.wake = threading.Event()
         self.handed = {}        # stamp: {key: count} as handed to the thread (the follower's thread only)
-        self.pending = {}       # stamp: {key: count} not yet sent (either thread, under the lock)
+        self.pending = {}       # stamp: [{key: count} not yet sent, whole window] (either thread, under the lock)
         self.full = set()       # stamps the store wants whole: handed whole at the next offer
         self.pending_since = None
         self.windows = []       # [(stamp, ttl at the offer's time)]
@@ -114,11 +114,12 @@ class Fleet:
 
     def tick(self, counters, windows, read):
         """The follower's every round: the counts that changed handed over, at most every
-        PUSH_EVERY / 2 seconds (and at once when the store wants a window whole); True when
-        crossings came since the last decision (the follower decides then)."""
+        PUSH_EVERY / 2 seconds (at once when the store wants a window whole, or the windows
+        moved); True when crossings came since the last decision (the follower decides then)."""
         self._unsent = self._unsent or bool(read)
         wall = time.time()
-        if (self._unsent and wall - self._offered_at >= PUSH_EVERY / 2) or self.full or not self.windows:
+        moved = [w.stamp for w in windows] != [stamp for stamp, dummy in self.windows]      # also the hour's turn
+        if (self._unsent and wall - self._offered_at >= PUSH_EVERY / 2) or self.full or moved:
             self.offer(counters, windows)
             self._unsent, self._offered_at = False, wall
         return self.fresh
@@ -191,7 +192,11 @@ class Fleet:
             self.wake.wait(pause)
             self.wake.clear()
             last = self.stop
-            pause = PUSH_EVERY if self.push_once() else min(max(pause * 2, DOWN_RETRY[0]), DOWN_RETRY[1])
+            try:
+                up = self.push_once()
+            except Exception as exc:        # pylint: disable=broad-except
+                up = self._down(exc)        # never the end of the pushes: the follower goes on
+            pause = PUSH_EVERY if up else min(max(pause * 2, DOWN_RETRY[0]), DOWN_RETRY[1])
             if last:
                 return
 
@@ -214,7 +219,7 @@ class Fleet:
                 batch.pop(stamp, None)
                 sent += len(pairs)
                 self._learn(stamp, crossings)
-        except StoreDown as exc:
+        except Exception as exc:        # pylint: disable=broad-except  # StoreDown, or anything: the counts stay
             with self.lock:
                 for stamp, (counts, whole_window) in batch.items():
                     entry = self.pending.setdefault(stamp, [{}, False])
@@ -222,10 +227,7 @@ class Fleet:
                         entry[0].setdefault(key, count)     # a newer count handed meanwhile wins
                     entry[1] = entry[1] or whole_window
                 self.pending_since = since if since is not None else self.pending_since
-            if self.store_up is not False:
-                self.warn(messages.FLEET_DOWN % (self.describe(), exc))
-            self.store_up, self.last_error = False, str(exc)
-            return False
+            return self._down(exc)
         with self.lock:
             if not self.pending:
                 self.pending_since = None
@@ -233,6 +235,12 @@ class Fleet:
             self.say(messages.FLEET_BACK % (self.describe(), sent))
         self.store_up = True
         return True
+
+    def _down(self, exc):
+        if self.store_up is not False:
+            self.warn(messages.FLEET_DOWN % (self.describe(), exc))
+        self.store_up, self.last_error = False, str(exc)
+        return False
 
     def _learn(self, stamp, crossings):
         if not crossings:
@@ -250,10 +258,12 @@ class Fleet:
 
 
 def fleet_run(settings, counts, warn):
-    """A state_dir run's push: every window's counts, then the fleet's crossings laid over
-    them (overlay). The store away: a warning, and the run's own counts decide."""
+    """A run's push (cron or timer, state_dir or not): every window's counts, then the fleet's
+    crossings laid over them (overlay). The store away: a warning, and the run's own counts
+    decide. Returns (counts to decide on, what the result says of the store)."""
     store = Store(settings)
     crossed = {}
+    shown = {'store': store.describe(), 'host': store.host, 'up': True, 'decisions_received': 0}
     try:
         for window, counter in counts:
             pairs = sorted(all_items(counter))
@@ -261,7 +271,9 @@ def fleet_run(settings, counts, warn):
             crossed[window.stamp] = dict(crossings)
     except StoreDown as exc:
         warn(messages.FLEET_DOWN % (store.describe(), exc))
-        return counts, store
+        shown['up'] = False
+        return counts, shown
     finally:
         store.close()
-    return overlay(counts, crossed, settings.threshold, everything=True) or counts, store
+    shown['decisions_received'] = sum(map(len, crossed.values()))
+    return overlay(counts, crossed, settings.threshold, everything=True) or counts, shown

@@ -49,6 +49,7 @@ class Result:
         self.not_listed = None
         self.enforcement = None      # with enforcement: the last sync's status (enforce/sync.Status.as_dict)
         self.unreadable_lists = None     # once the lists are read: {list: why} of those that could not be (allow.py)
+        self.fleet = None            # with fleet_store: {store (no password), host, up, decisions_received} (drivers/fleet.py)
 
     @property
     def changed(self):
@@ -109,6 +110,8 @@ class Result:
         extra = {} if self.enforcement is None else {'enforcement': self.enforcement}
         if self.formats:
             extra['formats'] = self.formats     # log_format auto: {log: the format detected}
+        if self.fleet is not None:
+            extra['fleet'] = self.fleet
         return printable(dict(extra, **{
             'changed': self.changed,
             'check_mode': self.check_mode,
