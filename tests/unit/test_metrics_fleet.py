@@ -118,3 +118,34 @@ def test_real_followers_write_the_fleet_series_up_then_down(tmp_path):
         for host in hosts:
             host.stop()
         server.kill()
+
+
+def test_runs_with_a_store_write_the_fleet_series(tmp_path, files):
+    """Real runs (--fleet-store, a real redis-server) of two hosts' logs: the second's crossing
+    counted; then the server killed: store up 0 and no push_behind series for that log."""
+    import fleetstore
+    from conftest import Files
+    server = fleetstore.StoreServer(tmp_path).start()
+    prom = tmp_path / 'bd.prom'
+    logs = []
+    for name in ('a', 'b'):
+        log = tmp_path / ('%s.log' % name)
+        log.write_bytes(in_timezone('UTC', lambda: loggen.planted_log(NOW_EPOCH, current={'203.0.113.45': 600})))
+        logs.append(log)
+    try:
+        first = detect(files, logs[0], prom, '--fleet-store', server.url, '--fleet-host', 'web1')
+        assert first.returncode == 0, first.stderr
+        second = detect(Files(tmp_path / 'other-files'), logs[1], tmp_path / 'other.prom', '--fleet-store', server.url, '--fleet-host', 'web2')
+        assert second.returncode == 0 and b'203.0.113.45' in second.stdout, second.stdout + second.stderr
+        samples, types = parsed(tmp_path / 'other.prom')
+        assert samples['bot_detector_fleet_store_up'] == {frozenset({'log': str(logs[1]), 'store': server.url}.items()): 1.0}
+        assert samples['bot_detector_fleet_decisions_received_total'] == {frozenset(): 1.0}
+        assert samples['bot_detector_fleet_push_behind_seconds'] == {frozenset({'log': str(logs[1])}.items()): 0.0}
+        assert types['bot_detector_fleet_decisions_received'] == 'counter'
+    finally:
+        server.kill()
+    down = detect(files, logs[0], prom, '--fleet-store', server.url, '--fleet-host', 'web1')
+    assert down.returncode == 0, down.stderr
+    samples, _ = parsed(prom)
+    assert samples['bot_detector_fleet_store_up'] == {frozenset({'log': str(logs[0]), 'store': server.url}.items()): 0.0}
+    assert 'bot_detector_fleet_push_behind_seconds' not in samples

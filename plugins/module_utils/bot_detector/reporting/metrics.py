@@ -124,6 +124,12 @@ def run_samples(result, logs, success, started, ended, settings):
             for window in result.windows:
                 top = window['records'][0]['count'] if window['records'] else 0
                 samples.append(('last_run_top_requests', (('log', log), ('window', window['name'])), top))
+    if logs and getattr(result, 'fleet', None) is not None:     # a run with fleet_store: what it did with the store
+        fleet = result.fleet
+        samples += [('fleet_store_up', (('log', log), ('store', fleet['store'])), 1 if fleet['up'] else 0),
+                    ('fleet_decisions_received_total', (), fleet['decisions_received'])]
+        if fleet['up']:         # every count of the run pushed
+            samples.append(('fleet_push_behind_seconds', (('log', log),), 0))
     if result.unreadable_lists is not None:     # the lists were read
         samples += [('list_unreadable', (('list', name),), int(name in result.unreadable_lists)) for name in LISTS]
     for reason, count in sorted(result.additions.items()):
