@@ -74,7 +74,8 @@ def converge_web_with_the_store():
 def start_follower(name):
     subprocess.run(['podman', 'exec', '-d', name, 'sh', '-c',
                     'echo $$ > /run/fleet-follower.pid; exec /usr/local/sbin/bot-detector.sh --follow '
-                    '--state-dir /var/lib/bot-detector-follow %s >/var/log/fleet-follower.out 2>&1' % LOG], check=True)
+                    '--state-dir /var/lib/bot-detector-follow %s >/var/log/fleet-follower.out 2>&1' % LOG],
+                   stdout=subprocess.DEVNULL, check=True)        # podman prints the exec session's id
 
 
 def stop_follower(name):
