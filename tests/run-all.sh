@@ -124,7 +124,7 @@ ansible-galaxy collection build --output-path "$tmp" >/dev/null
 tarball=$(echo "$tmp"/jobboard-bot_detector-*.tar.gz)
 contents=$(tar tzf "$tarball")
 for shipped in LICENSE CHANGELOG.md changelogs/changelog.yaml meta/execution-environment.yml meta/runtime.yml \
-        roles/bot_detector/README.md playbooks/site.yml playbooks/fleet.yml playbooks/unblock.yml \
+        roles/bot_detector/README.md playbooks/site.yml playbooks/fleet.yml playbooks/unblock.yml playbooks/fleet_store.yml roles/fleet_store/README.md \
         roles/bot_detector/files/prometheus/bot_detector.rules.yml roles/bot_detector/files/prometheus/bot_detector.dashboard.json \
         docs/docsite/extra-docs.yml docs/docsite/rst/guide_monitoring.rst; do
     grep -qx "$shipped" <<<"$contents" || { echo "the tarball lacks $shipped" >&2; exit 1; }

@@ -16,7 +16,7 @@ import yaml
 from conftest import ROOT
 
 OLD = ROOT / '.cache' / 'ansible-core-2.14'
-PLAYBOOKS = ['site.yml', 'playbooks/site.yml', 'playbooks/fleet.yml', 'playbooks/unblock.yml']
+PLAYBOOKS = ['site.yml', 'playbooks/site.yml', 'playbooks/fleet.yml', 'playbooks/unblock.yml', 'playbooks/fleet_store.yml']
 
 
 def sentence():
@@ -54,8 +54,9 @@ def test_the_sentence_names_the_releases_runtime_yml_and_the_readme_support():
 @pytest.mark.parametrize('playbook', PLAYBOOKS)
 def test_an_unsupported_ansible_core_stops_every_playbook_first_saying_how_to_get_one(tmp_path, old_core, playbook):
     inventory = tmp_path / 'inventory.yml'
-    inventory.write_text(yaml.safe_dump({'all': {'children': {'web': {'hosts': {
-        'web1': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}}}}))
+    host = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}
+    inventory.write_text(yaml.safe_dump({'all': {'children': {'web': {'hosts': {'web1': host}},
+                                                              'fleet_store': {'hosts': {'store1': host}}}}}))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
                ANSIBLE_STDOUT_CALLBACK='default')
     got = subprocess.run([str(old_core), '-i', str(inventory), '--check', str(ROOT / playbook),

@@ -1,9 +1,10 @@
 """The Grafana dashboard shipped beside the Prometheus rules queries only metrics the detector
 writes: the names come from a metrics file written by real runs of the command (a detection
-run that blocks, then an unblock), and every metric a panel's query names is one of them."""
+run that blocks, an unblock, a run with a fleet store), and every metric a panel's query names is one of them."""
 import json
 import re
 
+import fleetstore
 from conftest import ROOT, run_core
 import loggen
 
@@ -41,7 +42,8 @@ def queries(dashboard):
 
 
 def written_metrics(tmp_path, files):
-    """The metric names in the file written by a detection run that blocks, then an unblock."""
+    """The metric names in the file written by a detection run that blocks, an unblock, then a
+    run with a fleet store (a real redis-server)."""
     log = tmp_path / 'access.log'
     log.write_bytes(loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1450}, current={'198.51.100.9': 30}))
     prom = tmp_path / 'bot_detector.prom'
@@ -50,6 +52,13 @@ def written_metrics(tmp_path, files):
     assert got.returncode == 0 and b'Blocking IP address: 203.0.113.7' in got.stdout, got
     got = run_core(common + ['--unblock', '203.0.113.7'])
     assert got.returncode == 0, got
+    server = fleetstore.StoreServer(tmp_path).start()       # a run with a fleet store (issue 37)
+    try:
+        got = run_core(common + ['--server-ip', '10.0.0.5', '--now', '2026-11-21 04:13:43', '--fleet-store', server.url,
+                                 '--fleet-host', 'web1', log])
+        assert got.returncode == 0, got
+    finally:
+        server.kill()
     names = set(re.findall(r'^# TYPE (\w+) ', prom.read_text(), re.M))
     assert 'bot_detector_additions_total' in names and 'bot_detector_blocklist_entries' in names
     return names

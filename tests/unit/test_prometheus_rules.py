@@ -68,8 +68,8 @@ def test_promtool_test_rules_passes():
 
 def test_promtool_test_rules_fails_when_an_alert_breaks(tmp_path):
     """The tests can fail: with the no-run alert's 30 minutes made 3 hours, the surge's
-    factor made 100, a follower's minute made 10, or the unparsed share and growth set out
-    of reach, promtool reports the firing cases that no longer fire."""
+    factor made 100, a follower's minute made 10, the unparsed share and growth set out
+    of reach, or the fleet store's down value or push delay out of reach, promtool reports the firing cases that no longer fire."""
     for old, new, alert in (('> 1800', '> 10800', 'BotDetectorNoCompletedRun'),
                             ('> 10 * clamp_min', '> 100 * clamp_min', 'BotDetectorBlockSurge'),
                             ('(bot_detector_follow_behind_seconds) > 60', '(bot_detector_follow_behind_seconds) > 600',
@@ -77,7 +77,10 @@ def test_promtool_test_rules_fails_when_an_alert_breaks(tmp_path):
                             ('(bot_detector_last_run_unparsed_lines > 0)', '(bot_detector_last_run_unparsed_lines > 1e9)',
                              'BotDetectorLinesNotParsed'),
                             ('(delta(bot_detector_follow_unparsed_lines[5m]) > 0)',
-                             '(delta(bot_detector_follow_unparsed_lines[5m]) > 1e9)', 'BotDetectorLinesNotParsed')):
+                             '(delta(bot_detector_follow_unparsed_lines[5m]) > 1e9)', 'BotDetectorLinesNotParsed'),
+                            ('(bot_detector_fleet_store_up == 0)', '(bot_detector_fleet_store_up == 2)', 'BotDetectorFleetStoreDown'),
+                            ('(bot_detector_fleet_push_behind_seconds > 30)', '(bot_detector_fleet_push_behind_seconds > 3000)',
+                             'BotDetectorFleetPushesBehind')):
         broken_dir = tmp_path / ('%s-%d' % (alert, len(list(tmp_path.iterdir()))))
         (broken_dir / 'rules').mkdir(parents=True)
         (broken_dir / 'tests').mkdir()

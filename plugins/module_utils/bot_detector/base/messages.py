@@ -104,6 +104,7 @@ FOLLOW_UNPARSED = ('%s: a line did not parse as %s and was not counted (warned o
 FOLLOW_FORMAT_ASTRAY = '%s: most of the last %d lines do not parse as %s (log_format auto): %s'
 FOLLOW_NEEDS = ('--follow needs a LOG and a state directory (--state-dir, or state_dir in the config file), and '
                 'takes no --check, --json, --unblock or --status')
+STATUS_FLEET_STORE = 'Fleet store %(store)s (fleet %(name)s, this host %(host)s): %(state)s'
 STATUS_FOLLOWER = 'Follower of %(logs)s (pid %(pid)d): %(state)s, %(behind_seconds)s s and %(behind_bytes)d bytes behind at %(when)s'
 
 # --status, in text: the blocklist's entries, then with a LOG each window's top records.

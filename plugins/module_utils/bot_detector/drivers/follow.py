@@ -32,7 +32,7 @@ import time
 
 from ..base import messages
 from ..base.clock import hour_stamp, hour_windows
-from ..base.errors import BotDetectorError, Interrupted
+from ..base.errors import Interrupted
 from ..decision.choice import rules_for
 from ..decision.rules import BLOCK
 from ..lists.writer import lock_directory
@@ -45,8 +45,7 @@ from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
 from .after_change import after_run
-from .follower_state import (Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, leave, load,
-                             saved_positions_valid)
+from .follower_state import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, leave, load, saved_positions_valid, write_metrics
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -91,6 +90,7 @@ class Follower:
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
         self.read = [0, 0]              # bytes and lines read since the metrics were last written
         self.fleet = None       # with fleet_store: its pushes and crossings (fleet.Fleet), from run()
+        self.fleet_reported = 0     # the fleet's decisions_received at the last metrics write
 
     # ---- counting
 
@@ -341,15 +341,7 @@ class Follower:
         except OSError:
             pass
         if metrics and self.settings.metrics_file is not None:
-            from ..reporting.metrics import write_follow      # a metrics file only
-            tops = [(w.name, ([(0, None)] + self.rules.examined(self.tally.counters[w.stamp], self.server_ips, 1))[-1][0])
-                    for w in hour_windows(now)]     # the busiest address of each window, under the threshold too
-            try:
-                write_follow(self.settings, self.label, behind_seconds, behind_bytes, self.additions, self.removals,
-                             self.enforcement, sum(self.unparsed.values()) if formatted else None, self.read, tops)
-                self.additions, self.removals, self.read = {}, 0, [0, 0]
-            except BotDetectorError as exc:
-                self.warn(messages.METRICS_UNWRITABLE % exc.message)
+            write_metrics(self, now, behind_seconds, behind_bytes, sum(self.unparsed.values()) if formatted else None)
 
     # ---- deciding
 

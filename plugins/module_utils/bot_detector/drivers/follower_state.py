@@ -21,6 +21,8 @@ import time
 import zlib
 from itertools import islice
 
+from ..base import messages
+from ..base.clock import hour_windows
 from ..base.errors import BotDetectorError
 from ..base.text import to_bytes, write_all
 from ..reading.spill import spilled
@@ -202,3 +204,21 @@ def saved_positions_valid(positions, count):
     return (isinstance(positions, list) and len(positions) == count and all(
         isinstance(saved, dict) and isinstance(saved.get('old'), list) and all(map(entry_valid, saved['old']))
         and 'current' in saved and (saved['current'] is None or entry_valid(saved['current'])) for saved in positions))
+
+
+def write_metrics(follower, now, behind_seconds, behind_bytes, unparsed):
+    """A follower's metrics file (Follower.publish): what it did since its last write, the
+    busiest address of each window (under the threshold too), its fleet store's series."""
+    from ..reporting.metrics import fleet_samples, write_follow      # a metrics file only
+    tops = [(w.name, ([(0, None)] + follower.rules.examined(follower.tally.counters[w.stamp], follower.server_ips, 1))[-1][0])
+            for w in hour_windows(now)]
+    fleet, received = (), 0
+    if follower.fleet is not None:
+        received = follower.fleet.decisions_received
+        fleet = fleet_samples(follower.label, follower.fleet, received - follower.fleet_reported)
+    try:
+        write_follow(follower.settings, follower.label, behind_seconds, behind_bytes, follower.additions, follower.removals,
+                     follower.enforcement, unparsed, follower.read, tops, fleet=fleet)
+        follower.additions, follower.removals, follower.read, follower.fleet_reported = {}, 0, [0, 0], received
+    except BotDetectorError as exc:
+        follower.warn(messages.METRICS_UNWRITABLE % exc.message)

@@ -36,6 +36,7 @@ class Status:
         self.check_mode = False
         self.followers = []
         self.enforcement_state = None     # enforce/state.py (not 'enforcement': a sync's, whose exit status is 4)
+        self.fleet_store = None     # with fleet_store: fleet_store_status()
 
     def warn(self, line):
         self.warnings.append(line)
@@ -48,6 +49,8 @@ class Status:
             output['followers'] = self.followers
         if self.enforcement_state is not None:
             output['enforcement'] = self.enforcement_state
+        if self.fleet_store is not None:
+            output['fleet_store'] = self.fleet_store
         return printable(output)
 
     def lines(self):
@@ -66,6 +69,9 @@ class Status:
                                                      '  ' + verdict if verdict else ''))
         if self.enforcement_state is not None:
             out.append(messages.status_enforcement(self.enforcement_state, date_default_format))
+        if self.fleet_store is not None:
+            doc = self.fleet_store
+            out.append(messages.STATUS_FLEET_STORE % dict(doc, state='reachable' if doc['reachable'] else 'unreachable (%s)' % doc['error']))
         for doc in self.followers:
             out.append(messages.STATUS_FOLLOWER % dict(doc, logs=','.join(doc['logs']), when=date_default_format(doc['updated']),
                                                        state='running' if doc['running'] else 'not running'))
@@ -106,6 +112,8 @@ def status(settings, logs=(), now=None, resolver=None):
         from ..enforce.state import enforcement_state     # with enforcement only
         report.enforcement_state = enforcement_state(settings, content)
     report.followers = [doc for doc in followers() if doc.get('blocklist') == os.path.realpath(settings.blocklist)]
+    if settings.fleet_store:
+        report.fleet_store = fleet_store_status(settings)
     if logs:
         with Session(settings.count_budget) as session:
             _windows(report, settings, logs, now, resolver, content, session)
@@ -125,6 +133,22 @@ def _windows(report, settings, logs, now, resolver, content, session):
                             'verdict': verdict})
         report.windows.append({'name': window.name, 'hour_stamp': to_text(window.stamp),
                                'threshold': settings.threshold, 'records': records})
+
+
+def fleet_store_status(settings):
+    """The fleet store: its URL without the password, the fleet's and this host's names, and
+    whether it answers a PING (a second or two at most when it does not)."""
+    from ..decision.fleet_store import Store     # a fleet store only: redis-py
+    store = Store(settings)
+    doc = {'store': store.describe(), 'name': store.name, 'host': store.host, 'reachable': False, 'error': None}
+    try:
+        store.connect().ping()
+        doc['reachable'] = True
+    except (store.redis.exceptions.RedisError, OSError, BotDetectorError) as exc:
+        doc['error'] = (exc.message if isinstance(exc, BotDetectorError) else str(exc)).replace(settings.fleet_store, doc['store'])
+    finally:
+        store.close()
+    return doc
 
 
 def followers():

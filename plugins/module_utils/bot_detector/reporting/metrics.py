@@ -49,9 +49,15 @@ FAMILIES = (
     ('follow_behind_bytes', 'gauge', 'Follow mode: bytes written to these logs and not read yet.'),
     ('follow_unparsed_lines', 'gauge', 'Follow mode: lines of these logs in another format than combined (log_format) '
                                        'that did not parse since the follower started.'),
+    ('fleet_store_up', 'gauge', 'Fleet store (fleet_store): 1 when the store answered the last push of these logs\' '
+                                'counts, 0 when it did not (the host then decides on its own counts).'),
+    ('fleet_push_behind_seconds', 'gauge', 'Fleet store: seconds since every count of these logs read so far was last '
+                                           'in the store; 0 when it is.'),
+    ('fleet_decisions_received_total', 'counter', 'Fleet store: addresses the store reported over the threshold '
+                                                  'fleet-wide, each decided on by this host.'),
 )
 ENFORCEMENT = ('enforcement_in_sync', 'enforcement_entries')
-COUNTERS = ('additions_total', 'removals_total')
+COUNTERS = ('additions_total', 'removals_total', 'fleet_decisions_received_total')
 LISTS = ('exclusions',)      # list_unreadable's label list
 STALE_AFTER = 86400
 
@@ -118,6 +124,12 @@ def run_samples(result, logs, success, started, ended, settings):
             for window in result.windows:
                 top = window['records'][0]['count'] if window['records'] else 0
                 samples.append(('last_run_top_requests', (('log', log), ('window', window['name'])), top))
+    if logs and getattr(result, 'fleet', None) is not None:     # a run with fleet_store: what it did with the store
+        fleet = result.fleet
+        samples += [('fleet_store_up', (('log', log), ('store', fleet['store'])), 1 if fleet['up'] else 0),
+                    ('fleet_decisions_received_total', (), fleet['decisions_received'])]
+        if fleet['up']:         # every count of the run pushed
+            samples.append(('fleet_push_behind_seconds', (('log', log),), 0))
     if result.unreadable_lists is not None:     # the lists were read
         samples += [('list_unreadable', (('list', name),), int(name in result.unreadable_lists)) for name in LISTS]
     for reason, count in sorted(result.additions.items()):
@@ -171,13 +183,27 @@ def write(settings, result, logs, success, started, extra=()):
         writer.unlock()
 
 
+def fleet_samples(log, fleet, received):
+    """The fleet store's series of a follower or a run of ``log`` (with ``fleet_store``):
+    ``fleet`` is the object that drives the fleet (``store_up``: True, False or None before
+    the store's first answer, when the gauge is left out; ``push_behind_seconds``,
+    ``describe()``: the store's URL without its password), ``received`` the decisions it
+    received since the last write (a counter: added to the file's)."""
+    labels = (('log', log),)
+    samples = [('fleet_push_behind_seconds', labels, round(fleet.push_behind_seconds, 3)),
+               ('fleet_decisions_received_total', (), received)]
+    if fleet.store_up is not None:      # None: no answer yet, either way
+        samples.append(('fleet_store_up', labels + (('store', fleet.describe()),), 1 if fleet.store_up else 0))
+    return samples
+
+
 def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None, unparsed=None,
-                 read=(0, 0), tops=()):
+                 read=(0, 0), tops=(), fleet=()):
     """A follower's metrics (follow.py): how far behind it is, its additions and removals
     since its last write, and last_run_timestamp_seconds and last_run_success as a run's, so
     that the alerts on runs that stopped hold for a follower too; ``read`` (bytes, lines) since
     its last write as last_run_read_bytes and _lines, ``tops`` [(window, the highest count
-    now)] as last_run_top_requests."""
+    now)] as last_run_top_requests; with a fleet store, its series (``fleet``: fleet_samples)."""
     result = Result()
     result.scans = [{'bytes_read': read[0], 'lines': read[1]}]
     result.windows = [{'name': name, 'records': [{'count': top}] if top else []} for name, top in tops]
@@ -189,7 +215,7 @@ def write_follow(settings, log, behind_seconds, behind_bytes, additions, removal
              ('follow_behind_bytes', (('log', log),), behind_bytes)]
     if unparsed is not None:        # logs in another format than combined
         extra.append(('follow_unparsed_lines', (('log', log),), unparsed))
-    write(settings, result, [log], True, started, extra=extra)
+    write(settings, result, [log], True, started, extra=extra + list(fleet))
 
 
 def enforcement_samples(settings, status, old):
