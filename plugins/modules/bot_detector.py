@@ -404,16 +404,14 @@ execution_time:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import parse_now
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.after_change import enforce_now
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.messages import ENFORCEMENT_FAILED
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.messages import ENFORCEMENT_FAILED, MODE_DEPRECATED
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting.result import Result
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import apply, compact_counts, detect, report
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.config import DEFAULT_CONFIG, resolve
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SETTINGS
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.status import status
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import apply, detect
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.unblock import unblock
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.module_queries import (
+    QUERIES, argument_spec as common_spec, check_report_options, module_settings, query_output, run_query, task_now)
 
 MODES = ['detect', 'report', 'apply', 'unblock', 'status', 'enforce']
 # An item of ``addresses`` given as a mapping.
@@ -427,28 +425,11 @@ ADDRESS_SPEC = dict(
 
 
 def argument_spec():
-    """The options of the settings table (no defaults here: an option not given comes from the
-    host config file, then the table's default), and the module's own."""
-    spec = {}
-    for setting in SETTINGS:
-        option = {'type': setting.ansible_type}
-        if setting.kind == 'list':
-            option['elements'] = setting.elements
-        if setting.choices:
-            option['choices'] = list(setting.choices)
-        if setting.aliases:
-            option['aliases'] = list(setting.aliases)
-        spec[setting.name] = option
+    """The options every mode takes (module_queries.argument_spec), and the modes' own."""
+    spec = common_spec()
     spec.update(
-        log=dict(type='list', elements='path'),
-        config=dict(type='path', default=DEFAULT_CONFIG),
-        settings=dict(type='dict'),
         mode=dict(type='str', default='detect', choices=MODES),
-        report_floor=dict(type='int'),
-        candidates=dict(type='dict'),
-        compact=dict(type='bool', default=False),
         addresses=dict(type='list', elements='raw', default=[]),
-        now=dict(type='str'),
     )
     return spec
 
@@ -478,22 +459,11 @@ def address_items(items):
 def run(module, mode):
     """The core's entry point for ``mode``, and its result."""
     p = module.params
-    if p['report_floor'] is not None and p['report_floor'] < 1:
-        raise BotDetectorError('report_floor: must be a whole number of at least 1, got %r' % p['report_floor'], 2)
-    for option in ('candidates', 'compact'):
-        if p[option] not in (None, False) and mode != 'report':
-            raise BotDetectorError('%s: only with mode=report' % option, 2)
-    explicit = dict((setting.name, p[setting.name]) for setting in SETTINGS)
-    if p['settings'] is not None:
-        # The settings given in place of the config file; explicit options over them.
-        given = dict(p['settings'])
-        given.update((name, value) for name, value in explicit.items() if value is not None)
-        settings = resolve(given, surface='module')
-    else:
-        # The default config path may be missing; one named explicitly must exist.
-        settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
-                           surface='module')
-    now = parse_now(p['now']) if p['now'] is not None else None
+    check_report_options(p, mode, 'mode')
+    settings = module_settings(p)
+    now = task_now(p)
+    if mode in QUERIES:
+        return settings, run_query(p, mode, settings, now)
     if mode == 'apply':
         return settings, apply(settings, address_items(p['addresses']), check_mode=module.check_mode)
     if mode == 'unblock':
@@ -501,16 +471,12 @@ def run(module, mode):
         if not addresses:
             raise BotDetectorError('addresses: mode unblock needs at least one address', 2)
         return settings, unblock(settings, addresses, check_mode=module.check_mode)
-    if mode == 'status':
-        return settings, status(settings, p['log'] or [], now=now)
     if mode == 'enforce':
         if settings.enforcement == 'none':
             raise BotDetectorError('mode enforce: setting enforcement is none (set it to nftables or nginx)', 2)
         if module.check_mode:
             return settings, Result(check_mode=True)
         return settings, enforce_now(settings)
-    if mode == 'report':
-        return settings, report(settings, p['log'], floor=p['report_floor'], candidates=p['candidates'], now=now)
     return settings, detect(settings, p['log'], now=now, check_mode=module.check_mode, report_floor=p['report_floor'])
 
 
@@ -521,16 +487,21 @@ def main():
         supports_check_mode=True,
     )
     mode = module.params['mode']
+    if mode in QUERIES:
+        module.deprecate(MODE_DEPRECATED % (mode, mode), version='3.0.0', collection_name='jobboard.bot_detector')
     try:
         settings, result = run(module, mode)
     except BotDetectorError as exc:
         module.fail_json(msg=exc.message)
 
+    if mode in QUERIES:
+        output, warnings = query_output(result, mode, module.params['compact'])
+        for warning in warnings:
+            module.warn(warning)
+        module.exit_json(**output)
     output = result.as_dict()
     for warning in output.pop('warnings'):
         module.warn(warning)
-    if mode == 'status':
-        module.exit_json(**output)
     output.pop('check_mode')
     enforcement = output.get('enforcement')
     if mode == 'enforce':
@@ -541,8 +512,6 @@ def main():
         output = dict((key, output[key]) for key in ('changed', 'unblocked', 'not_listed', 'messages', 'enforcement')
                       if key in output)
     else:
-        if module.params['compact']:
-            output['counts'] = dict((window, compact_counts(counts)) for window, counts in output['counts'].items())
         for key in ('counts', 'local_blocks', 'report_floor', 'now', 'unblocked', 'not_listed'):
             if output[key] is None:
                 del output[key]
