@@ -63,7 +63,9 @@ options:
     description:
       - V(detect) is the detector's run, as the reference script's. With O(ban_time), the entries whose ban is
         over are removed first (RV(expired)).
-      - V(report) counts and reads or writes no list; C(changed) is always false. Without O(candidates) (the
+      - V(report) is deprecated and will be removed in 3.0.0; use M(jobboard.bot_detector.bot_detector_info) with
+        O(jobboard.bot_detector.bot_detector_info#module:query=report), which returns the same.
+        It counts and reads or writes no list; C(changed) is always false. Without O(candidates) (the
         fleet's phase 1) it returns RV(counts), every address at or over O(report_floor) per window, and
         RV(local_blocks), this host's own additions, from its activity log, less those removed since or no
         longer in its blocklist. With O(candidates) (phase 2) it returns the exact counts of the addresses asked.
@@ -77,7 +79,9 @@ options:
         and mode; the file is replaced atomically. Each address removed is one activity log line,
         C(<date> | IP addess <address> removed from the block list (unblock)). An address not listed is
         reported in RV(not_listed) and changes nothing.
-      - V(status) reads, never writes; it returns RV(entries), each blocklist entry with when and why it was
+      - V(status) is deprecated and will be removed in 3.0.0; use M(jobboard.bot_detector.bot_detector_info)
+        (O(jobboard.bot_detector.bot_detector_info#module:query=status)), which returns the same.
+        It reads, never writes; it returns RV(entries), each blocklist entry with when and why it was
         added and when it expires, and with O(log) also RV(windows), the top addresses of the current windows
         against the threshold.
       - V(enforce) reads no log; it loads the blocklist into the enforcement point of O(enforcement) (C(nftables)
@@ -158,8 +162,12 @@ options:
     type: str
 extends_documentation_fragment:
   - jobboard.bot_detector.settings
+seealso:
+  - module: jobboard.bot_detector.bot_detector_info
 notes:
   - Runs on the managed host and needs Python 3.8 or newer there, nothing else.
+  - O(mode=report) and O(mode=status) only read; they moved into M(jobboard.bot_detector.bot_detector_info)
+    and are deprecated (removed in 3.0.0).
   - The run holds an exclusive flock on its own lock file for O(blocklist) while it reads the lists and appends
     (as root in C(/run/bot-detector/), mode 0700), waiting at most O(lock_timeout) seconds for another run.
   - A rotated file that cannot be read whole (O(rotated)) is left out with a warning; the run goes on.
@@ -191,11 +199,8 @@ EXAMPLES = r'''
   check_mode: false
   diff: true
 
-- name: Show what is blocked, why and until when, and who is close to the threshold
-  jobboard.bot_detector.bot_detector:
-    mode: status
-    log: /var/log/nginx/access.log
-  register: bot_detector_status
+# What is blocked, why and until when, and who is close to the threshold: the module
+# jobboard.bot_detector.bot_detector_info (mode=status and mode=report are deprecated).
 
 - name: Replay a saved log as of a given time, into scratch files
   jobboard.bot_detector.bot_detector:

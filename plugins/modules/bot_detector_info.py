@@ -15,7 +15,8 @@ version_added: 2.0.0
 description:
   - Reads the access logs, the blocklist, the exclusion list and the activity log of a host, as the module
     M(jobboard.bot_detector.bot_detector) would, and returns what it finds. It never writes anything (no list,
-    no state file, no metrics file), so C(changed) is always false, and it runs the same in check mode.
+    no state file, no metrics file; counts past O(count_budget) spill to temporary files removed before it returns),
+    so C(changed) is always false, and it runs the same in check mode.
   - O(query=status) returns each blocklist entry with when and why it was added and when it expires, the
     enforcement point's state, the host's followers, and, given O(log), the top addresses of the current
     windows against the threshold, with the verdict a run would give each (as the host command's C(--status)).
@@ -253,6 +254,17 @@ rules:
   returned: when O(query=report)
   type: str
   sample: spec
+verifications:
+  description: With O(query=report) and O(rules=precise), each crawler claim checked, in order, and whether the address verified.
+  returned: when O(query=report)
+  type: list
+  elements: dict
+  sample: [{address: 66.249.66.1, crawler: google, verified: true}]
+execution_time:
+  description: With O(query=report), the query's duration in whole seconds.
+  returned: when O(query=report)
+  type: int
+  sample: 0
 '''
 
 from ansible.module_utils.basic import AnsibleModule
