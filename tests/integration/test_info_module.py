@@ -2,11 +2,14 @@
 what bot_detector's deprecated mode=report and mode=status return on the same files, the
 same in check mode, writes nothing, and fails clearly; the deprecated modes warn."""
 import hashlib
+import os
+import subprocess
 import time
 
 import pytest
 
 import loggen
+from conftest import ROOT
 from test_module import NOW, NOW_EPOCH, ansible
 from test_unblock_status import gnu_date
 
@@ -161,3 +164,14 @@ def test_the_other_modes_do_not_warn(host, mode):
     rc, res = ansible(dict(args, mode=mode, **extra), flags=['--check'])
     assert rc == 0, res
     assert 'deprecations' not in res
+
+
+def test_ansible_doc_renders_the_info_module():
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'))
+    out = subprocess.run(['ansible-doc', '-t', 'module', INFO], cwd=str(ROOT), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout.decode()
+    for word in ('check_mode', 'query', 'report_floor', 'candidates', 'entries', 'local_blocks', 'EXAMPLES', 'threshold'):
+        assert word in out
+    old = subprocess.run(['ansible-doc', '-t', 'module', 'jobboard.bot_detector.bot_detector'], cwd=str(ROOT), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout.decode()
+    assert ' '.join(old.split()).count('deprecated and will be removed in 3.0.0') == 2
