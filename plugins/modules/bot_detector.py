@@ -63,7 +63,9 @@ options:
     description:
       - V(detect) is the detector's run, as the reference script's. With O(ban_time), the entries whose ban is
         over are removed first (RV(expired)).
-      - V(report) counts and reads or writes no list; C(changed) is always false. Without O(candidates) (the
+      - V(report) is deprecated and will be removed in 3.0.0; use M(jobboard.bot_detector.bot_detector_info) with
+        O(jobboard.bot_detector.bot_detector_info#module:query=report), which returns the same.
+        It counts and reads or writes no list; C(changed) is always false. Without O(candidates) (the
         fleet's phase 1) it returns RV(counts), every address at or over O(report_floor) per window, and
         RV(local_blocks), this host's own additions, from its activity log, less those removed since or no
         longer in its blocklist. With O(candidates) (phase 2) it returns the exact counts of the addresses asked.
@@ -77,7 +79,9 @@ options:
         and mode; the file is replaced atomically. Each address removed is one activity log line,
         C(<date> | IP addess <address> removed from the block list (unblock)). An address not listed is
         reported in RV(not_listed) and changes nothing.
-      - V(status) reads, never writes; it returns RV(entries), each blocklist entry with when and why it was
+      - V(status) is deprecated and will be removed in 3.0.0; use M(jobboard.bot_detector.bot_detector_info)
+        (O(jobboard.bot_detector.bot_detector_info#module:query=status)), which returns the same.
+        It reads, never writes; it returns RV(entries), each blocklist entry with when and why it was
         added and when it expires, and with O(log) also RV(windows), the top addresses of the current windows
         against the threshold.
       - V(enforce) reads no log; it loads the blocklist into the enforcement point of O(enforcement) (C(nftables)
@@ -158,8 +162,12 @@ options:
     type: str
 extends_documentation_fragment:
   - jobboard.bot_detector.settings
+seealso:
+  - module: jobboard.bot_detector.bot_detector_info
 notes:
   - Runs on the managed host and needs Python 3.8 or newer there, nothing else.
+  - O(mode=report) and O(mode=status) only read; they moved into M(jobboard.bot_detector.bot_detector_info)
+    and are deprecated (removed in 3.0.0).
   - The run holds an exclusive flock on its own lock file for O(blocklist) while it reads the lists and appends
     (as root in C(/run/bot-detector/), mode 0700), waiting at most O(lock_timeout) seconds for another run.
   - A rotated file that cannot be read whole (O(rotated)) is left out with a warning; the run goes on.
@@ -191,11 +199,8 @@ EXAMPLES = r'''
   check_mode: false
   diff: true
 
-- name: Show what is blocked, why and until when, and who is close to the threshold
-  jobboard.bot_detector.bot_detector:
-    mode: status
-    log: /var/log/nginx/access.log
-  register: bot_detector_status
+# What is blocked, why and until when, and who is close to the threshold: the module
+# jobboard.bot_detector.bot_detector_info (mode=status and mode=report are deprecated).
 
 - name: Replay a saved log as of a given time, into scratch files
   jobboard.bot_detector.bot_detector:
@@ -424,16 +429,14 @@ execution_time:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import parse_now
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.after_change import enforce_now
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.messages import ENFORCEMENT_FAILED
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.messages import ENFORCEMENT_FAILED, MODE_DEPRECATED
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting.result import Result
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import apply, compact_counts, detect, report
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.config import DEFAULT_CONFIG, resolve
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SETTINGS
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.status import status
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import apply, detect
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.unblock import unblock
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.module_queries import (
+    QUERIES, argument_spec as common_spec, check_report_options, module_settings, query_output, run_query, task_now)
 
 MODES = ['detect', 'report', 'apply', 'unblock', 'status', 'enforce']
 # An item of ``addresses`` given as a mapping.
@@ -447,30 +450,11 @@ ADDRESS_SPEC = dict(
 
 
 def argument_spec():
-    """The options of the settings table (no defaults here: an option not given comes from the
-    host config file, then the table's default), and the module's own."""
-    spec = {}
-    for setting in SETTINGS:
-        option = {'type': setting.ansible_type}
-        if setting.kind == 'list':
-            option['elements'] = setting.elements
-        if setting.choices:
-            option['choices'] = list(setting.choices)
-        if setting.aliases:
-            option['aliases'] = list(setting.aliases)
-        if setting.group == 'fleet':
-            option['no_log'] = setting.name == 'fleet_store'      # its URL may hold the password; the file's path not
-        spec[setting.name] = option
+    """The options every mode takes (module_queries.argument_spec), and the modes' own."""
+    spec = common_spec()
     spec.update(
-        log=dict(type='list', elements='path'),
-        config=dict(type='path', default=DEFAULT_CONFIG),
-        settings=dict(type='dict'),
         mode=dict(type='str', default='detect', choices=MODES),
-        report_floor=dict(type='int'),
-        candidates=dict(type='dict'),
-        compact=dict(type='bool', default=False),
         addresses=dict(type='list', elements='raw', default=[]),
-        now=dict(type='str'),
     )
     return spec
 
@@ -500,22 +484,11 @@ def address_items(items):
 def run(module, mode):
     """The core's entry point for ``mode``, and its result."""
     p = module.params
-    if p['report_floor'] is not None and p['report_floor'] < 1:
-        raise BotDetectorError('report_floor: must be a whole number of at least 1, got %r' % p['report_floor'], 2)
-    for option in ('candidates', 'compact'):
-        if p[option] not in (None, False) and mode != 'report':
-            raise BotDetectorError('%s: only with mode=report' % option, 2)
-    explicit = dict((setting.name, p[setting.name]) for setting in SETTINGS)
-    if p['settings'] is not None:
-        # The settings given in place of the config file; explicit options over them.
-        given = dict(p['settings'])
-        given.update((name, value) for name, value in explicit.items() if value is not None)
-        settings = resolve(given, surface='module')
-    else:
-        # The default config path may be missing; one named explicitly must exist.
-        settings = resolve(explicit, config_path=p['config'], config_required=p['config'] != DEFAULT_CONFIG,
-                           surface='module')
-    now = parse_now(p['now']) if p['now'] is not None else None
+    check_report_options(p, mode, 'mode')
+    settings = module_settings(p)
+    now = task_now(p)
+    if mode in QUERIES:
+        return settings, run_query(p, mode, settings, now)
     if mode == 'apply':
         return settings, apply(settings, address_items(p['addresses']), check_mode=module.check_mode)
     if mode == 'unblock':
@@ -523,16 +496,12 @@ def run(module, mode):
         if not addresses:
             raise BotDetectorError('addresses: mode unblock needs at least one address', 2)
         return settings, unblock(settings, addresses, check_mode=module.check_mode)
-    if mode == 'status':
-        return settings, status(settings, p['log'] or [], now=now)
     if mode == 'enforce':
         if settings.enforcement == 'none':
             raise BotDetectorError('mode enforce: setting enforcement is none (set it to nftables or nginx)', 2)
         if module.check_mode:
             return settings, Result(check_mode=True)
         return settings, enforce_now(settings)
-    if mode == 'report':
-        return settings, report(settings, p['log'], floor=p['report_floor'], candidates=p['candidates'], now=now)
     return settings, detect(settings, p['log'], now=now, check_mode=module.check_mode, report_floor=p['report_floor'])
 
 
@@ -543,16 +512,21 @@ def main():
         supports_check_mode=True,
     )
     mode = module.params['mode']
+    if mode in QUERIES:
+        module.deprecate(MODE_DEPRECATED % (mode, mode), version='3.0.0', collection_name='jobboard.bot_detector')
     try:
         settings, result = run(module, mode)
     except BotDetectorError as exc:
         module.fail_json(msg=exc.message)
 
+    if mode in QUERIES:
+        output, warnings = query_output(result, mode, module.params['compact'])
+        for warning in warnings:
+            module.warn(warning)
+        module.exit_json(**output)
     output = result.as_dict()
     for warning in output.pop('warnings'):
         module.warn(warning)
-    if mode == 'status':
-        module.exit_json(**output)
     output.pop('check_mode')
     enforcement = output.get('enforcement')
     if mode == 'enforce':
@@ -563,8 +537,6 @@ def main():
         output = dict((key, output[key]) for key in ('changed', 'unblocked', 'not_listed', 'messages', 'enforcement')
                       if key in output)
     else:
-        if module.params['compact']:
-            output['counts'] = dict((window, compact_counts(counts)) for window, counts in output['counts'].items())
         for key in ('counts', 'local_blocks', 'report_floor', 'now', 'unblocked', 'not_listed'):
             if output[key] is None:
                 del output[key]

@@ -76,6 +76,8 @@ def test_thin_spreads_are_blocked_on_every_host_and_the_near_miss_on_none(tmp_pa
     assert hosts['web01'].blocked()[0] == '192.0.2.1'                   # appended to, never rewritten
     assert all(changed == 1 and unreachable == 0 for changed, unreachable in recap(run.stdout).values())
     assert no_decoys(hosts) == []
+    # The counting phases use bot_detector_info, not bot_detector's deprecated mode=report (issue 39).
+    assert 'DEPRECATION' not in run.stdout and 'deprecated' not in run.stdout, run.stdout[-3000:]
 
 
 def test_a_threshold_in_group_vars_of_web_applies_and_an_unreachable_host_is_left_out(tmp_path):

@@ -89,6 +89,9 @@ ENFORCEMENT_TOO_BROAD = ('enforcement: %d blocklist %s refused, covering togethe
                          '(enforcement_min_prefix_v4, enforcement_min_prefix_v6), not enforced: %s')
 ENFORCEMENT_FAILED = ('enforcement (%s) failed, the blocklist is updated but not in effect there: %s')
 ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
+# The module's read-only modes, moved into bot_detector_info (removed in 3.0.0).
+MODE_DEPRECATED = ('mode=%s is deprecated: use the module jobboard.bot_detector.bot_detector_info with query=%s, '
+                   'which returns the same')
 # --follow
 # The fleet store (fleet_store): never the password (values/checks.redact_url).
 FLEET_NO_CLIENT = ('fleet_store is set but redis-py cannot be imported (Debian: apt-get install python3-redis; '
