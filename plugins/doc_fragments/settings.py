@@ -319,9 +319,9 @@ options:
   enforcement_min_prefix_v4:
     description:
       - >-
-        Enforcement: an IPv4 line, or lines that merge into one network, wider than this prefix
-        length (a /8: 1/256 of the addresses) is refused with a warning naming it, never enforced;
-        two /1 lines would drop everyone.
+        Enforcement: an IPv4 line, lines that merge into one network, or network lines all together,
+        covering more than this prefix length (a /8: 1/256 of the addresses) are refused with a
+        warning naming them, never enforced (the widest first); two /1 lines would drop everyone.
       - >-
         Default: the host config file's C(enforcement_min_prefix_v4) when set there, else 8.
     type: int

@@ -3,6 +3,7 @@ line nested past the parser's depth, or a time field holding a value of another 
 format's, is at worst an unparsed line; the run goes on, blocks the scraper beside it and
 exits 0. Run as the command, a real process."""
 import json
+import ipaddress
 import os
 import time
 
@@ -203,12 +204,13 @@ def test_the_nginx_geo_file_must_be_a_regular_file(tmp_path, files, kind):
 
 # Lines that alone or together cover too much of the address space (issue 38, item 1), and
 # which of them are refused: the two /1 halves merge into 0.0.0.0/0; of a block too wide, the
-# widest lines go until the rest is not (three /9 side by side: one goes, a /8 is left).
+# widest lines go until the rest is not (three /9 side by side: one goes, a /8 is left, and with
+# the other lines a /8 is too much in all: a second goes); fifteen /12 and the rest stay under.
 TOO_BROAD = [([b'0.0.0.0/1', b'128.0.0.0/1'], [b'0.0.0.0/1', b'128.0.0.0/1']), ([b'::/1', b'8000::/1'], [b'::/1', b'8000::/1']),
              ([b'::ffff:0:0/97'], [b'::ffff:0:0/97']), ([b'64.0.0.0/4'], [b'64.0.0.0/4']), ([b'2001::/16'], [b'2001::/16']),
-             ([b'10.0.0.0/9', b'10.128.0.0/9', b'11.0.0.0/9'], [b'10.0.0.0/9']),
-             ([b'10.%d.0.0/12' % (16 * i) for i in range(16)], [])]
-KEPT = [b'198.51.100.7', b'192.0.2.0/24', b'2001:db8::/48', b'100.0.0.0/8', b'0.0.0.0/1.5']
+             ([b'10.0.0.0/9', b'10.128.0.0/9', b'11.0.0.0/9'], [b'10.0.0.0/9', b'10.128.0.0/9']),
+             ([b'10.%d.0.0/12' % (16 * i) for i in range(15)], [])]
+KEPT = [b'198.51.100.7', b'192.0.2.0/24', b'2001:db8::/48', b'100.0.0.0/16', b'0.0.0.0/1.5']
 
 
 @pytest.mark.parametrize('lines,refused', TOO_BROAD, ids=range(len(TOO_BROAD)))
@@ -216,11 +218,40 @@ def test_lines_covering_too_much_of_the_address_space_are_refused(lines, refused
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import sync
     entries = sync.parse_entries(b'\n'.join(lines + KEPT) + b'\n')
     assert sorted(entries.refused) == sorted(line.decode() for line in refused)
-    for line in (b'198.51.100.7', b'192.0.2.0/24', b'2001:db8::/48', b'100.0.0.0/8'):
+    for line in (b'198.51.100.7', b'192.0.2.0/24', b'2001:db8::/48', b'100.0.0.0/16'):
         assert line.decode() in entries.v4 + entries.v6
     if refused:
         assert entries.refused_warning().startswith('enforcement: %d blocklist line' % len(refused))
     else:
-        assert entries.refused_warning() is None and '10.0.0.0/8' in entries.v4
+        assert entries.refused_warning() is None and '10.0.0.0/9' in entries.v4
     wider = sync.Entries(b'\n'.join(lines) + b'\n', {4: 1, 6: 1})       # settable: up to a /1 allowed
     assert len(wider.refused) == (1 if lines[0] in (b'0.0.0.0/1', b'::/1') else 0)     # the halves: one goes, a /1 stays
+
+
+def _covered(elements):
+    return sum(ipaddress.ip_network(text).num_addresses for text in elements)
+
+
+@pytest.mark.parametrize('version,shares', [(4, 256), (4, 3), (6, 64), (6, 2)])
+def test_blocks_each_narrower_than_the_share_refused_when_together_they_cover_more(version, shares):
+    """Blocks apart from each other, each one address short of the share (a /8 of IPv4, a /32
+    of IPv6): each passes alone, together they cover ``shares`` times it (256 of IPv4: almost
+    everyone). The widest lines go until what stays covers at most one share; the server and
+    the other version's lines stay blocked."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import sync
+    bits, share_bits = (32, 8) if version == 4 else (128, 32)
+    kind = ipaddress.IPv4Network if version == 4 else ipaddress.IPv6Network
+    step = 1 << (bits - share_bits)         # each block: the share's size, less its last address
+    lines = []
+    for block in range(shares):
+        first = (block + 1) * step * 2 if version == 6 else block * step
+        lines += [str(net).encode() for net in ipaddress.summarize_address_range(kind((first, bits)).network_address,
+                                                                                kind((first + step - 2, bits)).network_address)]
+    singles = [b'198.51.100.7', b'2001:db8::7']
+    entries = sync.parse_entries(b'\n'.join(lines + singles) + b'\n')
+    kept = entries.v4 if version == 4 else entries.v6
+    assert _covered(kept) <= step, 'what stays covers more than a share'
+    assert entries.refused and set(entries.refused) <= set(line.decode() for line in lines)
+    assert _covered(kept) > step // 2, 'refused more than needed'
+    assert ('2001:db8::7' in entries.v6) if version == 4 else ('198.51.100.7' in entries.v4)     # the other version's untouched
+    assert entries.refused_warning().startswith('enforcement: %d blocklist line' % len(entries.refused))

@@ -130,6 +130,11 @@ def _outside(addresses, blocks, version):
     return found
 
 
+def _covered(items):
+    """How many addresses ``items`` ((first, last, ...)) cover together."""
+    return sum(last - first + 1 for first, last in merge(item[:2] for item in items))
+
+
 def _widest_block(spans):
     """The most addresses one block of ``spans`` (merged where they overlap or touch) covers."""
     widest, start, end = 0, None, None
@@ -181,11 +186,13 @@ class Entries:
             self.addresses[version] = _outside(sorted(set(f for f, l in spans[version] if f == l)), merge(networks), version)
 
     def _bounded(self, spans, widest):
-        """The spans less those of the lines that, alone or merged with others, cover more than
-        ``widest`` addresses (two /1 lines are everyone): of a block too wide, its widest lines
-        go to ``refused`` until the rest is not; the narrower lines inside stay enforced."""
+        """The spans less those of the lines that, alone, merged with others, or all together,
+        cover more than ``widest`` addresses (two /1 lines are everyone; so are 256 blocks each
+        one address short of a /8): of a block too wide, its widest lines go to ``refused`` until
+        the rest is not; then, while what stays covers more than ``widest`` in all, the widest
+        network lines go. Single addresses are never refused (a /8 is 16 million of them)."""
         spans.sort()
-        kept, group, end = [], [], None
+        kept, group, end, covered = [], [], None, 0
         for first, last, line in spans + [(None, None, None)]:
             if first is not None and group and first <= end + 1:
                 group.append((first, last, line))
@@ -196,9 +203,29 @@ class Entries:
                     group.sort(key=lambda item: item[1] - item[0], reverse=True)
                     while group and _widest_block(group) > widest:
                         self.refused.append(printable(to_text(group.pop(0)[2])))
-                kept.extend((item[0], item[1]) for item in group)
+                    covered += _covered(group)
+                else:
+                    covered += end - group[0][0] + 1
+                kept.extend(group)
             group, end = [(first, last, line)], last
-        return kept
+        if covered > widest:
+            kept = self._within(kept, widest)
+        return [(first, last) for first, last, dummy in kept]
+
+    def _within(self, items, widest):
+        """``items`` less their widest network lines, the fewest that leave at most ``widest``
+        addresses covered (refused)."""
+        singles = [item for item in items if item[0] == item[1]]
+        networks = sorted((item for item in items if item[0] != item[1]), key=lambda item: item[1] - item[0], reverse=True)
+        low, high = 1, len(networks)
+        while low < high:       # the coverage only falls as more of the widest go
+            middle = (low + high) // 2
+            if _covered(singles + networks[middle:]) <= widest:
+                high = middle
+            else:
+                low = middle + 1
+        self.refused.extend(printable(to_text(item[2])) for item in networks[:low])
+        return singles + networks[low:]
 
     def refused_warning(self):
         """The one warning naming the lines refused as too broad, or None."""

@@ -361,8 +361,9 @@ SETTINGS = (
             flag='--enforcement-port', metavar='PORT', minimum=1, maximum=65535, elements='int', group='enforcement',
             version_added='2.0.0'),
     Setting('enforcement_min_prefix_v4', 'int', 8,
-            'Enforcement: an IPv4 line, or lines that merge into one network, wider than this prefix length (a /8: 1/256 '
-            'of the addresses) is refused with a warning naming it, never enforced; two /1 lines would drop everyone.',
+            'Enforcement: an IPv4 line, lines that merge into one network, or network lines all together, covering more than '
+            'this prefix length (a /8: 1/256 of the addresses) are refused with a warning naming them, never enforced (the '
+            'widest first); two /1 lines would drop everyone.',
             metavar='LENGTH', minimum=1, maximum=32, group='enforcement', version_added='2.0.0'),
     Setting('enforcement_min_prefix_v6', 'int', 32,
             'Enforcement: the same for IPv6, as a prefix length (a /32: a large provider\'s whole allocation).',
