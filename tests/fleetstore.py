@@ -13,12 +13,25 @@ import time
 import pytest
 
 
+def debian_has_valkey():
+    """Whether this Debian has Valkey (13 and later; install-prereqs.sh installs it there)."""
+    try:
+        with open('/etc/os-release') as handle:
+            fields = dict(line.rstrip('\n').split('=', 1) for line in handle if '=' in line)
+        return fields.get('ID') == 'debian' and int(fields.get('VERSION_ID', '0').strip('"').split('.')[0]) >= 13
+    except (OSError, ValueError):
+        return False
+
+
+# The servers the fleet tests run against: Redis always, Valkey where Debian has it (Debian 12
+# has none: there the Valkey case is molecule's fleet scenario, whose store host is Debian 13).
+SERVERS = ['redis-server'] + (['valkey-server'] if debian_has_valkey() or shutil.which('valkey-server') else [])
+
+
 def server_binary(name='redis-server'):
     path = shutil.which(name)
     if path is None:
-        if name != 'valkey-server':
-            pytest.fail('%s is missing: tests/tools/install-prereqs.sh installs it' % name)
-        pytest.skip('%s is not on PATH (Debian 13 has it; Debian 12 has no Valkey)' % name)
+        pytest.fail('%s is missing: tests/tools/install-prereqs.sh installs it' % name)
     return path
 
 

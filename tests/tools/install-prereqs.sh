@@ -4,7 +4,7 @@
 # sanity), localedef (locales) for the de_DE.UTF-8 locale the activity-date test runs
 # `date` under, promtool (prometheus) for the Prometheus rules' tests, nft, nginx, curl
 # and ip for the enforcement tests (namespaces, a scratch nginx), logrotate for follow mode's
-# rotation tests, redis-server and redis-cli (a scratch fleet store, one server and a cluster, that
+# rotation tests, redis-server and redis-cli, and valkey-server on Debian 13 (a scratch fleet store, one server and a cluster, that
 # the fleet tests start themselves) and Debian's python3-redis (the command's client under
 # `python3 -S` on hosts). Anything still missing
 # afterwards is an error, never a skipped test.
@@ -15,6 +15,9 @@ set -euo pipefail
 declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales
                         [promtool]=prometheus [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2 [logrotate]=logrotate
                         [redis-server]=redis-server [redis-cli]=redis-tools)
+# Valkey where Debian has it (13 and later): the fleet tests run against it as against Redis.
+debian_major=$(. /etc/os-release 2>/dev/null && [ "${ID:-}" = debian ] && echo "${VERSION_ID%%.*}" || true)
+[ "${debian_major:-0}" -ge 13 ] 2>/dev/null && package_of[valkey-server]=valkey-server
 test_locale=de_DE.UTF-8
 
 has_locale() { locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; }
@@ -44,9 +47,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     if [[ " ${missing[*]} " == *' prometheus '* ]] && [ -d /run/systemd/system ]; then
         systemctl disable --now prometheus.service >/dev/null 2>&1 || true
     fi
-    if [[ " ${missing[*]} " == *' redis-server '* ]]; then      # the tests start their own servers
-        systemctl disable --now redis-server.service >/dev/null 2>&1 || systemctl disable redis-server.service >/dev/null 2>&1 || true
-    fi
+    for server in redis-server valkey-server; do       # the tests start their own servers
+        if [[ " ${missing[*]} " == *" $server "* ]]; then
+            systemctl disable --now "$server.service" >/dev/null 2>&1 || systemctl disable "$server.service" >/dev/null 2>&1 || true
+        fi
+    done
 fi
 for tool in "${!package_of[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || { echo "install-prereqs: $tool still missing" >&2; exit 1; }

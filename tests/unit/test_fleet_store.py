@@ -105,7 +105,7 @@ def wait_sum(server, address, expected, timeout=5.0):
     wait_for(lambda: store_sum(server, address) == expected, timeout, 'the store summing %s to %d' % (address, expected))
 
 
-@pytest.mark.parametrize('binary', ['redis-server', 'valkey-server'])
+@pytest.mark.parametrize('binary', fleetstore.SERVERS)
 def test_a_scraper_spread_over_the_fleet_is_blocked_everywhere_within_2_s(fleet, binary):
     server, hosts = fleet(allow={2: ['198.51.100.9']}, server=binary)
     for host, n in zip(hosts, spread(999)):
