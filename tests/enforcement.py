@@ -93,6 +93,15 @@ def served(namespace, url, source=None):
     return None
 
 
+def reloaded(master_pid, workers=1, seconds=10):
+    """Until an nginx master's old workers have gone after a reload: until then an old worker,
+    not yet told to stop, may still accept a connection and answer with the old configuration."""
+    def settled():
+        children = subprocess.run(['pgrep', '-P', str(master_pid)], stdout=subprocess.PIPE, check=False).stdout.split()
+        return len(children) == workers
+    wait_for(settled, seconds)
+
+
 def wait_for(check, seconds=10):
     """Until ``check()`` is true (an AssertionError, such as a refused connection, is not yet)."""
     deadline = time.time() + seconds

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import ROOT
-from enforcement import Lab, detector, require_tools, served, sh, wait_for
+from enforcement import Lab, detector, reloaded, require_tools, served, sh, wait_for
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import exempt, nginx, sync
 
 SNIPPET = ROOT / 'roles' / 'bot_detector' / 'files' / 'bot-detector-block.conf'
@@ -94,6 +94,7 @@ def test_the_server_loopback_and_the_allow_list_get_200_the_rest_of_a_blocked_ne
             '192.0.2.0/24 1;', '198.51.100.0/24 1;', '::/64 1;', '2001:db8::/48 1;', nginx.EXEMPT.decode().rstrip('\n'),
             '192.0.2.1 0;', '192.0.2.16/29 0;', '198.51.100.5 0;', '::1 0;', '2001:db8::1 0;', '2001:db8::20 0;']
         wait_for(lambda: served(lab.server, 'http://192.0.2.1:8080/', '192.0.2.30') == 403)
+        reloaded(pid)
         got = {(client, server): served(lab.server, 'http://%s:8080/' % ('[%s]' % server if ':' in server else server), client)
                for client, server in EXPECTED}
         assert got == EXPECTED

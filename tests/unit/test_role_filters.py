@@ -18,7 +18,9 @@ def test_every_setting_given_as_text_is_typed_as_the_config_file_reads_it():
     for setting in SETTINGS:
         value = setting.default if setting.default not in (None, []) else {
             'list': ['10.0.0.5'], 'int': 24, 'duration': 7200, 'path': '/tmp/x', 'float': 1.5,
-            'dict': {'address': 'real_ip'}}[setting.kind]
+            'dict': {'address': 'real_ip'}, 'str': 'web-7'}[setting.kind]
+        if setting.name == 'fleet_store':
+            value = 'redis://store.internal:6379/0'
         if setting.name == 'ipv4_prefix':
             value = 24
         if setting.name == 'log_formats':
