@@ -60,9 +60,9 @@ def start_server(base, port, cluster=False):
     if cluster:
         args += ['--cluster-enabled', 'yes', '--cluster-config-file', os.path.join(base, 'nodes.conf')]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
+    for dummy in range(200):
         if subprocess.run(['redis-cli', '-p', str(port), 'PING'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          universal_newlines=True).stdout.strip() == 'PONG':
+                          universal_newlines=True, check=False).stdout.strip() == 'PONG':
             return proc
         time.sleep(0.05)
     proc.kill()
@@ -225,9 +225,9 @@ def scale_run(label, ports, cluster):
         if cluster:
             subprocess.run(['redis-cli', '--cluster', 'create'] + ['127.0.0.1:%d' % p for p in ports]
                            + ['--cluster-replicas', '0', '--cluster-yes'], stdout=subprocess.DEVNULL, check=True)
-            for _ in range(100):
+            for dummy in range(100):
                 state = subprocess.run(['redis-cli', '-p', str(ports[0]), 'CLUSTER', 'INFO'], stdout=subprocess.PIPE,
-                                       universal_newlines=True).stdout
+                                       universal_newlines=True, check=False).stdout
                 if 'cluster_state:ok' in state:
                     break
                 time.sleep(0.1)
@@ -293,7 +293,7 @@ def playbook_rows():
 
 
 def section(lat, rows):
-    version = subprocess.run([SERVER, '--version'], stdout=subprocess.PIPE, universal_newlines=True).stdout.split()[2].replace('v=', '')
+    version = subprocess.run([SERVER, '--version'], stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()[2].replace('v=', '')
     with open('/proc/loadavg') as f:
         load = f.read().split()[2]
     got = [r for r in lat if r is not None]

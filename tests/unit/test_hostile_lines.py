@@ -245,8 +245,8 @@ def test_blocks_each_narrower_than_the_share_refused_when_together_they_cover_mo
     lines = []
     for block in range(shares):
         first = (block + 1) * step * 2 if version == 6 else block * step
-        lines += [str(net).encode() for net in ipaddress.summarize_address_range(kind((first, bits)).network_address,
-                                                                                kind((first + step - 2, bits)).network_address)]
+        last = kind((first + step - 2, bits)).network_address
+        lines += [str(net).encode() for net in ipaddress.summarize_address_range(kind((first, bits)).network_address, last)]
     singles = [b'198.51.100.7', b'2001:db8::7']
     entries = sync.parse_entries(b'\n'.join(lines + singles) + b'\n')
     kept = entries.v4 if version == 4 else entries.v6

@@ -69,7 +69,7 @@ def test_a_run_without_the_store_keeps_the_fleet_series_and_counts_on(tmp_path, 
     log.write_bytes(in_timezone('UTC', lambda: loggen.planted_log(NOW_EPOCH, current={'192.0.2.33': 1100})))
     got = detect(files, log, tmp_path / 'bd.prom')
     assert got.returncode == 0, got.stderr
-    samples, _ = parsed(tmp_path / 'bd.prom')
+    samples, dummy = parsed(tmp_path / 'bd.prom')
     assert samples['bot_detector_fleet_store_up'] == {frozenset({'log': LOG, 'store': STORE}.items()): 1.0}
     assert samples['bot_detector_fleet_decisions_received_total'] == {frozenset(): 4.0}
     assert samples['bot_detector_additions_total'][frozenset({'reason': 'own'}.items())] == 1.0
@@ -79,7 +79,7 @@ def test_no_store_up_gauge_before_the_stores_first_answer(tmp_path, files):
     config = follower_settings(tmp_path, files)
     files.blocklist.write_text('')
     metrics.write_follow(config, LOG, 0, 0, {}, 0, fleet=metrics.fleet_samples(LOG, Fleet(None, 1.5, 0), 0))
-    samples, _ = parsed(tmp_path / 'bd.prom')
+    samples, dummy = parsed(tmp_path / 'bd.prom')
     assert 'bot_detector_fleet_store_up' not in samples
     assert samples['bot_detector_fleet_push_behind_seconds'] == {frozenset({'log': LOG}.items()): 1.5}
 
@@ -146,6 +146,6 @@ def test_runs_with_a_store_write_the_fleet_series(tmp_path, files):
         server.kill()
     down = detect(files, logs[0], prom, '--fleet-store', server.url, '--fleet-host', 'web1')
     assert down.returncode == 0, down.stderr
-    samples, _ = parsed(prom)
+    samples, dummy = parsed(prom)
     assert samples['bot_detector_fleet_store_up'] == {frozenset({'log': str(logs[0]), 'store': server.url}.items()): 0.0}
     assert 'bot_detector_fleet_push_behind_seconds' not in samples

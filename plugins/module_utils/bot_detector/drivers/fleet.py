@@ -40,8 +40,7 @@ SPILLED_EVERY = 5.0     # seconds between the diffs of a window spilled to files
 def all_items(counter):
     """Every (key, count) of a window's counter, spilled parts included."""
     for part in parts(whole(counter)):
-        for item in part.items():
-            yield item
+        yield from part.items()
 
 
 def overlay(counts, crossed, threshold, everything=False):
