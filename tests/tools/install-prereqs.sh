@@ -16,8 +16,11 @@ declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [sh
                         [promtool]=prometheus [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2 [logrotate]=logrotate
                         [redis-server]=redis-server [redis-cli]=redis-tools)
 # Valkey where Debian has it (13 and later): the fleet tests run against it as against Redis.
-debian_major=$(. /etc/os-release 2>/dev/null && [ "${ID:-}" = debian ] && echo "${VERSION_ID%%.*}" || true)
-[ "${debian_major:-0}" -ge 13 ] 2>/dev/null && package_of[valkey-server]=valkey-server
+debian_major=0
+if [ -r /etc/os-release ] && [ "$(. /etc/os-release && echo "${ID:-}")" = debian ]; then
+    debian_major=$(. /etc/os-release && echo "${VERSION_ID%%.*}")
+fi
+if [ "${debian_major:-0}" -ge 13 ] 2>/dev/null; then package_of[valkey-server]=valkey-server; fi
 test_locale=de_DE.UTF-8
 
 has_locale() { locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; }
