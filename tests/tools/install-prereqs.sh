@@ -17,8 +17,8 @@ declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [sh
                         [redis-server]=redis-server [redis-cli]=redis-tools)
 # Valkey where Debian has it (13 and later): the fleet tests run against it as against Redis.
 debian_major=0
-if [ -r /etc/os-release ] && [ "$(. /etc/os-release && echo "${ID:-}")" = debian ]; then
-    debian_major=$(. /etc/os-release && echo "${VERSION_ID%%.*}")
+if grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
+    debian_major=$(sed -n 's/^VERSION_ID="\{0,1\}\([0-9]*\).*/\1/p' /etc/os-release)
 fi
 if [ "${debian_major:-0}" -ge 13 ] 2>/dev/null; then package_of[valkey-server]=valkey-server; fi
 test_locale=de_DE.UTF-8
