@@ -121,3 +121,37 @@ def detector(namespace, args):
     env = dict(os.environ, TZ='UTC', LC_ALL='C')
     return subprocess.run(prefix + [sys.executable, str(CORE)] + [str(a) for a in args], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=env, timeout=120, check=False)
+
+
+# A scratch nginx for the nginx enforcement's tests: its own prefix, pid file, temp directories
+# and geo file ({d}/blocked.conf) under ``d``; ``server`` holds the listen lines and the
+# blocking (the role's snippet). tests/bench/geo_bench.py has its own: it runs without pytest.
+NGINX_CONF = '''
+pid {d}/nginx.pid;
+error_log {d}/error.log notice;
+worker_processes 1;
+events {{ worker_connections 64; }}
+http {{
+    log_format combined_here '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+                             '"$http_referer" "$http_user_agent"';
+    access_log {access_log};
+    client_body_temp_path {d}/tmp/body;
+    proxy_temp_path {d}/tmp/proxy;
+    fastcgi_temp_path {d}/tmp/fastcgi;
+    uwsgi_temp_path {d}/tmp/uwsgi;
+    scgi_temp_path {d}/tmp/scgi;
+    geo $bot_detector_blocked {{
+        default 0;
+        include {d}/blocked.conf;
+    }}
+    server {{
+{server}
+    }}
+}}
+'''
+
+
+def nginx_conf(directory, server, access_log='off'):
+    """The text of a scratch nginx.conf under ``directory`` (NGINX_CONF); ``server``: the lines
+    of its one server block."""
+    return NGINX_CONF.format(d=directory, server=server, access_log=access_log)

@@ -12,34 +12,10 @@ import time
 import pytest
 
 from conftest import ROOT
-from enforcement import CONNECT_TIMEOUT, MAX_TIME, Lab, detector, require_tools, sh, wait_for
+from enforcement import CONNECT_TIMEOUT, MAX_TIME, Lab, detector, nginx_conf, require_tools, sh, wait_for
 
 SERVER, SCRAPER, VISITOR = '192.0.2.1', '192.0.2.9', '192.0.2.7'
 SNIPPET = ROOT / 'roles' / 'bot_detector' / 'files' / 'bot-detector-block.conf'
-CONF = '''
-pid {d}/nginx.pid;
-error_log {d}/error.log notice;
-events {{ worker_connections 64; }}
-http {{
-    log_format combined_here '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
-                             '"$http_referer" "$http_user_agent"';
-    access_log {d}/access.log combined;
-    client_body_temp_path {d}/tmp/body;
-    proxy_temp_path {d}/tmp/proxy;
-    fastcgi_temp_path {d}/tmp/fastcgi;
-    uwsgi_temp_path {d}/tmp/uwsgi;
-    scgi_temp_path {d}/tmp/scgi;
-    geo $bot_detector_blocked {{
-        default 0;
-        include {d}/blocked.conf;
-    }}
-    server {{
-        listen {server}:{port};
-        include {snippet};
-        location / {{ return 200; }}
-    }}
-}}
-'''
 
 
 class Nginx:
@@ -51,7 +27,8 @@ class Nginx:
             sh('ip', '-n', lab.server, 'addr', 'add', address, 'dev', 'lo')
         self.port = 8080
         self.conf = self.dir / 'nginx.conf'
-        self.conf.write_text(CONF.format(d=self.dir, server=SERVER, port=self.port, snippet=SNIPPET))
+        self.conf.write_text(nginx_conf(self.dir, '        listen %s:%d;\n        include %s;\n        location / { return 200; }'
+                                        % (SERVER, self.port, SNIPPET), access_log='%s/access.log combined' % self.dir))
         self.geo = self.dir / 'blocked.conf'
         self.geo.write_text('')
         self.base = 'nginx -p %s -c %s' % (self.dir, self.conf)

@@ -13,35 +13,15 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import ROOT
-from enforcement import Lab, detector, reloaded, require_tools, served, sh, wait_for
+from enforcement import Lab, detector, nginx_conf, reloaded, require_tools, served, sh, wait_for
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import exempt, nginx, sync
 
 SNIPPET = ROOT / 'roles' / 'bot_detector' / 'files' / 'bot-detector-block.conf'
-CONF = '''
-pid {d}/nginx.pid;
-error_log {d}/error.log notice;
-worker_processes 1;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/tmp/body;
-    proxy_temp_path {d}/tmp/proxy;
-    fastcgi_temp_path {d}/tmp/fastcgi;
-    uwsgi_temp_path {d}/tmp/uwsgi;
-    scgi_temp_path {d}/tmp/scgi;
-    geo $bot_detector_blocked {{
-        default 0;
-        include {d}/blocked.conf;
-    }}
-    server {{
-        listen 8080;
+SERVER_BLOCK = '''        listen 8080;
         listen [::]:8080;
         listen [::]:8081 ipv6only=off;
         include {snippet};
-        location / {{ return 200; }}
-    }}
-}}
-'''
+        location / {{ return 200; }}'''.format(snippet=SNIPPET)
 SERVER = ['192.0.2.1', '2001:db8::1']
 # On the namespace's loopback: each a client of its own (curl --interface).
 ADDRESSES = ['192.0.2.1', '192.0.2.20', '192.0.2.21', '192.0.2.30', '198.51.100.5', '198.51.100.6',
@@ -75,7 +55,7 @@ def test_the_server_loopback_and_the_allow_list_get_200_the_rest_of_a_blocked_ne
         base = tmp_path / 'nginx'
         (base / 'tmp').mkdir(parents=True)
         conf = base / 'nginx.conf'
-        conf.write_text(CONF.format(d=base, snippet=SNIPPET))
+        conf.write_text(nginx_conf(base, SERVER_BLOCK))
         geo = base / 'blocked.conf'
         geo.write_text('')
         command = 'nginx -p %s -c %s' % (base, conf)
