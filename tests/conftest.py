@@ -21,6 +21,49 @@ from loggen import in_timezone  # noqa: E402,F401  pylint: disable=wrong-import-
 os.environ['PATH'] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get('PATH', '')
 
 
+def _lock_directory_files():
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists.writer import ROOT_LOCK_DIR
+    try:
+        return ROOT_LOCK_DIR, set(os.listdir(ROOT_LOCK_DIR))
+    except OSError:
+        return ROOT_LOCK_DIR, set()
+
+
+def _running(pid_file):
+    try:
+        with open(pid_file) as handle:
+            os.kill(int(handle.read().strip()), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, 'workerinput'):      # the controller (or a run without xdist)
+        session.config.lock_directory_before = _lock_directory_files()[1]
+
+
+def pytest_sessionfinish(session):
+    """The tests run as root, so their runs and followers use root's lock directory
+    (/run/bot-detector): the status and pid files of the followers they killed (kill -9 on
+    purpose) and the enforcement records of their scratch blocklists would stay there, one set
+    a test. What the session added is removed at its end, but a live follower's and the locks
+    (removed by their runs)."""
+    before = getattr(session.config, 'lock_directory_before', None)
+    if before is None:
+        return
+    directory, now = _lock_directory_files()
+    for name in sorted(now - before):
+        path = os.path.join(directory, name)
+        if name.endswith('.lock') or name.startswith('follow-') and _running(path.rsplit('.', 1)[0] + '.pid'):
+            continue
+        if name.startswith(('follow-', 'blocklist-')):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
 @pytest.fixture(scope='session')
 def readable_core():
     """A copy of the core package that every user can read, for a test that runs the command
