@@ -191,14 +191,29 @@ def test_the_command_as_the_role_runs_it_finds_debians_redis_py(tmp_path):
         server.kill()
 
 
-def test_a_run_with_the_store_away_decides_on_its_own_counts(tmp_path):
-    port = fleetstore.free_port()
-    started = time.time()
-    got, files = cron_run(tmp_path, 'redis://127.0.0.1:%d/0?cluster=no' % port, 'web0',
-                          previous={'203.0.113.7': 1000, '203.0.113.50': 999})
-    assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
-    assert time.time() - started < 5
-    assert b'fleet store redis://127.0.0.1:%d/0?cluster=no unreachable' % port in got.stderr
+@pytest.mark.parametrize('query,running', [('cluster=no', False), ('cluster=yes', False), ('cluster=auto', False),
+                                           ('cluster=yes', True)])
+def test_a_run_with_the_store_away_decides_on_its_own_counts(tmp_path, query, running):
+    """Away: nothing listens, or (``running``) a server answers that is not the cluster the URL
+    says. Either way one warning, the host's own counts decide, and no traceback (redis-py's
+    cluster client raises its own exception class and logs its own failures)."""
+    server = fleetstore.StoreServer(tmp_path).start() if running else None
+    port = server.port if running else fleetstore.free_port()
+    try:
+        started = time.time()
+        got, files = cron_run(tmp_path, 'redis://127.0.0.1:%d/0?%s' % (port, query), 'web0',
+                              previous={'203.0.113.7': 1000, '203.0.113.50': 999})
+        assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
+        assert time.time() - started < 5
+        assert b'fleet store redis://127.0.0.1:%d/0?%s unreachable' % (port, query.encode()) in got.stderr
+        assert b'Traceback' not in got.stderr and len(got.stderr.splitlines()) == 1, got.stderr
+        status = run_core(['--fleet-store', 'redis://127.0.0.1:%d/0?%s' % (port, query), '--fleet-host', 'web0', '--status',
+                           '--blocklist', files.blocklist, '--activity-log', files.activity_log])
+        assert status.returncode == 0 and b'Traceback' not in status.stderr, status
+        assert b': unreachable (' in status.stdout, status.stdout
+    finally:
+        if server is not None:
+            server.kill()
 
 
 def test_rediss_connects_with_tls_and_checks_the_certificate(tmp_path):
@@ -254,6 +269,10 @@ def test_an_unreadable_password_file_is_a_store_away(tmp_path):
                               extra=['--fleet-store-password-file', missing])
         assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
         assert ('fleet_store_password_file %s cannot be read' % missing).encode() in got.stderr
+        status = run_core(['--fleet-store', server.url, '--fleet-store-password-file', missing, '--status',
+                           '--blocklist', files.blocklist, '--activity-log', files.activity_log])
+        assert status.returncode == 0 and b'Traceback' not in status.stderr, status
+        assert ('unreachable (fleet_store_password_file %s cannot be read' % missing).encode() in status.stdout, status.stdout
     finally:
         server.kill()
 

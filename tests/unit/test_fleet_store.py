@@ -133,7 +133,7 @@ def test_a_scraper_spread_over_the_fleet_is_blocked_everywhere_within_2_s(fleet,
         activity = host.files.read('activity_log').decode()
         assert activity.endswith(' | IP addess 203.0.113.7 added to the block list, RPH=1000 (fleet)\n'), activity
         out, err = host.stop()
-        assert 'Blocking IP address: 203.0.113.7 (1000 requests)' in out
+        assert 'Blocking IP address: 203.0.113.7 (1000 requests, fleet)' in out, out     # as a run says it
     assert latency < 2.0
 
 

@@ -98,7 +98,7 @@ FLEET_NO_CLIENT = ('fleet_store is set but redis-py cannot be imported (Debian: 
                    'else pip install redis)')
 FLEET_PASSWORD_FILE = 'fleet_store_password_file %s cannot be read: %s'
 FLEET_DOWN = 'fleet store %s unreachable (%s): deciding on this host\'s own counts; its counts are sent when it is back'
-FLEET_BACK = 'fleet store %s reachable again: %d counts sent'
+FLEET_BACK = 'fleet store %s reachable again: the counts held meanwhile sent (all of them again after a store emptied)'
 FOLLOW_LOST = '%s: lines may be missed: %s'
 FOLLOW_NOT_A_FILE = '%s is not a regular file: not read until a file is there'
 FOLLOW_TWICE = 'a follower of %s already runs'

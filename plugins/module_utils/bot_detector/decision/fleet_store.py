@@ -86,19 +86,22 @@ MAX_BATCH = 2000        # address pairs per script call (each call is one round 
 
 
 def import_redis():
-    """The redis module; Debian's python3-redis also under ``python3 -S``. Missing: exit 2."""
+    """The redis module; Debian's python3-redis also under ``python3 -S``. Missing: exit 2.
+    Its log records (the cluster client logs each failure with a traceback) go nowhere: a store
+    away is said once, by the fleet's own warning."""
     try:
         import redis      # only with a fleet store: a run without one stays standard library only
-        return redis
     except ImportError:
-        pass
-    if os.path.isdir(DEBIAN_PACKAGES) and DEBIAN_PACKAGES not in sys.path:
-        sys.path.append(DEBIAN_PACKAGES)        # after everything else: nothing of the core is shadowed
-    try:
-        import redis      # Debian's python3-redis, outside the path python3 -S sees
-        return redis
-    except ImportError:
-        raise BotDetectorError(messages.FLEET_NO_CLIENT, EXIT_BAD_OPTION)
+        if os.path.isdir(DEBIAN_PACKAGES) and DEBIAN_PACKAGES not in sys.path:
+            sys.path.append(DEBIAN_PACKAGES)        # after everything else: nothing of the core is shadowed
+        try:
+            import redis      # Debian's python3-redis, outside the path python3 -S sees
+        except ImportError:
+            raise BotDetectorError(messages.FLEET_NO_CLIENT, EXIT_BAD_OPTION)
+    import logging      # only with a fleet store, as redis-py itself imports it
+    logging.getLogger('redis').addHandler(logging.NullHandler())
+    logging.getLogger('redis').propagate = False
+    return redis
 
 
 def window_keys(name, stamp, host):
@@ -222,7 +225,10 @@ class Store:
             except lost:
                 self.close()
                 return self._evalsha(keys, argv)
-        except lost + (errors.RedisError,) as exc:
+        except StoreDown:
+            self.close()
+            raise
+        except Exception as exc:        # pylint: disable=broad-except  # RedisError, the cluster client's own: never fail closed
             self.close()
             raise StoreDown(str(exc).replace(self.url, self.describe()))
 

@@ -209,7 +209,6 @@ class Fleet:
             windows, batch = list(self.windows), self.pending
             self.pending = {}
             since, self.pending_since = self.pending_since, (time.time() if batch else None)
-        sent = 0
         try:
             for stamp, ttl in windows:
                 counts, whole_window = batch.get(stamp, ({}, False))
@@ -219,7 +218,6 @@ class Fleet:
                     with self.lock:
                         self.full.add(stamp)        # the store was emptied or replaced: all again
                 batch.pop(stamp, None)
-                sent += len(pairs)
                 self._learn(stamp, crossings)
         except Exception as exc:        # pylint: disable=broad-except  # StoreDown, or anything: the counts stay
             with self.lock:
@@ -234,7 +232,7 @@ class Fleet:
             if not self.pending:
                 self.pending_since = None
         if self.store_up is False:
-            self.say(messages.FLEET_BACK % (self.describe(), sent))
+            self.say(messages.FLEET_BACK % self.describe())
         self.store_up = True
         return True
 

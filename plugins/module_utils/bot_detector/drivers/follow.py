@@ -34,7 +34,6 @@ from ..base import messages
 from ..base.clock import hour_stamp, hour_windows
 from ..base.errors import Interrupted
 from ..decision.choice import rules_for
-from ..decision.rules import BLOCK
 from ..lists.writer import lock_directory
 from ..reading import state
 from ..reading.chunks import count_range, lines_end
@@ -359,8 +358,8 @@ class Follower:
         if self.settings.enforcement != 'none' and (first or result.changed):
             after_run(self.settings, result)
             self.enforcement = result.enforcement
-        for entry in result.by_verdict[BLOCK]:
-            self.emit(messages.blocking(entry['address'], entry['count'], False, None))
+        for line in result.block_lines:
+            self.emit(line)
         for reason, count in result.additions.items():
             self.additions[reason] = self.additions.get(reason, 0) + count
         self.removals += len(result.expired)

@@ -31,6 +31,7 @@ class Result:
         self.windows = []
         self.messages = []
         self.appended = []           # keys (bytes) appended, or to append in check mode
+        self.block_lines = []        # their console lines (a follower prints only these)
         self.additions = {}          # appended per reason: own (this host's count), fleet, sync
         self.blocklist_lines = 0     # lines in the blocklist when the run read it
         self.scans = []
@@ -68,7 +69,8 @@ class Result:
     def verdict(self, verdict, key, entry, note=None):
         """File one record's verdict and say its console line."""
         if verdict == BLOCK:
-            self.say(messages.blocking(entry['address'], entry['count'], self.check_mode, note))
+            self.block_lines.append(messages.blocking(entry['address'], entry['count'], self.check_mode, note))
+            self.say(self.block_lines[-1])
             self.appended.append(key)
             self.additions[note or 'own'] = self.additions.get(note or 'own', 0) + 1
         else:
