@@ -8,6 +8,7 @@ import os
 import time
 
 import pytest
+from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import run_core
 
@@ -247,7 +248,7 @@ def test_blocks_each_narrower_than_the_share_refused_when_together_they_cover_mo
         first = (block + 1) * step * 2 if version == 6 else block * step
         last = kind((first + step - 2, bits)).network_address
         lines += [str(net).encode() for net in ipaddress.summarize_address_range(kind((first, bits)).network_address, last)]
-    singles = [b'198.51.100.7', b'2001:db8::7']
+    singles = [b'2001:db8::7'] if version == 4 else [b'198.51.100.7']      # the other version's: never refused
     entries = sync.parse_entries(b'\n'.join(lines + singles) + b'\n')
     kept = entries.v4 if version == 4 else entries.v6
     assert _covered(kept) <= step, 'what stays covers more than a share'
@@ -255,3 +256,17 @@ def test_blocks_each_narrower_than_the_share_refused_when_together_they_cover_mo
     assert _covered(kept) > step // 2, 'refused more than needed'
     assert ('2001:db8::7' in entries.v6) if version == 4 else ('198.51.100.7' in entries.v4)     # the other version's untouched
     assert entries.refused_warning().startswith('enforcement: %d blocklist line' % len(entries.refused))
+
+
+@hsettings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=9, max_value=12), min_size=1, max_size=40),
+       st.lists(st.integers(min_value=0, max_value=(1 << 32) - 1), max_size=60))
+def test_an_address_appended_never_changes_which_network_lines_are_refused(prefixes, addresses):
+    """The backends add appended single addresses alone (nftables.add, nginx.append), without a
+    whole load: that is exact only if no address, anywhere, changes the refusals of a load."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import sync
+    networks = [str(ipaddress.IPv4Network(((index << 24) + (1 << 23 if index % 2 else 0), prefix))).encode()
+                for index, prefix in enumerate(prefixes)]     # apart from each other, about a /8 in all or more
+    before = sync.parse_entries(b'\n'.join(networks) + b'\n')
+    after = sync.parse_entries(b'\n'.join(networks + [str(ipaddress.IPv4Address(a)).encode() for a in addresses]) + b'\n')
+    assert sorted(after.refused) == sorted(before.refused)

@@ -189,10 +189,12 @@ class Entries:
         """The spans less those of the lines that, alone, merged with others, or all together,
         cover more than ``widest`` addresses (two /1 lines are everyone; so are 256 blocks each
         one address short of a /8): of a block too wide, its widest lines go to ``refused`` until
-        the rest is not; then, while what stays covers more than ``widest`` in all, the widest
-        network lines go. Single addresses are never refused (a /8 is 16 million of them)."""
+        the rest is not; then, while the network lines that stay cover more than ``widest`` in
+        all, the widest of them go. Single addresses are never refused, nor counted in that
+        total (a /8 is 16 million of them): so an address appended never changes which network
+        lines a load refuses, and the backends may add it alone (nftables.add, nginx.append)."""
         spans.sort()
-        kept, group, end, covered = [], [], None, 0
+        kept, group, end = [], [], None
         for first, last, line in spans + [(None, None, None)]:
             if first is not None and group and first <= end + 1:
                 group.append((first, last, line))
@@ -203,29 +205,27 @@ class Entries:
                     group.sort(key=lambda item: item[1] - item[0], reverse=True)
                     while group and _widest_block(group) > widest:
                         self.refused.append(printable(to_text(group.pop(0)[2])))
-                    covered += _covered(group)
-                else:
-                    covered += end - group[0][0] + 1
                 kept.extend(group)
             group, end = [(first, last, line)], last
-        if covered > widest:
-            kept = self._within(kept, widest)
-        return [(first, last) for first, last, dummy in kept]
+        singles = [item for item in kept if item[0] == item[1]]
+        networks = [item for item in kept if item[0] != item[1]]
+        if _covered(networks) > widest:
+            networks = self._within(networks, widest)
+        return [(first, last) for first, last, dummy in singles + networks]
 
-    def _within(self, items, widest):
-        """``items`` less their widest network lines, the fewest that leave at most ``widest``
+    def _within(self, networks, widest):
+        """``networks`` less the widest of them, the fewest that leave at most ``widest``
         addresses covered (refused)."""
-        singles = [item for item in items if item[0] == item[1]]
-        networks = sorted((item for item in items if item[0] != item[1]), key=lambda item: item[1] - item[0], reverse=True)
+        networks = sorted(networks, key=lambda item: item[1] - item[0], reverse=True)
         low, high = 1, len(networks)
         while low < high:       # the coverage only falls as more of the widest go
             middle = (low + high) // 2
-            if _covered(singles + networks[middle:]) <= widest:
+            if _covered(networks[middle:]) <= widest:
                 high = middle
             else:
                 low = middle + 1
         self.refused.extend(printable(to_text(item[2])) for item in networks[:low])
-        return singles + networks[low:]
+        return networks[low:]
 
     def refused_warning(self):
         """The one warning naming the lines refused as too broad, or None."""
