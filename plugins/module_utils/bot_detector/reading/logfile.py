@@ -185,6 +185,11 @@ def line_start_after(handle, offset):
         if cut != -1:
             return offset + skipped + cut
         skipped += len(block)
+        if block[-1:] == b'\x00':      # a NUL run, maybe a sparse hole of gigabytes: passed over, not read
+            from .holes import nul_run_end      # logs with NUL runs only
+            size = os.fstat(handle.fileno()).st_size
+            skipped = nul_run_end(handle.fileno(), offset - 1 + skipped, size) - (offset - 1)
+            handle.seek(offset - 1 + skipped)
 
 
 def rotated_sibling(path):
