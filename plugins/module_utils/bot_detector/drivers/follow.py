@@ -5,7 +5,7 @@
 and decides, at most DECIDE_EVERY seconds after new lines were read, as a run at that
 instant would: the same counting (tally.read_log at its start, chunks.count_range on),
 the same decision step and appends (run.decide_and_append). It differs from a run only in
-when it calls them.
+when it calls them (and in keeping a window's ranking until its counts change: Rankings).
 
 - Reading: polling, POLL_IDLE seconds asleep while nothing grows, READ_BLOCK bytes of
   whole lines per log and round while busy. A rename (logrotate's default, a symlink
@@ -15,10 +15,10 @@ when it calls them.
   A log that does not exist yet is waited for. Counts read stay, whatever the rotations.
 - The windows' counts are kept per hour stamp (the windows', and those a later window can
   have up to state.HORIZON ahead); at the top of the hour the windows move, as a run's do.
-- State: one file in the state directory holds every log's position (device, inode,
-  offset, first bytes, and an old file still being read) and the counts, written
-  atomically together at least every SAVE_EVERY seconds and at SIGTERM. After a restart or
-  a kill -9 it reads on from there: no line is lost or counted twice.
+- State: one file in the state directory holds every log's position (device, inode, offset,
+  first bytes, and an old file still being read) and the counts, written atomically together
+  at least every SAVE_EVERY seconds and at SIGTERM. After a restart or a kill -9 it reads on
+  from there: no line is lost or counted twice.
 - Status: a file in the lock directory (pid, logs, how far behind) for --status (status.py).
 """
 
@@ -44,7 +44,8 @@ from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
 from .after_change import after_run
-from .follower_state import Clock, OverBudget, atomic_write, claim, dump, files_stat, jsonable, key_of, leave, load, saved_positions_valid, write_metrics
+from .follower_state import (Clock, OverBudget, Rankings, atomic_write, claim, dump, files_stat, jsonable, key_of, leave, load,
+                             saved_positions_valid, write_metrics)
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -60,7 +61,7 @@ DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged
 class Follower:
     def __init__(self, settings, logs, clock, emit, warn, resolver=None):
         self.settings, self.logs, self.clock, self.emit, self.warn = settings, logs, clock, emit, warn
-        self.rules = rules_for(settings, resolver)
+        self.rules = Rankings(rules_for(settings, resolver))     # rankings kept while the counts stay
         self.server_ips = server_ips_of(settings)
         self.sources = [Source(path) for path in logs]
         self.odd_paths = set()          # logs whose path holds something else than a file, said once
@@ -72,8 +73,7 @@ class Follower:
             self.readers, self.unparsed = self.formats.readers, self.formats.unparsed
         self.label = ','.join(logs)
         self.path = None        # the log being polled
-        self.tally = self.hour = None
-        self.stop = False
+        self.tally, self.hour, self.stop = None, None, False
         self.additions, self.removals = {}, 0
         self.caught_up_at = clock()
         key = key_of(logs)
@@ -113,7 +113,7 @@ class Follower:
                     fresh.counters[stamp] = counter
                 elif isinstance(counter, SpillCounter):
                     counter.discard()       # an hour past: its spill files go
-        self.tally = fresh
+        self.tally = self.rules.counting(fresh)
         return True
 
     def _count(self, pos, end):
@@ -129,6 +129,7 @@ class Follower:
             if self.formats is not None:
                 self.formats.counted(self.path, pos.fd, pos.offset, end)
             pos.offset = end
+            self.rules.changed()
             if len(pos.head) < state.HEAD_BYTES:
                 pos.head = os.pread(pos.fd, state.HEAD_BYTES, 0)
 

@@ -7,6 +7,7 @@
   each log's positions), then per hour stamp a line '@STAMP' and a line 'COUNT KEY' per
   address (keys are a log line's first field: no blank, no newline). Written to a
   temporary file, fsync'ed and renamed: positions and counts change together or not at all.
+- Its rankings (Rankings): each window's, kept until its counts change.
 - The pid file in the lock directory, locked while the follower runs (one per set of logs;
   --status tells a running follower by it), and its status file beside it.
 """
@@ -40,6 +41,42 @@ class Clock:
 
     def __call__(self):
         return time.time() + self.offset
+
+
+class Rankings:
+    """A follower's rules (rules_for), whose rankings of a window (``examined``) are kept
+    until the follower's counts change (``changed()``: lines counted, the windows moved).
+    On a quiet log the periodic steps (the metrics' top requests every few seconds, the
+    decisions an expiry or a list's change calls for) then walk no count again: their cost
+    does not grow with the counts held (issue 44; a spilled window's are read back from its
+    files). Only the tally's own counters are kept (``own``): a fleet overlay's are new each
+    time."""
+
+    def __init__(self, rules):
+        self.rules = rules
+        self.own = {}               # the tally's counters, {stamp: counter}
+        self._kept = {}             # (id of a counter, its ranking's arguments): (counter, records)
+
+    def __getattr__(self, name):
+        return getattr(self.rules, name)
+
+    def changed(self):
+        self._kept.clear()
+
+    def counting(self, tally):
+        """``tally``, the windows' new tally, whose counters are kept from now on."""
+        self.own = tally.counters
+        self.changed()
+        return tally
+
+    def examined(self, counter, server_ips, top, at_least=None):
+        if not any(counter is mine for mine in self.own.values()):
+            return self.rules.examined(counter, server_ips, top, at_least)
+        key = (id(counter), tuple(server_ips), top, at_least)
+        kept = self._kept.get(key)
+        if kept is None or kept[0] is not counter:
+            kept = self._kept[key] = (counter, self.rules.examined(counter, server_ips, top, at_least))
+        return list(kept[1])
 
 
 def key_of(logs):
