@@ -120,14 +120,15 @@ def test_with_a_state_over_count_budget_the_state_is_kept_and_the_next_run_is_ex
         got = run_command(ours, log, threshold, top, ['--count-budget', '300', '--state-dir', state_dir])
         assert got.returncode == 0, got.stderr
         assert got.stderr == b''
-        assert len([n for n in os.listdir(str(state_dir)) if not n.startswith('.')]) == 1
+        assert len([n for n in os.listdir(str(state_dir)) if not n.startswith('.') and n != 'spill']) == 1
+        assert os.listdir(str(state_dir / 'spill')) == []       # it spilled there (issue 44), and left nothing
         assert (mask_duration(got.stdout), ours.read('blocklist')) == expected
     # A state larger than state_budget: not written, one warning.
     small, state_dir = Files(tmp_path / 'small'), tmp_path / 'small-state'
     got = run_command(small, log, threshold, top, ['--state-dir', state_dir, '--state-budget', '1000'])
     assert got.returncode == 0, got.stderr
     assert 'larger than state_budget' in got.stderr.decode() and len(got.stderr.decode().splitlines()) == 1
-    assert [name for name in os.listdir(str(state_dir)) if not name.startswith('.')] == []
+    assert [name for name in os.listdir(str(state_dir)) if not name.startswith('.') and name != 'spill'] == []
     assert (mask_duration(got.stdout), small.read('blocklist')) == reference(tmp_path, log, threshold, top, 'ref2')
 
 
@@ -157,9 +158,9 @@ KEYS = st.one_of(st.sampled_from([b'10.0.0.5', b'10.0.0.50', b'110.0.0.5', b'1.2
 @given(batches=st.lists(st.lists(KEYS, max_size=40), max_size=12), budget=st.integers(1, 30), top=st.integers(1, 12),
        servers=st.sampled_from([[], [b'10.0.0.5'], [b'0.0'], [b'10.0.0.5', b'::1']]), floor=st.integers(1, 6),
        summaries=st.booleans())
-def test_spilled_counts_rank_as_the_whole_counter(batches, budget, top, servers, floor, summaries):
+def test_spilled_counts_rank_as_the_whole_counter(tmp_path_factory, batches, budget, top, servers, floor, summaries):
     whole = Counter()
-    with spill.Session(budget) as session:
+    with spill.Session(budget, str(tmp_path_factory.getbasetemp() / 'state')) as session:
         session.summaries = summaries       # a follower's: ranked from a summary of the files when exact
         counter = session.counter()
         for batch in batches:
@@ -190,14 +191,14 @@ def test_spilled_counts_rank_as_the_whole_counter(batches, budget, top, servers,
         assert merged == whole
 
 
-def test_a_follower_ranks_spilled_counts_from_a_summary_read_once_per_spill(monkeypatch):
+def test_a_follower_ranks_spilled_counts_from_a_summary_read_once_per_spill(tmp_path, monkeypatch):
     """Churn (one request each) past the budget, a few heavy keys: ranked again and again
     with new entries in memory, the files are read once per spill, the records exact."""
     reads = []
     original = spill._read_keys           # pylint: disable=protected-access
     monkeypatch.setattr(spill, '_read_keys', lambda path, codec: reads.append(path) or original(path, codec))
     whole = Counter()
-    with spill.Session(300) as session:
+    with spill.Session(300, str(tmp_path / 'state')) as session:
         session.summaries = True
         counter = session.counter()
         for round_ in range(40):
@@ -214,9 +215,9 @@ def test_a_follower_ranks_spilled_counts_from_a_summary_read_once_per_spill(monk
                 assert len(reads) == before, 'the files were read again without a spill'
 
 
-def test_a_partition_larger_than_the_budget_is_split_again(monkeypatch):
+def test_a_partition_larger_than_the_budget_is_split_again(tmp_path, monkeypatch):
     monkeypatch.setattr(spill, 'FANOUT', 4)         # partitions of three budgets' keys, quickly
-    with spill.Session(50) as session:
+    with spill.Session(50, str(tmp_path)) as session:
         counter = session.counter()
         keys = [b'k%d' % i for i in range(50 * spill.FANOUT * 3)]
         for start in range(0, len(keys), 40):
@@ -264,7 +265,7 @@ def test_forked_workers_hand_over_spilled_counts(tmp_path, monkeypatch):
     windows = clock.hour_windows(NOW_EPOCH)
     plain = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter))
     monkeypatch.setattr(chunks, 'workers_for', lambda size: 3)
-    with spill.Session(100) as session:
+    with spill.Session(100, str(tmp_path / 'state')) as session:
         counted = in_timezone('UTC', lambda: tally.count_windows([str(log)], windows, line_filter, session=session))
         for (window, mine), (dummy, theirs) in zip(counted, plain):
             assert spill.spilled(mine)

@@ -71,10 +71,10 @@ def spilled_counter(session, rules, batches, budget):
        budget=st.integers(1, 40), top=st.integers(1, 8), threshold=st.integers(1, 30),
        grouping=st.sampled_from([{}, {'ipv4_prefix': 24}, {'ipv4_prefix': 16, 'ipv6_prefix': 48}, {'ipv6_prefix': 64}]),
        lookups=st.integers(1, 6), servers=st.sampled_from([[], [b'10.0.0.5'], [b'2001:db8::5', b'192.0.2.1']]))
-def test_spilled_precise_counts_decide_as_the_whole_counter(batches, budget, top, threshold, grouping, lookups, servers):
+def test_spilled_precise_counts_decide_as_the_whole_counter(tmp_path_factory, batches, budget, top, threshold, grouping, lookups, servers):
     options = dict(grouping, threshold=threshold, dns_lookups=lookups)
     bounded_rules = rules_for(options)
-    with spill.Session(budget) as session:
+    with spill.Session(budget, str(tmp_path_factory.getbasetemp() / 'state')) as session:
         counter, whole = spilled_counter(session, bounded_rules, batches, budget)
         plain_rules = rules_for(options)
         expected = plain_rules.examined(whole, servers, top)
@@ -94,13 +94,13 @@ def test_spilled_precise_counts_decide_as_the_whole_counter(batches, budget, top
        budget=st.integers(1, 40), threshold=st.integers(1, 30), floor=st.integers(1, 40),
        grouping=st.sampled_from([{}, {'ipv4_prefix': 24}, {'ipv6_prefix': 64}]), picks=st.lists(st.integers(0, 10 ** 6)),
        servers=st.sampled_from([[], [b'10.0.0.5'], [b'2001:db8::5', b'192.0.2.1']]))
-def test_the_fleet_reports_cuts_are_those_of_every_record(batches, budget, threshold, floor, grouping, picks, servers):
+def test_the_fleet_reports_cuts_are_those_of_every_record(tmp_path_factory, batches, budget, threshold, floor, grouping, picks, servers):
     """The fleet's report ranks only the records at or over its floor (phase 1), or the keys
     asked (phase 2), spilled or not: each equals every record of the whole counter, cut
     afterwards (a verification only lowers a count, so the cut can come first)."""
     options = dict(grouping, threshold=threshold, dns_lookups=1000)
     cut_rules, asked_rules = rules_for(options), rules_for(options)
-    with spill.Session(budget) as session:
+    with spill.Session(budget, str(tmp_path_factory.getbasetemp() / 'state')) as session:
         counter, whole = spilled_counter(session, cut_rules, batches, budget)
         every = rules_for(options).examined(whole, servers, 10 ** 9)
         assert cut_rules.examined(counter, servers, 10 ** 9, at_least=floor) == [r for r in every if r[0] >= floor]
@@ -129,7 +129,7 @@ def command(files, log, budget, extra=()):
     args = files.options() + ['--server-ip', SERVER, '--threshold', '40', '--top', '5', '--now', NOW, '--rules', 'precise',
                               '--count-budget', str(budget), '--json'] + list(extra) + [str(log)]
     return subprocess.run([sys.executable, str(CORE)] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env={'TZ': 'UTC', 'LC_ALL': 'C.UTF-8', 'PATH': '/usr/bin:/bin'}, check=False)
+                          env={'TZ': 'UTC', 'LC_ALL': 'C.UTF-8', 'PATH': '/usr/bin:/bin', 'TMPDIR': str(files.base)}, check=False)
 
 
 def test_a_churn_hour_in_precise_mode_decides_as_in_memory(tmp_path):

@@ -83,7 +83,7 @@ class Follower:
         self._pid_fd = None
         # Bounded memory (issue 19): past count_budget distinct addresses, the windows'
         # counts go to spill files; the state is then not kept (STATE_OVER_BUDGET, once).
-        self.session = Session(settings.count_budget)
+        self.session = Session(settings.count_budget, settings.state_dir, warn=warn)
         self.session.summaries = True   # it ranks twice a second: from a summary of the files, read once per spill
         self.state_dropped = self.state_unsaved = False
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer

@@ -153,7 +153,8 @@ def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None,
     metrics file, metrics are written after. Raises BotDetectorError (see
     BlocklistWriter.block for what an append failure leaves)."""
     result = Result(check_mode, emit, on_warning)
-    with recorded(settings, result, logs), Session(settings.count_budget) as session:
+    with recorded(settings, result, logs), Session(settings.count_budget, settings.state_dir, create=not check_mode,
+                                                   warn=result.warn) as session:
         _detect(result, settings, logs, now, resolver, report_floor, session)
     return result
 
@@ -223,12 +224,12 @@ def report(settings, logs, floor=None, candidates=None, now=None, resolver=None)
     if candidates is not None and not (isinstance(candidates, dict) and all(
             isinstance(keys, (list, tuple)) and all(isinstance(key, str) for key in keys) for keys in candidates.values())):
         raise bad_option('candidates must map each window (name or hour stamp) to a list of keys, got %r' % (candidates,))
-    with Session(settings.count_budget) as session:
-        return _report(settings, logs, floor, candidates, now, resolver, session)
-
-
-def _report(settings, logs, floor, candidates, now, resolver, session):
     result = Result()
+    with Session(settings.count_budget, settings.state_dir, create=False, warn=result.warn) as session:
+        return _report(settings, logs, floor, candidates, now, resolver, session, result)
+
+
+def _report(settings, logs, floor, candidates, now, resolver, session, result):
     start = int(time.time())
     now = time.time() if now is None else now
     rules, counts, server_ips, dummy = count_logs(settings, logs, now, resolver, result, session)    # state read, not written

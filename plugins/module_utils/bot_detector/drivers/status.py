@@ -115,7 +115,7 @@ def status(settings, logs=(), now=None, resolver=None):
     if settings.fleet_store:
         report.fleet_store = fleet_store_status(settings)
     if logs:
-        with Session(settings.count_budget) as session:
+        with Session(settings.count_budget, settings.state_dir, create=False, warn=report.warn) as session:
             _windows(report, settings, logs, now, resolver, content, session)
     return report
 

@@ -295,8 +295,8 @@ def count_parallel(path, handle, start, end, tally, counted_from=None):
     if workers < 2:
         return count_range(handle.fileno(), start, end, tally)
     import pickle       # only runs that fork pay for it
-    if tally.session is not None and not tally.session.ready():
-        tally.session = None        # no directory for spilled counts: they stay in memory
+    if tally.session is not None:
+        tally.session.ready()       # the directory every process's files go in; without one, counts stay in memory
     parts = _parts(handle, start, end, workers, counted_from, getattr(tally.reader, 'contiguous_parts', False))
     children, parent = [], os.getpid()
     for part in range(1, workers):

@@ -62,7 +62,9 @@ class KeptCounter(SpillCounter):
                 pass
 
     def spill(self):
-        """Nothing to write: the parts are in the state file (tally.Tally spills its own counters only)."""
+        """Nothing to write: the parts are in the state file, and what it adds past the budget
+        goes into them (absorb); tally.Tally spills its own counters only."""
+        return True
 
     def discard(self):
         """Forget the counts (the state file keeps its own copy: nothing to remove)."""

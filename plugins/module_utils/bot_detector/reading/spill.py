@@ -22,20 +22,18 @@ import binascii
 import fcntl
 import heapq
 import os
-import re
-import stat
 from bisect import bisect_left
 from collections import Counter
 from itertools import chain, compress, repeat
 from operator import add, floordiv, gt, sub
 
+from ..base import messages
 from ..base.text import write_all
+from . import budget as budget_of
+from .budget import OWNER_FILE, PREFIX, sweep
 
 __metaclass__ = type
 
-PREFIX = 'bot-detector-spill-'     # a spill directory: PREFIX, the owner's pid, '-', 12 hex digits
-STALE = re.compile(r'%s([0-9]+)-[0-9a-f]{12}\Z' % PREFIX)
-OWNER_FILE = '.owner'         # locked by the owner while it runs
 FANOUT = 256                  # partitions per spill
 LOOKUPS = 256                 # keys a carried summary looks up in their partitions (_carry_summary)
 LIGHT_DRIFT = 4               # spills of once-counted keys a summary is carried over before a reading
@@ -66,21 +64,35 @@ BYTES = Codec()
 
 class Session:
     """One run's spill area: the budget (distinct keys held in memory by one process, all
-    windows together: the setting count_budget), and a private directory (mode 0700, in
-    TMPDIR or /tmp) made at the first spill, or before workers fork, and removed with every
-    file in it when the session ends, also on failure. When it cannot be made, counts stay
-    in memory (``usable`` is False from then on)."""
+    windows together: the setting count_budget), and a private directory (mode 0700) made in
+    ``base`` (budget.base_for: ``state_dir``'s spill, else TMPDIR; one only this user writes,
+    budget.private) at the first spill, or before workers fork, and removed with every
+    file in it when the session ends, also on failure. When it cannot be made or a spill
+    fails (a full disk, a quota; ``problem`` says why), ``usable`` is False from then on and
+    the counts stay in memory (``hold``): one warning, and past budget.memory_keys the
+    smallest counts are dropped, with a second. ``warn``: the driver's warning line (the
+    process that made the session only: a forked worker's are found again by its parent)."""
 
-    def __init__(self, budget):
+    def __init__(self, budget, state_dir=None, create=True, warn=None):
         self.budget = budget
+        self.base = budget_of.base_for(state_dir)
+        self.create = create and bool(state_dir)    # make the state directory's spill when absent (not TMPDIR; not
+        #                                             for --status and reports: they write nothing)
+        self.warn = warn
         self.directory = None
         self.usable = True
+        self.problem = None
+        self._memory_keys = None      # budget.memory_keys, once needed
+        self._warned = set()
         self._serial = 0
         self._owner = os.getpid()
         self._lock = None             # OWNER_FILE, locked while the directory is in use
         self.codec = BYTES            # the counting rules' (tally.Tally sets it)
         self.summaries = False        # rank spilled counts from a summary of their files (a follower)
-        sweep(_base())
+        try:
+            sweep(budget_of.private(self.base, create=False))
+        except (OSError, budget_of.Refused):
+            pass
 
     def __enter__(self):
         return self
@@ -91,22 +103,50 @@ class Session:
     def ready(self):
         """Make the directory now (before workers fork: every process's files go in it)."""
         if self.directory is None and self.usable:
-            path = os.path.join(_base(), '%s%d-%s' % (PREFIX, os.getpid(), binascii.hexlify(os.urandom(6)).decode()))
+            path = None
             try:
-                os.mkdir(path, 0o700)         # fails if anything is there already
+                base = budget_of.private(self.base, self.create)
+                made = os.path.join(base, '%s%d-%s' % (PREFIX, os.getpid(), binascii.hexlify(os.urandom(6)).decode()))
+                os.mkdir(made, 0o700)         # fails if anything is there already
+                path = made
                 self._lock = os.open(os.path.join(path, OWNER_FILE), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
                 fcntl.flock(self._lock, fcntl.LOCK_EX)      # held until this process ends, kill -9 included
-            except OSError:
-                self.usable = False
+            except (OSError, budget_of.Refused) as exc:
+                if self._lock is not None:
+                    os.close(self._lock)
+                    self._lock = None
+                if path is not None:
+                    _remove(path)       # what it made of it: a full disk can take a directory, not its lock file
+                self.refuse(exc)
                 return False
             self.directory = path
         return self.usable
 
+    def refuse(self, exc):
+        """No spilling from now on: ``exc`` (OSError, budget.Refused) said why."""
+        self.usable = False
+        if self.problem is None:
+            where = self.base or 'a directory'
+            self.problem = '%s: %s' % (where, exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
+
+    def hold(self, counters):
+        """Counts past the budget that cannot spill: kept in memory (one warning), and past
+        budget.memory_keys the smallest dropped down to half of it (a second warning)."""
+        if self._memory_keys is None:
+            self._memory_keys = budget_of.memory_keys(self.budget)
+        self._say('memory', messages.SPILL_IN_MEMORY % {'budget': self.budget, 'problem': self.problem, 'limit': self._memory_keys})
+        if sum(map(len, counters)) > self._memory_keys:
+            dropped, floor = budget_of.drop_smallest(counters, self._memory_keys // 2)
+            self._say('dropped', messages.SPILL_DROPPED % {'limit': self._memory_keys, 'dropped': dropped, 'floor': floor})
+
+    def _say(self, what, line):
+        if what not in self._warned and self.warn is not None and os.getpid() == self._owner:
+            self._warned.add(what)
+            self.warn(line)
+
     def close(self):
         if self.directory is not None and os.getpid() == self._owner:     # never a forked worker
-            for name in os.listdir(self.directory):
-                os.unlink(os.path.join(self.directory, name))
-            os.rmdir(self.directory)
+            _remove(self.directory)
             os.close(self._lock)
             self.directory = self._lock = None
 
@@ -115,52 +155,15 @@ class Session:
 
     def new_file(self, tag):
         if not self.ready():
-            raise OSError('no private temporary directory for the counts')
+            raise OSError('no private directory for the counts')
         self._serial += 1
         return os.path.join(self.directory, '%d-%d-%s' % (os.getpid(), self._serial, tag))
 
 
-def _base():
-    return os.environ.get('TMPDIR') or '/tmp'
-
-
-def sweep(base):
-    """Remove the spill directories that runs killed (SIGKILL, the OOM killer) left in
-    ``base``: only a directory of this kind (PREFIX, a pid, 12 hex digits; not a link),
-    of this user, whose pid is not a running process and whose OWNER_FILE no process holds
-    locked (a pid of another pid namespace sharing ``base``). Failures are ignored."""
-    try:
-        names = [name for name in os.listdir(base) if STALE.match(name)]
-    except OSError:
-        return
-    for name in names:
-        try:
-            os.kill(int(STALE.match(name).group(1)), 0)
-            continue                    # its process runs (or is another user's: not ours)
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
-        try:
-            fd = os.open(os.path.join(base, name), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            info = os.fstat(fd)
-            if info.st_uid != os.geteuid() or not stat.S_ISDIR(info.st_mode):
-                continue
-            lock = os.open(OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)      # fails while its owner lives
-                for entry in os.listdir(fd):
-                    os.unlink(entry, dir_fd=fd)
-                os.rmdir(os.path.join(base, name))
-            finally:
-                os.close(lock)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+def _remove(directory):
+    for name in os.listdir(directory):
+        os.unlink(os.path.join(directory, name))
+    os.rmdir(directory)
 
 
 class SpillCounter(Counter):
@@ -215,11 +218,17 @@ class SpillCounter(Counter):
         return [self.low + step * i for i in range(1, FANOUT)]
 
     def spill(self):
-        """Write the entries held in memory to the partition files, and forget them."""
+        """Write the entries held in memory to the partition files, and forget them. Returns
+        whether they were written: when the session cannot (no private directory, a write
+        failed: a full disk, a quota), what this spill wrote is taken back, the session refuses
+        from then on (Session.refuse) and the entries stay in memory, unchanged."""
         if not self:
-            return
+            return True
+        if self.session is None or not self.session.ready():
+            return False
         carried = self._carry_summary()
-        if self.files is None:
+        fresh = self.files is None
+        if fresh:
             self.files = [[] for dummy in range(FANOUT)]
         if self._own is None:
             self._own = [None] * FANOUT
@@ -235,27 +244,54 @@ class SpillCounter(Counter):
             appends[place](key)
         del keys, appends
         once = max(self.values()) == 1         # a churn's keys: once each, joined in one C call
-        for part, chosen in enumerate(chosen_by_part):
-            if not chosen:
-                continue
-            if self._own[part] is None:
-                self._own[part] = self.session.new_file('%d' % part)
-                self.files[part].append(self._own[part])
-            if once:
-                data = b'\n'.join(codec.encode(chosen)) + b'\n'
-            else:
-                counts = list(map(self.get, chosen))
-                data = b'\n'.join(chain.from_iterable(map(repeat, codec.encode(chosen), counts))) + b'\n'
-            fd = os.open(self._own[part], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                write_all(fd, data)
-            finally:
-                os.close(fd)
+        written = []        # (part, path, its size before, made now): what a failure takes back
+        try:
+            for part, chosen in enumerate(chosen_by_part):
+                if not chosen:
+                    continue
+                made = self._own[part] is None
+                if made:
+                    self._own[part] = self.session.new_file('%d' % part)
+                    self.files[part].append(self._own[part])
+                if once:
+                    data = b'\n'.join(codec.encode(chosen)) + b'\n'
+                else:
+                    counts = list(map(self.get, chosen))
+                    data = b'\n'.join(chain.from_iterable(map(repeat, codec.encode(chosen), counts))) + b'\n'
+                written.append((part, self._own[part], None, made))
+                fd = os.open(self._own[part], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    written[-1] = (part, self._own[part], os.fstat(fd).st_size, made)
+                    write_all(fd, data)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            self._take_back(written, fresh)
+            self.session.refuse(exc)
+            return False
         self.clear()
         if carried is not None:         # the few keys to count exactly, now that they are written
             heavy, light, base, exact = carried
             heavy.update(self.file_counts(exact))
             self._summary = heavy, light, base
+        return True
+
+    def _take_back(self, written, fresh):
+        """Undo a failed spill's writes: each file back to its size before it (a file it made:
+        removed), so that no key is both in a file and in memory."""
+        for part, path, size, made in written:
+            try:
+                if made:
+                    os.unlink(path)
+                elif size is not None:
+                    os.truncate(path, size)
+            except OSError:
+                pass
+            if made:
+                self.files[part].remove(path)
+                self._own[part] = None
+        if fresh:
+            self.files = self._own = None
 
     def _carry_summary(self):
         """Before a spill: the summary (summary()) carried over it without reading the files

@@ -100,7 +100,7 @@ class Tally:
         self.lines = 0 if count_lines else None
         self.stamped = False
         # With a spill session (spill.py), past its budget of distinct keys the counts go to files.
-        self.session = session if session is not None and session.usable and getattr(line_filter, 'spillable', False) else None
+        self.session = session if session is not None and getattr(line_filter, 'spillable', False) else None
         if self.session is not None:
             self.session.codec = getattr(line_filter, 'spill_codec', None) or BYTES
         new = Counter if self.session is None else self.session.counter
@@ -140,20 +140,22 @@ class Tally:
 
     def within_budget(self):
         """Past the session's budget of distinct keys, spill the largest counters until at
-        most half of it is held."""
+        most half of it is held; when they cannot spill, the session holds them in memory
+        (spill.Session.hold: past the memory's share, the smallest counts go)."""
         if self.session is None:
             return
         held = sum(map(len, self.counters.values()))
         if held <= self.session.budget:
             return
-        if not self.session.ready():
-            self.session = None         # no directory for spilled counts: they stay in memory
-            return
         for counter in sorted(self.counters.values(), key=len, reverse=True):
             if held <= self.session.budget // 2:
+                return
+            size = len(counter)
+            if not counter.spill():
                 break
-            held -= len(counter)
-            counter.spill()
+            held -= size
+        if held > self.session.budget:
+            self.session.hold(list(self.counters.values()))
 
     def hand_over(self, workers):
         """A forked worker's counts before they are sent back: past its share of the budget
@@ -161,7 +163,7 @@ class Tally:
         one and a half budgets while it adds them up."""
         if self.session is not None and sum(map(len, self.counters.values())) > self.session.budget // (2 * workers):
             for counter in self.counters.values():
-                counter.spill()
+                counter.spill()         # when it cannot, the counts go back in memory: the parent holds them
 
     # ---- a line longer than a read chunk (chunks.LongLine judges it piece by piece)
 
