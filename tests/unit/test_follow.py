@@ -333,20 +333,19 @@ def test_replayed_in_batches_blocks_what_the_reference_does_after_each(tmp_path_
 @given(batches=BATCHES, churn=st.lists(st.integers(50, 400), min_size=4, max_size=4), budget=st.sampled_from([7, 60]))
 def test_high_churn_in_bounded_memory_blocks_what_the_reference_does(tmp_path_factory, batches, churn, budget):
     """Issue 19 in follow mode: each batch brings hundreds of one-request addresses, far
-    past count_budget; the counts spill to files in TMPDIR, the state is not kept (one
+    past count_budget; the counts spill to files in STATE_DIR/spill, the state is not kept (one
     warning) and a kill -9 and restart read the windows as a run does: after each batch
     the blocklist holds the reference's addresses. SIGTERM removes the spill directory."""
     tmp_path = tmp_path_factory.mktemp('churn')
     files, log = setup(tmp_path)
     log.parent.mkdir()
     log.write_bytes(b'')
-    spills = tmp_path / 'tmp'
-    spills.mkdir()
+    spills = tmp_path / 'state' / 'spill'          # issue 44: under the state directory, not TMPDIR
     ref = Files(tmp_path / 'reference')
     for name in ('blocklist', 'exclusions', 'activity_log'):
         getattr(ref, name).write_bytes(b'')
     extra = ['--count-budget', str(budget), '--state-budget', '3000']
-    follower = Following(tmp_path, files, log, extra=extra, env={'TMPDIR': str(spills)}).start()
+    follower = Following(tmp_path, files, log, extra=extra, env={'TMPDIR': str(tmp_path / 'nowhere')}).start()
     try:
         for n, (batch, distinct) in enumerate(zip(batches + batches, churn)):
             data = b''.join(lines('198.51.100.%d' % who, count, START + when) for who, count, when in batch)
@@ -365,7 +364,7 @@ def test_high_churn_in_bounded_memory_blocks_what_the_reference_does(tmp_path_fa
                 follower.proc.stdout.close()
                 follower.proc.stderr.close()
                 follower = Following(tmp_path, files, log, now=START + int(time.time() - follower.started), extra=extra,
-                                     env={'TMPDIR': str(spills)}).start()
+                                     env={'TMPDIR': str(tmp_path / 'nowhere')}).start()
         assert follower.stop() == 0
         stderr = follower.proc.stderr.read()
         assert stderr.count(b'not kept') == 1 and b'count_budget' in stderr, stderr

@@ -35,8 +35,8 @@ STATE_OVER_BUDGET = ('state file %(path)s not kept: %(why)s; the next run reads 
 # Counts past count_budget that cannot spill to files (reading/budget.py): in memory, then the smallest dropped.
 SPILL_IN_MEMORY = ('counts past count_budget (%(budget)d distinct addresses) kept in memory, none spilled to disk '
                    '(%(problem)s): up to %(limit)d addresses are held, then the smallest counts are dropped')
-SPILL_DROPPED = ('memory for counts full (%(limit)d distinct addresses): %(dropped)d addresses of %(floor)d requests '
-                 'or fewer dropped; one of them may now reach the threshold later than its requests did, or not')
+SPILL_DROPPED = ('memory for counts full (%(limit)d distinct addresses): the counts of %(dropped)d addresses, each at '
+                 'most %(floor)d, dropped; one of them may now reach the threshold later than its requests did, or not')
 
 # The activity log line of an addition; a note marks a decision not taken by this host's
 # own count: 'RPH=3000 (fleet)'.
