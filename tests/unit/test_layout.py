@@ -189,7 +189,7 @@ CRON_RUN_MODULES = {
     'bot_detector.values', 'bot_detector.values.config', 'bot_detector.values.settings', 'bot_detector.values.log_formats',
     'bot_detector.values.checks', 'bot_detector.lists.allow', 'bot_detector.drivers.format_hint',
     'bot_detector.reading', 'bot_detector.reading.chunks', 'bot_detector.reading.incremental', 'bot_detector.reading.logfile',
-    'bot_detector.reading.spill', 'bot_detector.reading.state', 'bot_detector.reading.saves', 'bot_detector.reading.tally',
+    'bot_detector.reading.spill', 'bot_detector.reading.budget', 'bot_detector.reading.state', 'bot_detector.reading.saves', 'bot_detector.reading.tally',
     'bot_detector.decision', 'bot_detector.decision.addresses', 'bot_detector.decision.choice', 'bot_detector.decision.rules',
     'bot_detector.lists', 'bot_detector.lists.content', 'bot_detector.lists.writer',
     'bot_detector.reporting', 'bot_detector.reporting.metrics', 'bot_detector.reporting.result', 'bot_detector.drivers',

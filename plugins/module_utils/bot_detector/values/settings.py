@@ -298,8 +298,10 @@ SETTINGS = (
     # and with a state (docs/benchmarks.md, "Choosing count_budget"); 250,000 peaked at 65.7 MiB.
     Setting('count_budget', 'int', 200000,
             'Distinct addresses a run holds in memory, all windows together (about 130 bytes each; the default '
-            'keeps a run under 64 MiB); past it, the counts (spec or precise rules) spill to files in a private '
-            'temporary directory and are ranked a part at a time, with the same decisions. With the spec rules a '
+            'keeps a run under 64 MiB); past it, the counts (spec or precise rules) spill to files in STATE_DIR/spill '
+            '(else in TMPDIR; a directory only this user writes) and are ranked a part at a time, with the same '
+            'decisions; with none, or a full one, they stay in memory (a warning), up to a quarter of the memory limit. '
+            'With the spec rules a '
             "log's state is kept past it too, its counts in parts, within state_budget; with the precise rules "
             'a log whose counts go past it keeps no state.',
             metavar='N', minimum=1, version_added='2.0.0'),
