@@ -83,9 +83,9 @@ def readable_core():
     shutil.rmtree(base, ignore_errors=True)
 
 
-def run_core(args, tz='UTC', cwd=None):
+def run_core(args, tz='UTC', cwd=None, extra_env=None):
     """The host command, as a real process. Returns the CompletedProcess (bytes)."""
-    env = dict(os.environ, TZ=tz, LC_ALL='C.UTF-8')
+    env = dict(os.environ, TZ=tz, LC_ALL='C.UTF-8', **(extra_env or {}))
     return subprocess.run([sys.executable, str(CORE)] + [str(a) for a in args],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd, check=False)
 

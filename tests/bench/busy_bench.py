@@ -70,7 +70,7 @@ def one_round(log, cut, scratch, found):
         row['next'] = measure(side, live, run_bench.NOW, extra)
         if label != 'reference':
             row['read'] = metric(os.path.join(side.dir, 'metrics'), 'bot_detector_last_run_read_bytes')
-        names = [n for n in os.listdir(side.state_dir) if not n.startswith('.')] if state else []
+        names = [n for n in os.listdir(side.state_dir) if not n.startswith('.') and n != 'spill'] if state else []
         row['state'] = os.path.getsize(os.path.join(side.state_dir, names[0])) if names else None
         found.setdefault(label, []).append(row)
         with open(side.blocklist, 'rb') as mine:
@@ -102,7 +102,7 @@ def cell(runs, key):
 
 
 def main():
-    os.makedirs(run_bench.CACHE, exist_ok=True)
+    os.makedirs(run_bench.SPILLS, 0o700, exist_ok=True)     # CACHE, and a private TMPDIR in it
     repetitions = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     log = busy_log()
     cut = cut_of(log)

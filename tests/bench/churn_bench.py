@@ -51,7 +51,7 @@ def run_case(log):
             with open(side.blocklist, 'rb') as mine, open(sides[0].blocklist, 'rb') as theirs:
                 if mine.read() != theirs.read():
                     differ.append(side.who + ' blocklist')
-        names = [n for n in os.listdir(state_dir) if not n.startswith('.')] if os.path.isdir(state_dir) else []
+        names = [n for n in os.listdir(state_dir) if not n.startswith('.') and n != 'spill'] if os.path.isdir(state_dir) else []
         state = os.path.getsize(os.path.join(state_dir, names[0])) if names else None
         return results, state, differ
     finally:
@@ -114,7 +114,7 @@ def row(label, log, results, state, differ):
 
 
 def main():
-    os.makedirs(run_bench.CACHE, exist_ok=True)
+    os.makedirs(run_bench.SPILLS, 0o700, exist_ok=True)     # CACHE, and a private TMPDIR in it
     cases = [int(a) for a in sys.argv[1:]] or CASES
     load_before = os.getloadavg()[0]
     table = ['| distinct addresses | log | reference: wall | command: wall | **wall ratio** | reference: CPU | command: CPU '

@@ -71,7 +71,7 @@ def main():
     global REPEAT  # pylint: disable=global-statement
     hours = int(sys.argv[1]) if len(sys.argv) > 1 else 6
     REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else REPEAT      # more: the twin's time varies on a shared machine
-    os.makedirs(run_bench.CACHE, exist_ok=True)
+    os.makedirs(run_bench.SPILLS, 0o700, exist_ok=True)     # CACHE, and a private TMPDIR in it
     combined = run_bench.cold_log(hours, False)
     table = ['| format | log | its twin log | format: wall | twin: wall | **wall ratio** | format: CPU | twin: CPU '
              '| **CPU ratio** | one core: format | one core: twin | **one-core ratio** | output |',

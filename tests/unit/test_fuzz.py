@@ -50,7 +50,7 @@ def render(spec, garbage):
        unterminated=st.booleans(), budget=st.sampled_from([None, None, 1, 3]))
 def test_invariants(tmp_path_factory, spec, garbage, blocked, excluded, unterminated, budget):
     """``budget``: a count_budget of 1 or 3 addresses drives the bounded path (counts
-    spilled to files, issue 19) against the reference too."""
+    spilled to files in a private TMPDIR, issue 19) against the reference too."""
     os.environ['TZ'] = 'UTC'
     tmp_path = tmp_path_factory.mktemp('fuzz')
     log = tmp_path / 'access.log'
@@ -63,7 +63,8 @@ def test_invariants(tmp_path_factory, spec, garbage, blocked, excluded, untermin
         f.blocklist.write_bytes(before)
         f.exclusions.write_bytes(''.join(e + '\n' for e in excluded).encode('utf-8'))
     bounded = [] if budget is None else ['--count-budget', str(budget)]
-    got = run_core(ours.options() + bounded + ['--server-ip', '10.0.0.5', '--threshold', str(THRESHOLD), '--now', NOW, log])
+    got = run_core(ours.options() + bounded + ['--server-ip', '10.0.0.5', '--threshold', str(THRESHOLD), '--now', NOW, log],
+                   extra_env={'TMPDIR': str(tmp_path)})       # a private directory to spill to (issue 44: never /tmp)
     assert got.returncode == 0, got.stderr
     after = ours.read('blocklist')
     assert after.startswith(before)
