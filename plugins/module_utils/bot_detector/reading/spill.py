@@ -2,8 +2,9 @@
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Counting in bounded memory (issue 19): past a budget of distinct keys, a window's
-counts are spilled to hash-partitioned files in a private temporary directory, as GNU
-sort spills its runs, and read back one partition at a time, each exact.
+counts are spilled to hash-partitioned files in a private directory (budget.py says where,
+and what happens when there is none), as GNU sort spills its runs, and read back one
+partition at a time, each exact.
 
 A ``SpillCounter`` is a Counter (the counting code updates it in C as any other) that also
 owns partition files: its true counts are its entries plus the keys in its files. Whoever
@@ -115,8 +116,11 @@ class Session:
                 if self._lock is not None:
                     os.close(self._lock)
                     self._lock = None
-                if path is not None:
-                    _remove(path)       # what it made of it: a full disk can take a directory, not its lock file
+                try:
+                    if path is not None:
+                        _remove(path)       # what it made of it: a full disk can take a directory, not its lock file
+                except OSError:
+                    pass
                 self.refuse(exc)
                 return False
             self.directory = path
