@@ -201,3 +201,28 @@ def test_past_the_memory_limit_the_smallest_counts_are_dropped(tmp_path):
                        r'requests did, or not\Z' % keys, lines[1])
     assert dropped and keys - keys // 2 <= int(dropped.group(1)) <= 500000, lines
     assert (mask_duration(got.stdout), files.read('blocklist')) == expected
+
+
+def test_the_memory_limit_is_the_smallest_up_the_cgroup_hierarchy(tmp_path):
+    """A cgroup v2 service (systemd's MemoryMax) and a v1 memory cgroup, as their files read:
+    the smallest limit up the hierarchy, 'max' and v1's unlimited value none, the machine's
+    memory when it is smaller; what this process reads of its own is at most the machine's."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import budget
+    machine = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    root = tmp_path / 'cgroup'
+    unit = root / 'system.slice' / 'bot-detector-follow@x.service'
+    unit.mkdir(parents=True)
+    (root / 'system.slice' / 'memory.max').write_text('max\n')
+    (unit / 'memory.max').write_text('268435456\n')
+    listing = tmp_path / 'v2'
+    listing.write_text('0::/system.slice/bot-detector-follow@x.service\n')
+    assert budget.memory_limit(str(listing), str(root)) == min(machine, 268435456)
+    assert budget.memory_keys(200000, 268435456) == 419430
+    assert budget.memory_keys(500000, 268435456) == 500000         # never under the budget
+    v1 = root / 'memory' / 'job' / 'step'
+    v1.mkdir(parents=True)
+    (root / 'memory' / 'job' / 'memory.limit_in_bytes').write_text('134217728\n')
+    (v1 / 'memory.limit_in_bytes').write_text('9223372036854771712\n')
+    listing.write_text('5:cpu:/\n4:memory:/job/step\n0::/\n')
+    assert budget.memory_limit(str(listing), str(root)) == min(machine, 134217728)
+    assert 0 < budget.memory_limit() <= machine
