@@ -34,6 +34,7 @@ __metaclass__ = type
 
 PUSH_EVERY = 0.5        # seconds between pushes (and crossing reads) of a follower
 DOWN_RETRY = (0.5, 5.0)     # seconds between attempts while the store is away: from, doubling up to
+OFFER_SHARE = 10        # an offer at most every OFFER_SHARE times what the last took: 10% of the follower's time
 SPILLED_EVERY = 5.0     # seconds between the diffs of a window spilled to files (past count_budget)
 
 
@@ -95,6 +96,7 @@ class Fleet:
         self.stop = False
         self._spilled_at = {}
         self._unsent, self._offered_at = False, 0.0
+        self.offer_seconds = 0.0        # what the last offer took the follower's thread
         self.thread = threading.Thread(target=self._loop, name='fleet-store', daemon=True)
 
     def describe(self):
@@ -123,9 +125,11 @@ class Fleet:
         self._unsent = self._unsent or bool(read)
         wall = time.time()
         moved = [w.stamp for w in windows] != [stamp for stamp, dummy in self.windows]      # also the hour's turn
-        if (self._unsent and wall - self._offered_at >= PUSH_EVERY / 2) or self.full or moved:
+        spacing = max(PUSH_EVERY / 2, OFFER_SHARE * self.offer_seconds)     # many addresses: the local blocks first
+        if (self._unsent and wall - self._offered_at >= spacing) or self.full or moved:
             self.offer(counters, windows)
             self._unsent, self._offered_at = False, wall
+            self.offer_seconds = time.time() - wall
         return self.fresh
 
     def overlay(self, counts):
