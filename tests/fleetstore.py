@@ -159,15 +159,20 @@ class Cluster:
         subprocess.run([cli_binary(self.nodes[0].binary), '--cluster', 'create']
                        + ['127.0.0.1:%d' % n.port for n in self.nodes] + ['--cluster-replicas', '0', '--cluster-yes'],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
-        deadline = time.time() + 10
-        while 'cluster_state:ok' not in self.nodes[0].cli('cluster', 'info'):
-            assert time.time() < deadline, 'the cluster did not come up'
-            time.sleep(0.1)
+        wait_cluster_ok(self)
         return self
 
     def kill(self):
         for node in self.nodes:
             node.kill()
+
+
+def wait_cluster_ok(cluster, timeout=15):
+    """Until every node says cluster_state:ok."""
+    deadline = time.time() + timeout
+    while not all('cluster_state:ok' in node.cli('cluster', 'info') for node in cluster.nodes):
+        assert time.time() < deadline, 'the cluster did not come up'
+        time.sleep(0.1)
 
 
 class DroppingProxy:

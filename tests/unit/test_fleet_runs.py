@@ -53,35 +53,33 @@ def blocked(files):
     return sorted((files.read('blocklist') or b'').decode().split())
 
 
-def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path):
-    cluster = fleetstore.Cluster(tmp_path).start()
-    try:
-        shares = spread(1000)
-        first, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
-        asked = 'redis://127.0.0.1:%d/0' % cluster.nodes[1].port        # no cluster=: INFO tells
-        second, files1 = cron_run(tmp_path, asked, 'web1', previous={'203.0.113.7': shares[1], '203.0.113.50': 333})
-        assert first.returncode == 0 and second.returncode == 0, (first, second)
-        assert blocked(files0) == [] and blocked(files1) == []
-        third, files2 = cron_run(tmp_path, cluster.url, 'web2', previous={'203.0.113.7': shares[2], '203.0.113.50': 333},
-                                 python=['/usr/bin/python3', '-S'], extra=['--json'])    # Debian's redis-py (4.3 on Debian 12) too
-        assert third.returncode == 0, third
-        assert json.loads(third.stdout)['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
-        assert json.loads(third.stdout)['fleet']['decisions_received'] == 1
-        assert blocked(files2) == ['203.0.113.7']
-        again, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
-        assert b'Blocking IP address: 203.0.113.7 (1000 requests, fleet)' in again.stdout, again
-        assert (files0.read('activity_log') or b'').endswith(b'RPH=1000 (fleet)\n')
-        assert blocked(files0) == ['203.0.113.7']
-        # The windows' keys: one hash slot a window (by its start, layout 2), each on the master that owns it.
-        starts = [w.start for w in in_timezone('UTC', lambda: hour_windows(NOW))]
-        for start in starts:
-            slot = cluster.nodes[0].cli('cluster', 'keyslot', '{bot-detector:v2:%d}' % start).strip()
-            owner = [n for n in cluster.nodes if n.cli('cluster', 'countkeysinslot', slot).strip() != '0']
-            assert len(owner) == 1
-        sums = fleetstore.window_sums(lambda *a: cluster.nodes[0].cli('-c', *a), starts[0])
-        assert sums == {'203.0.113.7': 1000, '203.0.113.50': 999}
-    finally:
-        cluster.kill()
+def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path, fleet_cluster):
+    """On the session's cluster (conftest.py), under the default fleet name: this test's own."""
+    cluster = fleet_cluster
+    shares = spread(1000)
+    first, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
+    asked = 'redis://127.0.0.1:%d/0' % cluster.nodes[1].port        # no cluster=: INFO tells
+    second, files1 = cron_run(tmp_path, asked, 'web1', previous={'203.0.113.7': shares[1], '203.0.113.50': 333})
+    assert first.returncode == 0 and second.returncode == 0, (first, second)
+    assert blocked(files0) == [] and blocked(files1) == []
+    third, files2 = cron_run(tmp_path, cluster.url, 'web2', previous={'203.0.113.7': shares[2], '203.0.113.50': 333},
+                             python=['/usr/bin/python3', '-S'], extra=['--json'])    # Debian's redis-py (4.3 on Debian 12) too
+    assert third.returncode == 0, third
+    assert json.loads(third.stdout)['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
+    assert json.loads(third.stdout)['fleet']['decisions_received'] == 1
+    assert blocked(files2) == ['203.0.113.7']
+    again, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
+    assert b'Blocking IP address: 203.0.113.7 (1000 requests, fleet)' in again.stdout, again
+    assert (files0.read('activity_log') or b'').endswith(b'RPH=1000 (fleet)\n')
+    assert blocked(files0) == ['203.0.113.7']
+    # The windows' keys: one hash slot a window (by its start, layout 2), each on the master that owns it.
+    starts = [w.start for w in in_timezone('UTC', lambda: hour_windows(NOW))]
+    for start in starts:
+        slot = cluster.nodes[0].cli('cluster', 'keyslot', '{bot-detector:v2:%d}' % start).strip()
+        owner = [n for n in cluster.nodes if n.cli('cluster', 'countkeysinslot', slot).strip() != '0']
+        assert len(owner) == 1
+    sums = fleetstore.window_sums(lambda *a: cluster.nodes[0].cli('-c', *a), starts[0])
+    assert sums == {'203.0.113.7': 1000, '203.0.113.50': 999}
 
 
 def test_a_lost_reply_is_sent_again_and_applied_once(tmp_path):

@@ -1,5 +1,5 @@
 """The fleet store's writers and windows (issue 43), against a real redis-server and a 3-master
-cluster (one, shared by this module's cluster cases): counts kept per writer (the machine and the
+cluster (the session's, conftest.py's fleet_cluster): counts kept per writer (the machine and the
 log), so a host's two logs add up, a cron run, a follower and a restarted follower of one log
 count once, and two machines under one fleet_host add up and are told; the windows keyed by their
 start, so hosts in two zones sum one hour and the two 02:00 hours of a DST night stay apart; the
@@ -27,20 +27,13 @@ SCRAPER = '203.0.113.7'
 WINDOWS = in_timezone('UTC', lambda: hour_windows(NOW))
 
 
-@pytest.fixture(scope='module')
-def shared_cluster(tmp_path_factory):
-    cluster = fleetstore.Cluster(tmp_path_factory.mktemp('cluster')).start()
-    yield cluster
-    cluster.kill()
-
-
 @pytest.fixture(params=['server', 'cluster'])
 def store(request, tmp_path):
-    """(url, fleet name, cli): a redis-server of this test's own, or the module's cluster under a
-    fleet name of this test's own."""
+    """(url, fleet name, cli): a redis-server of this test's own, or the session's cluster
+    (conftest.py) under a fleet name of this test's own."""
     name = 'fleet-%s' % request.node.name.split('[')[0][-30:].replace('_', '-')
     if request.param == 'cluster':
-        cluster = request.getfixturevalue('shared_cluster')
+        cluster = request.getfixturevalue('fleet_cluster')
         yield cluster.url, name, lambda *a: cluster.nodes[0].cli('-c', *a)
         return
     server = fleetstore.StoreServer(tmp_path).start()
@@ -144,32 +137,39 @@ def test_hosts_in_two_time_zones_sum_the_same_hour(tmp_path, store):
     assert b'Blocking IP address: 203.0.113.7 (1000 requests, fleet)' in second.stdout
 
 
-def test_a_dead_master_of_one_window_stops_no_other_windows_pushes(shared_cluster):
-    """The last of this module's cluster cases: it kills the master of the previous hour's slot."""
-    cluster = shared_cluster
-    for attempt in range(50):       # a fleet name whose two windows are on two masters, the URL's the one to die
+def test_a_dead_master_of_one_window_stops_no_other_windows_pushes(fleet_cluster):
+    """In a cluster without full coverage, the master of the previous hour's window stopped:
+    the current window's counts are pushed all the same; the master is started again after."""
+    cluster = fleet_cluster
+    for attempt in range(50):       # a fleet name whose two windows are on two masters, the URL's the one to stop
         name = 'fleet-dead-master-%d' % attempt
         owners = [owner_of(cluster, int(cluster.nodes[0].cli('cluster', 'keyslot', '{%s:v2:%d}' % (name, w.start)).strip()))
                   for w in WINDOWS]
         if owners[0] is cluster.nodes[0] and owners[1] is not owners[0]:
             break
     assert owners[0] is cluster.nodes[0] and owners[1] is not owners[0]
-    for node in cluster.nodes:      # the live masters answer for their slots (the issue's cluster)
-        node.cli('config', 'set', 'cluster-require-full-coverage', 'no')
-    said = []
-    fleet = Fleet(Settings(fleet_store=cluster.url, fleet_host='web0', fleet_name=name, threshold=THRESHOLD), said.append)
-    counters = {WINDOWS[0].stamp: Counter({SCRAPER.encode(): 5}), WINDOWS[1].stamp: Counter({SCRAPER.encode(): 7})}
-    fleet.offer(counters, WINDOWS)
-    assert fleet.push_once()
-    owners[0].kill()
-    counters[WINDOWS[1].stamp][SCRAPER.encode()] += 3
-    counters[WINDOWS[0].stamp][SCRAPER.encode()] += 1
-    fleet.offer(counters, WINDOWS)
-    assert fleet.push_once() is False and fleet.store_up is False
     live = [n for n in cluster.nodes if n is not owners[0]][0]
-    assert fleetstore.window_sums(lambda *a: live.cli('-c', *a), WINDOWS[1].start, name) == {SCRAPER: 10}
-    assert WINDOWS[0].stamp in fleet.pending and WINDOWS[1].stamp not in fleet.pending    # kept for when it is back
-    fleet.store.close()
+    fleet = Fleet(Settings(fleet_store=cluster.url, fleet_host='web0', fleet_name=name, threshold=THRESHOLD), lambda line: None)
+    try:
+        for node in cluster.nodes:      # the live masters answer for their slots (the issue's cluster)
+            node.cli('config', 'set', 'cluster-require-full-coverage', 'no')
+        counters = {WINDOWS[0].stamp: Counter({SCRAPER.encode(): 5}), WINDOWS[1].stamp: Counter({SCRAPER.encode(): 7})}
+        fleet.offer(counters, WINDOWS)
+        assert fleet.push_once()
+        owners[0].kill()
+        counters[WINDOWS[1].stamp][SCRAPER.encode()] += 3
+        counters[WINDOWS[0].stamp][SCRAPER.encode()] += 1
+        fleet.offer(counters, WINDOWS)
+        assert fleet.push_once() is False and fleet.store_up is False
+        assert fleetstore.window_sums(lambda *a: live.cli('-c', *a), WINDOWS[1].start, name) == {SCRAPER: 10}
+        assert WINDOWS[0].stamp in fleet.pending and WINDOWS[1].stamp not in fleet.pending    # kept for when it is back
+    finally:
+        fleet.store.close()
+        if owners[0].proc is None:
+            owners[0].start()       # its nodes.conf: back with its slots
+        for node in cluster.nodes:
+            node.cli('config', 'set', 'cluster-require-full-coverage', 'yes')
+        fleetstore.wait_cluster_ok(cluster)
 
 
 def owner_of(cluster, slot):
