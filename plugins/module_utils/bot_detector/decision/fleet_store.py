@@ -38,9 +38,7 @@ runs the command so) Debian's dist-packages is not on the path: it is added then
 
 from __future__ import absolute_import, division, print_function
 
-import hashlib
 import os
-import stat
 import sys
 import threading
 import time
@@ -48,6 +46,7 @@ import time
 from ..base import messages
 from ..base.errors import EXIT_BAD_OPTION, BotDetectorError
 from ..values.checks import fleet_store_url, redact_url
+from .fleet_identity import StoreDown, digest, machine_id, read_password
 
 __metaclass__ = type
 
@@ -57,8 +56,6 @@ REPLY_TIMEOUT = 2.0
 EXCHANGE_SECONDS = 3.0      # one whole exchange (connecting, loading the script, a call and its reply), at most
 KEEP_AFTER = 2 * 3600 + 900     # seconds a window's keys live after its last push (a window is in play 2 hours)
 LAYOUT = 2      # the key layout's version, in every key (1: issue 37's, by the hour stamp)
-MACHINE_ID_FILES = ('/etc/machine-id', '/var/lib/dbus/machine-id')
-PASSWORD_FILE_MAX = 4096        # bytes read of the password file
 SAFE_POLICY = 'noeviction'      # every key has an expiry: any other policy may drop them under maxmemory
 
 # KEYS: epoch, this writer's hash, sums, crossings, names. ARGV: 1 token known ('' none), 2 a new
@@ -158,26 +155,6 @@ def window_keys(name, start, host, token='', writer=''):
     tag = '{%s:v%d:%s}' % (name, LAYOUT, start)
     data = '%s:%s:' % (tag, token)
     return (tag + ':epoch', data + 'w:%s:%s' % (host, writer), data + 'sum', data + 'crossed', tag + ':names')
-
-
-def machine_id():
-    """This machine's id (systemd's, else D-Bus's, else its host name): told apart from another
-    machine given the same fleet_host."""
-    for path in MACHINE_ID_FILES:
-        try:
-            with open(path, 'rb') as handle:
-                found = handle.read(256).strip()
-            if found:
-                return found.decode('ascii', 'replace')
-        except OSError:
-            continue
-    import socket        # no machine id: the host name
-    return socket.gethostname()
-
-
-def digest(*parts):
-    """A short hash of ``parts``: the machine's id is not shown to the store as it is."""
-    return hashlib.sha256('\0'.join(('bot-detector fleet',) + parts).encode('utf-8', 'surrogateescape')).hexdigest()[:16]
 
 
 class Store:
@@ -406,32 +383,3 @@ class Store:
         except self.redis.exceptions.NoScriptError:      # a restarted or new server: load it again
             client.script_load(PUSH_SCRIPT)
             return client.evalsha(self.sha, len(keys), *(list(keys) + argv))
-
-
-def read_password(path, warn):
-    """The first line of the password file: a regular file (a FIFO or a device would hold the
-    run), its first PASSWORD_FILE_MAX bytes; readable by others: said once. Else StoreDown."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0) | getattr(os, 'O_NOCTTY', 0))
-    except OSError as exc:      # as a store away: the host's own counts decide
-        raise StoreDown(messages.FLEET_PASSWORD_FILE % (path, exc.strerror))
-    try:
-        found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode):
-            raise StoreDown(messages.FLEET_PASSWORD_FILE % (path, 'not a regular file'))
-        if found.st_mode & 0o044:
-            warn(messages.FLEET_PASSWORD_READABLE % (path, stat.S_IMODE(found.st_mode)))
-        data = os.read(fd, PASSWORD_FILE_MAX)
-    except OSError as exc:
-        raise StoreDown(messages.FLEET_PASSWORD_FILE % (path, exc.strerror))
-    finally:
-        os.close(fd)
-    try:
-        return data.decode('utf-8').splitlines()[0].strip()
-    except (IndexError, UnicodeDecodeError):
-        raise StoreDown(messages.FLEET_PASSWORD_FILE % (path, 'empty' if not data.strip() else 'not UTF-8 text'))
-
-
-class StoreDown(Exception):
-    """The store did not answer (refused, timed out, dropped, an error reply): the batch may or
-    may not have been applied; sending it again is safe (absolute counts)."""
