@@ -10,6 +10,8 @@ import subprocess
 import sys
 from collections import Counter
 
+import pytest
+
 import fleetstore
 from conftest import CORE, in_timezone
 from test_fleet_runs import NOW, THRESHOLD, blocked, cron_run
@@ -56,11 +58,12 @@ class Fleet3:
             fleet.store.close()
 
 
-def test_a_store_restored_from_a_backup_gets_the_lost_counts_again(tmp_path):
+@pytest.mark.parametrize('binary', fleetstore.SERVERS)
+def test_a_store_restored_from_a_backup_gets_the_lost_counts_again(tmp_path, binary):
     """The backup holds the first crossing only; the crossing and the counts after it are lost
     with the token kept: the next scraper spread over the hosts is blocked on all three, the sums
     exact again."""
-    server = fleetstore.StoreServer(tmp_path).start()
+    server = fleetstore.StoreServer(tmp_path, binary).start()
     hosts = Fleet3(server.url)
     try:
         hosts.add('203.0.113.1', 1000)
@@ -81,10 +84,11 @@ def test_a_store_restored_from_a_backup_gets_the_lost_counts_again(tmp_path):
         server.kill()
 
 
-def test_keys_evicted_are_found_and_the_counts_sent_again(tmp_path):
+@pytest.mark.parametrize('binary', fleetstore.SERVERS)
+def test_keys_evicted_are_found_and_the_counts_sent_again(tmp_path, binary):
     """As maxmemory eviction would: one host's hash dropped (300 + 300 + 300 and one more line is
     901, never 1201, never blocked), then the sums, then the crossings list."""
-    server = fleetstore.StoreServer(tmp_path).start()
+    server = fleetstore.StoreServer(tmp_path, binary).start()
     hosts = Fleet3(server.url)
 
     def keys(kind):

@@ -27,16 +27,16 @@ SCRAPER = '203.0.113.7'
 WINDOWS = in_timezone('UTC', lambda: hour_windows(NOW))
 
 
-@pytest.fixture(params=['server', 'cluster'])
+@pytest.fixture(params=fleetstore.SERVERS + ['cluster'])
 def store(request, tmp_path):
-    """(url, fleet name, cli): a redis-server of this test's own, or the session's cluster
-    (conftest.py) under a fleet name of this test's own."""
+    """(url, fleet name, cli): a redis-server (valkey-server where Debian has it) of this test's
+    own, or the session's cluster (conftest.py) under a fleet name of this test's own."""
     name = 'fleet-%s' % request.node.name.split('[')[0][-30:].replace('_', '-')
     if request.param == 'cluster':
         cluster = request.getfixturevalue('fleet_cluster')
         yield cluster.url, name, lambda *a: cluster.nodes[0].cli('-c', *a)
         return
-    server = fleetstore.StoreServer(tmp_path).start()
+    server = fleetstore.StoreServer(tmp_path, request.param).start()
     yield server.url, name, server.cli
     server.kill()
 
