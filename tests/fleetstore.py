@@ -113,6 +113,16 @@ def window_sums(cli, start, name='bot-detector'):
     return dict((key, int(value)) for key, value in pairs.items() if key and not key.startswith(' '))
 
 
+def plant_crossings(cli, start, items, name='bot-detector'):
+    """As a host with the fleet's password could: ``items`` ("address sum" texts) appended to
+    the crossings list of the window starting at ``start`` under its token (set when none)."""
+    tag = '{%s:v2:%d}' % (name, start)
+    cli('set', tag + ':epoch', 'planted', 'nx')
+    token = cli('get', tag + ':epoch').strip()
+    for item in items:
+        cli('rpush', '%s:%s:crossed' % (tag, token), item)
+
+
 def store_starts(server, name='bot-detector'):
     """The windows' starts the store holds keys of (layout 2)."""
     found = server.cli('--scan', '--pattern', '{%s:v2:*}:epoch' % name).split()

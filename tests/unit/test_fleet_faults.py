@@ -84,6 +84,33 @@ def test_a_store_restored_from_a_backup_gets_the_lost_counts_again(tmp_path, bin
         server.kill()
 
 
+def test_an_append_only_file_missing_its_last_pushes_is_found(tmp_path):
+    """The store killed and started again from an append-only file cut short (its last pushes,
+    and half a command: a crash before the disk had them): the token is the file's, the counts
+    after the cut are sent again, the next spread scraper is blocked on all three."""
+    server = fleetstore.StoreServer(tmp_path, extra=['--appendonly', 'yes', '--appendfsync', 'always']).start()
+    hosts = Fleet3(server.url)
+    try:
+        hosts.add('203.0.113.1', 1000)
+        aof = [os.path.join(root, name) for root, dummy, names in os.walk(str(server.dir)) for name in names
+               if name.endswith('.incr.aof')]
+        assert len(aof) == 1, aof
+        cut = os.path.getsize(aof[0]) + 5
+        hosts.add('203.0.113.2', 1000)
+        hosts.add('203.0.113.3', 600)
+        server.kill()
+        os.truncate(aof[0], cut)
+        server.start()
+        assert fleetstore.window_sums(server.cli, CURRENT.start) == {'203.0.113.1': 1000}
+        hosts.add('203.0.113.4', 1000)
+        assert hosts.learnt() == [['203.0.113.1', '203.0.113.2', '203.0.113.4']] * 3
+        assert fleetstore.window_sums(server.cli, CURRENT.start) == {'203.0.113.1': 1000, '203.0.113.2': 1000,
+                                                                     '203.0.113.3': 600, '203.0.113.4': 1000}
+    finally:
+        hosts.close()
+        server.kill()
+
+
 @pytest.mark.parametrize('binary', fleetstore.SERVERS)
 def test_keys_evicted_are_found_and_the_counts_sent_again(tmp_path, binary):
     """As maxmemory eviction would: one host's hash dropped (300 + 300 + 300 and one more line is

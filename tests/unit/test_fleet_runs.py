@@ -245,12 +245,9 @@ def test_what_a_broken_store_answers_blocks_no_one_the_host_would_not(tmp_path):
     reached the threshold is blocked (the trust boundary the guide states)."""
     server = fleetstore.StoreServer(tmp_path).start()
     try:
-        tag = '{bot-detector:v2:%d}' % in_timezone('UTC', lambda: hour_windows(NOW))[0].start
-        server.cli('set', tag + ':epoch', 'planted')
-        key = tag + ':planted:crossed'
-        for item in ('203.0.113.99 999', 'not-an-address 5000', '198.51.100.9 5000', '10.0.0.5 5000', '198.51.100.77 1500',
-                     'garbage'):
-            server.cli('rpush', key, item)
+        fleetstore.plant_crossings(server.cli, in_timezone('UTC', lambda: hour_windows(NOW))[0].start,
+                                   ('203.0.113.99 999', 'not-an-address 5000', '198.51.100.9 5000', '10.0.0.5 5000',
+                                    '198.51.100.77 1500', 'garbage'))
         got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.99': 10, '10.0.0.5': 10},
                               allow=['198.51.100.9'])
         assert got.returncode == 0, got
