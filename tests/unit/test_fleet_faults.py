@@ -122,7 +122,7 @@ def test_keys_evicted_are_found_and_the_counts_sent_again(tmp_path, binary):
         return server.cli('--scan', '--pattern', '{bot-detector:v2:%d}:*:%s' % (CURRENT.start, kind)).split()
     try:
         hosts.add('203.0.113.7', 900)
-        evicted = [key for key in keys('w:web0:*')]
+        evicted = keys('w:web0:*')
         assert len(evicted) == 1
         server.cli('del', evicted[0])
         hosts.add('203.0.113.7', 1)
