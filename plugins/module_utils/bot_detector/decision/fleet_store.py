@@ -249,9 +249,18 @@ class Store:
     def close(self):
         client, self.client = self.client, None
         if client is not None:
+            pools = [getattr(client, 'connection_pool', None)]
             try:
                 if self.cluster:        # the next connection starts from any master known: the URL's may be the one away
-                    self.known_nodes = sorted(set((node.host, node.port) for node in client.get_nodes()))
+                    nodes = client.get_nodes()
+                    self.known_nodes = sorted(set((node.host, node.port) for node in nodes))
+                    pools += [getattr(node.redis_connection, 'connection_pool', None) for node in nodes if node.redis_connection]
+            except Exception:       # pylint: disable=broad-except
+                pass        # the URL's node only, as at first
+            try:
+                for pool in pools:      # connections in use too: a read of a bounded exchange ends (every redis-py)
+                    if pool is not None:
+                        pool.disconnect()
                 client.close()
             except Exception:       # pylint: disable=broad-except
                 pass        # a broken connection: dropped all the same
