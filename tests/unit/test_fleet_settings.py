@@ -1,6 +1,8 @@
 """The fleet store's settings (issue 37 §1): one row each in the settings table, so option,
 config key, module option and role variable; a bad URL is one line naming it, exit status 2,
 before anything is read or written, and the password never shows in it."""
+import re
+
 import pytest
 
 import loggen
@@ -85,3 +87,38 @@ def test_the_config_file_and_the_options_carry_them(tmp_path, files):
     help_text = run_core(['--help']).stdout.decode()
     for flag in ('--fleet-store URL', '--fleet-store-password-file PATH', '--fleet-host NAME', '--fleet-name NAME'):
         assert flag in help_text
+
+
+# Passwords as generators write them (base64: '/' and '+'; others: '?', '#', '@', ':'), raw
+# in the URL: each piece between those characters must never show, whatever the URL's fault.
+RAW_PASSWORDS = ['Qx7Lm/Zr9+Kw2=', 'Ty4Hn?Bv8#Pd3@Jc6:Wq1', 'Mf5Gs//Xk2Rb', 'Nh8Ue[Vt5]Ay0']
+FAULTS = ['http://bd:%s@store:6379/0', 'redis://bd:%s@store:6379/x', 'redis://bd:%s@store:99999/0', 'redis://:%s@/0',
+          'redis://bd:%s@store:6379/0', 'redis://%s@store:6379/0?cluster=maybe', 'unix://bd:%s@',
+          'redis://store:6379/0?password=%s', 'rediss://bd:%s@store/3?cluster=yes']
+
+
+def pieces(password):
+    return [piece for piece in re.split(r'[/?#@:\[\]+=]', password) if len(piece) >= 3]
+
+
+@pytest.mark.parametrize('password', RAW_PASSWORDS)
+@pytest.mark.parametrize('fault', FAULTS)
+def test_a_password_in_any_spelling_never_shows_in_the_error(tmp_path, files, password, fault):
+    url = fault % password
+    try:
+        checks.fleet_store_url(url)
+    except errors.BotDetectorError as exc:
+        shown = str(exc)
+    else:
+        shown = None
+    if shown is not None:       # refused: the one line names the setting, the password stays out
+        assert shown.startswith('fleet_store: ') and '\n' not in shown, shown
+        assert not [piece for piece in pieces(password) if piece in shown], shown
+    redacted = checks.redact_url(url)
+    assert not [piece for piece in pieces(password) if piece in redacted], redacted
+    if fault == FAULTS[1]:      # the command's own line too
+        log = tmp_path / 'access.log'
+        log.write_bytes(b'')
+        got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--fleet-store', url, '--now', NOW, log])
+        assert got.returncode == errors.EXIT_BAD_OPTION, got
+        assert not [piece for piece in pieces(password) if piece in (got.stderr + got.stdout).decode()], got
