@@ -32,6 +32,7 @@ import sys
 from ..base import messages
 from ..base.errors import EXIT_BAD_OPTION, BotDetectorError
 from ..values.checks import fleet_store_url, redact_url
+from .fleet_answers import ENTRY_BYTES, READ_PER_PUSH, crossing
 
 __metaclass__ = type
 
@@ -75,12 +76,37 @@ if n > 0 then
   end
 end
 for k = 1, 4 do redis.call('EXPIRE', KEYS[k], ARGV[5]) end
-return {1, cur, redis.call('LRANGE', KEYS[4], seen, -1)}
-"""
+""" + """
+local function length(key)
+  if #redis.call('LRANGE', key, 0, 0) == 0 then return 0 end
+  local low, high = 0, 1
+  while #redis.call('LRANGE', key, high, high) > 0 do low, high = high, high * 2 end
+  while high - low > 1 do
+    local middle = math.floor((low + high) / 2)
+    if #redis.call('LRANGE', key, middle, middle) > 0 then low = middle else high = middle end
+  end
+  return low + 1
+end
+local size = length(KEYS[4])
+if seen > size then seen = 0 end
+seen = math.max(seen, size - %(read)d)
+local found = redis.call('LRANGE', KEYS[4], seen, seen + %(read)d - 1)
+for i = 1, #found do
+  if #found[i] > %(entry)d then found[i] = '' end
+end
+return {1, cur, found, seen}
+""" % {'read': READ_PER_PUSH, 'entry': ENTRY_BYTES}
+# The crossings read (fleet_answers.py, the reading side): at most READ_PER_PUSH entries, from
+# the host's place or the list's last READ_PER_PUSH when it is further behind (a flood of entries
+# is skipped to its newest), each longer than ENTRY_BYTES blanked (counted, not sent): a reply
+# bounded in entries and bytes whatever a host wrote. The list's length is found by LRANGE probes
+# (LLEN is not the ACL's); a list shorter than the host's place was replaced: read again, and the
+# reply's 4th item (where the entries start) tells the host.
 # What a host's ACL user needs (docs/docsite/rst/guide_fleet.rst, tested with exactly this):
-# the script's calls and its commands, the cluster client's topology reads, the fleet's keys.
+# the script's calls and its commands, the cluster client's topology reads and its COMMAND (the
+# commands' key positions: without it redis-py's cluster client stops at its start), the fleet's keys.
 ACL_RULES = ('resetchannels', '-@all', '+evalsha', '+script|load', '+ping', '+info', '+cluster|slots',
-             '+cluster|shards', '+cluster|nodes', '+get', '+set', '+hmget', '+hset', '+hincrby',
+             '+cluster|shards', '+cluster|nodes', '+command', '+get', '+set', '+hmget', '+hset', '+hincrby',
              '+rpush', '+lrange', '+expire')
 MAX_BATCH = 2000        # address pairs per script call (each call is one round trip)
 
@@ -128,6 +154,7 @@ class Store:
         self._factory = client_factory
         self.client = self.sha = None
         self.tokens, self.seen = {}, {}
+        self.restarted = set()      # windows whose crossings held by the caller must go (a new token, a list replaced)
         self.cluster = self.parts['cluster']
 
     def describe(self):
@@ -197,22 +224,30 @@ class Store:
             for address, count in batch:
                 argv.extend((address, count))
             reply = self._call(keys, argv)
-            if not (isinstance(reply, list) and len(reply) in (2, 3) and isinstance(reply[1], bytes)
-                    and (len(reply) == 2 or isinstance(reply[2], list))):
-                raise StoreDown('an answer not of this script: %r' % (reply,))
+            if not (isinstance(reply, list) and len(reply) in (2, 4) and isinstance(reply[1], bytes)
+                    and (len(reply) == 2 or (isinstance(reply[2], list) and isinstance(reply[3], int)))):
+                raise StoreDown('an answer not of this script: %r' % (reply[:2],))
             token = reply[1].decode('ascii', 'replace')
             if not reply[0]:
-                self.tokens[stamp], self.seen[stamp] = token, 0
+                self._restart(stamp, token)
                 return False, crossings
-            if token != self.tokens.get(stamp):
-                self.tokens[stamp], self.seen[stamp] = token, 0
-            found = reply[2]
-            self.seen[stamp] = self.seen.get(stamp, 0) + len(found)
-            for item in found:
-                address, dummy, total = item.rpartition(b' ') if isinstance(item, bytes) else (b'', b'', b'')
-                if address and total.isdigit():     # else not this script's: left out
-                    crossings.append((address, int(total)))
+            crossings.extend(self._read_crossings(stamp, token, reply[2], reply[3], threshold))
         return True, crossings
+
+    def _read_crossings(self, stamp, token, found, start, threshold):
+        """The reading side (fleet_answers.py): the entries read from ``start``, at most
+        READ_PER_PUSH, junk dropped; a new token or a list read from before the host's place (it
+        was replaced) makes what the host holds of the window go (``restarted``): it follows the
+        store."""
+        if token != self.tokens.get(stamp) or start < self.seen.get(stamp, 0):
+            self._restart(stamp, token)
+        found = found[:READ_PER_PUSH]
+        self.seen[stamp] = start + len(found)
+        return [entry for entry in (crossing(item, threshold) for item in found) if entry is not None]
+
+    def _restart(self, stamp, token):
+        self.tokens[stamp], self.seen[stamp] = token, 0
+        self.restarted.add(stamp)
 
     def _call(self, keys, argv):
         """One script call; a lost reply (a dropped connection, a timeout) is sent once more at

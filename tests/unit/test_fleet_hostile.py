@@ -1,0 +1,249 @@
+"""A compromised host in the fleet (issue 43 §2-4, the Proof's hostile-host test): with the
+fleet's ACL user exactly as the guide and the store role grant it (decision/fleet_store.ACL_RULES,
+key pattern ``~{bot-detector:*``), it writes with every command that user has, on every key of
+the fleet, not only through the product's script (its own script loaded too): junk crossings,
+other spellings of the hosts' server addresses, allow-listed addresses and trusted proxies,
+loopback, networks wider than the hosts' prefixes, values of a MiB, thousands of entries and
+keys, junk in the sums, the epochs and the other hosts' hashes. Real redis-server (one server
+and a 3-master cluster), real runs and a real follower; the oracle of what a host may append is
+the test's own (Python's ipaddress), not the product's code. No host appends an entry its own
+rules would refuse, and the host's own scraper is blocked as without a store."""
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import fleetstore
+import loggen
+from conftest import CORE, Files, in_timezone, run_core
+from test_follow import Following, lines, wait_for
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import fleet_store
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.fleet import Fleet
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+
+NOW = 1795258200            # 2026-11-21 10:50:00 UTC: the windows 09 and 10
+PASSWORD = 'Fl33t-Hostile-Passw0rd'
+SERVERS = ['10.9.9.9', '2001:db8::5']
+ALLOWED = ['198.51.100.7', '2001:DB8:0::77']        # spelled otherwise than the crossings below
+PROXY = '192.0.2.10'
+SCRAPER = '203.0.113.7'         # the host's own scraper: 1500 requests in the previous hour
+NEVER = [ipaddress.ip_network(n) for n in SERVERS + ALLOWED + [PROXY, '127.0.0.0/8', '::1']]
+
+# What the hostile host pushes as crossings, each "address sum".
+JUNK = (['x00 999999999'] * 25
+        + ['2001:DB8::5 5000', '2001:db8:0::5 5000', '::ffff:a09:909 5000', '::ffff:10.9.9.9 5000', '10.9.9.9 5000',
+           '2001:DB8::77 5000', '2001:db8::77 5000', '::ffff:c633:6407 5000', '198.51.100.7 5000',
+           '127.0.0.1 5000', '127.8.9.1 5000', '::1 5000', '192.0.2.10 5000', '::ffff:192.0.2.10 5000', '192.0.2.10/32 5000',
+           '2000::/3 5000', '64.0.0.0/2 5000', '10.0.0.0/8 5000', '10.9.9.0/24 5000', '0.0.0.0/0 5000', ':: 5000',
+           '010.1.1.1 5000', '203.0.113.250 999', '203.0.113.251 -5000', '203.0.113.252 1e9', '203.0.113.253 ' + '9' * 40,
+           ' 5000', '5000', '', 'A' * (1 << 20) + ' 5000'])
+# With ipv4_prefix 24 and ipv6_prefix 64: canonical addresses whose network holds a server address.
+NEAR_SERVERS = ['10.9.9.7 5000', '2001:db8::1234 5000', '198.51.100.200 5000', '192.0.2.99 5000']
+PLAUSIBLE = '203.0.113.99 5000'     # canonical, nothing the host spares: the trust boundary lets it through
+
+
+def acl_user(node):
+    node.cli('ACL', 'SETUSER', 'bd', 'on', '>' + PASSWORD, '~{bot-detector:*', *fleet_store.ACL_RULES)
+
+
+def hostile_client(redis, target):
+    """A client of the fleet's ACL user: what a compromised host holds."""
+    if isinstance(target, fleetstore.Cluster):
+        from redis.cluster import RedisCluster
+        return RedisCluster(host='127.0.0.1', port=target.nodes[0].port, username='bd', password=PASSWORD)
+    return redis.Redis(host='127.0.0.1', port=target.port, username='bd', password=PASSWORD)
+
+
+# A script of the hostile host's own (SCRIPT LOAD and EVALSHA are granted): thousands of entries
+# and keys in one call, with the commands the ACL grants.
+FLOOD = """
+for i = 1, tonumber(ARGV[1]) do
+  redis.call('RPUSH', KEYS[1], '203.0.' .. (i % 256) .. '.' .. (i % 250) .. 'x ' .. 5000 + i)
+  redis.call('HSET', KEYS[2], 'junk-' .. i, 'not a number')
+  redis.call('HINCRBY', KEYS[3], '198.51.100.' .. (i % 256), 100000)
+end
+return 1
+"""
+
+
+def attack(target, stamps, extra=()):
+    """Everything the ACL lets a host do to the fleet's keys of ``stamps``."""
+    redis = fleet_store.import_redis()
+    client = hostile_client(redis, target)
+    try:
+        with pytest.raises(redis.exceptions.ResponseError):
+            client.execute_command('FLUSHALL')      # what it may not do: the user is the guide's
+        for stamp in stamps:
+            tag = '{bot-detector:%s}' % stamp
+            sha = client.script_load(FLOOD)
+            client.evalsha(sha, 3, tag + ':crossed', tag + ':h:web1', tag + ':sum', 3000)
+            for item in JUNK + list(extra):
+                client.rpush(tag + ':crossed', item)
+            client.hset(tag + ':sum', SCRAPER, -99999999)           # the host's own scraper's sum lowered
+            client.hset(tag + ':sum', 'A' * (1 << 20), 1)
+            client.hset(tag + ':h:web2', mapping={'x00': 'junk', SCRAPER: '-5'})
+            client.set(tag + ':epoch', 'a token of its own')
+            client.expire(tag + ':epoch', 7200)
+            for i in range(200):                                    # many keys under the fleet's pattern
+                client.set(tag + ':junk:%d' % i, 'B' * 4096, ex=7200)
+    finally:
+        client.close()
+
+
+def stamps_of():
+    return [w.stamp.decode() for w in in_timezone('UTC', lambda: hour_windows(NOW))]
+
+
+def may_append(entry, prefixes):
+    """The test's oracle: whether a host with these prefixes could append ``entry`` on its own
+    log's counts: a canonical address or a network of exactly the host's prefix, nothing never
+    blocked in it."""
+    try:
+        network = ipaddress.ip_network(entry)
+    except ValueError:
+        return False
+    length = prefixes.get(network.version) or network.max_prefixlen
+    canonical = str(network.network_address) if network.prefixlen == network.max_prefixlen else str(network)
+    if canonical != entry or network.prefixlen != length or (network.version == 6 and network.network_address.ipv4_mapped):
+        return False
+    return not any(never.version == network.version and never.overlaps(network) for never in NEVER)
+
+
+def host_args(files, base, url, name, precise):
+    password = base / 'password'
+    password.write_text(PASSWORD + '\n')
+    args = files.options() + ['--threshold', '1000', '--fleet-store', url, '--fleet-store-password-file', password,
+                              '--fleet-host', name, '--trusted-proxy', PROXY]
+    for server in SERVERS:
+        args += ['--server-ip', server]
+    if precise:
+        args += ['--rules', 'precise', '--ipv4-prefix', '24', '--ipv6-prefix', '64']
+    files.exclusions.write_text(''.join(a + '\n' for a in ALLOWED))
+    return args
+
+
+def run_host(base, url, name, precise, previous):
+    files = Files(base / name)
+    log = base / name / 'access.log'
+    log.write_bytes(in_timezone('UTC', lambda: loggen.planted_log(NOW, previous=previous)))
+    got = run_core(host_args(files, base / name, url, name, precise) + ['--now', '@%d' % NOW, '--json', log])
+    assert got.returncode == 0, got
+    return json.loads(got.stdout), files
+
+
+def appended(files):
+    return (files.read('blocklist') or b'').decode().split()
+
+
+@pytest.fixture(params=['server', 'cluster'])
+def store(request, tmp_path):
+    if request.param == 'cluster':
+        target = fleetstore.Cluster(tmp_path / 'cluster').start()
+        nodes = target.nodes
+    else:
+        target = fleetstore.StoreServer(tmp_path / 'server').start()
+        nodes = [target]
+    try:
+        for node in nodes:
+            acl_user(node)
+            node.cli('CONFIG', 'SET', 'proto-max-bulk-len', str(8 << 20))
+        url = 'redis://bd@127.0.0.1:%d/0?cluster=%s' % (nodes[0].port, 'yes' if request.param == 'cluster' else 'no')
+        yield target, url
+    finally:
+        target.kill()
+
+
+@pytest.mark.parametrize('precise', [False, True], ids=['spec', 'precise'])
+def test_a_hostile_host_gets_nothing_appended_a_host_would_refuse_and_displaces_no_local_block(tmp_path, store, precise):
+    target, url = store
+    prefixes = {4: 24, 6: 64} if precise else {}
+    # An honest host first, then the attack, then hosts with their own scraper and one without.
+    run_host(tmp_path, url, 'web0', precise, {'203.0.113.60': 400})
+    attack(target, stamps_of(), NEAR_SERVERS + [PLAUSIBLE])
+    doc, files = run_host(tmp_path, url, 'web1', precise, {SCRAPER: 1500, '203.0.113.61': 10})
+    scraper = SCRAPER if not precise else '203.0.113.0/24'
+    assert scraper in appended(files), (doc, appended(files))
+    refused = [entry for entry in appended(files) if not may_append(entry, prefixes)]
+    assert refused == [], refused
+    assert [b for b in doc['blocked'] if b['address'] == scraper][0]['count'] == 1500 + (10 if precise else 0)
+    doc, quiet = run_host(tmp_path, url, 'web2', precise, {'203.0.113.62': 10})
+    assert [entry for entry in appended(quiet) if not may_append(entry, prefixes)] == []
+    assert (PLAUSIBLE.split()[0] if not precise else '203.0.113.0/24') in appended(quiet)      # the trust boundary: said in the guide
+    assert len(appended(quiet)) <= 2 * 20       # at most top a window from the fleet
+
+
+def test_a_followers_local_block_is_neither_displaced_nor_delayed_by_a_hostile_host(tmp_path):
+    server = fleetstore.StoreServer(tmp_path / 'server').start()
+    try:
+        acl_user(server)
+        server.cli('CONFIG', 'SET', 'proto-max-bulk-len', str(8 << 20))
+        url = 'redis://bd@127.0.0.1:%d/0?cluster=no' % server.port
+        files = Files(tmp_path / 'web1')
+        log = tmp_path / 'web1' / 'access.log'
+        log.write_bytes(b'')
+        follower = Following(tmp_path / 'web1', files, log, extra=host_args(files, tmp_path / 'web1', url, 'web1', False)[6:])
+        follower.start()
+        stamps = [w.stamp.decode() for w in in_timezone('UTC', lambda: hour_windows(follower.now))]
+        attack(server, stamps, [PLAUSIBLE])
+        wait_for(lambda: PLAUSIBLE.split()[0] in appended(files), 10, 'the follower reading the crossings')
+        with open(str(log), 'ab') as out:
+            out.write(lines(SCRAPER, 1500))
+        wait_for(lambda: SCRAPER in appended(files), 5, 'the local scraper blocked')
+        refused = [entry for entry in appended(files) if not may_append(entry, {})]
+        assert refused == [], refused
+        # What it holds follows the store: emptied (the ACL cannot; an administrator can), the
+        # follower keeps nothing of it, and a crossing pushed again is decided again.
+        server.cli('FLUSHALL')
+        with open(str(files.blocklist), 'w'):
+            pass
+        client = hostile_client(fleet_store.import_redis(), server)
+        for stamp in stamps:
+            client.rpush('{bot-detector:%s}:crossed' % stamp, PLAUSIBLE)
+        client.close()
+        wait_for(lambda: PLAUSIBLE.split()[0] in appended(files), 10, 'the crossing decided again')
+    finally:
+        follower.stop() if 'follower' in locals() else None
+        server.kill()
+
+
+def test_what_a_host_holds_follows_the_store_and_each_read_is_bounded(tmp_path):
+    """The product's Fleet thread against a real server: the crossings held go with the store's
+    window (FLUSHALL: a new token), a list replaced shorter is read again from its start, and a
+    push reads at most READ_PER_PUSH entries however many there are."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        settings = Settings(fleet_store=server.url + '?cluster=no', fleet_host='web1', threshold=1000,
+                            server_ips=SERVERS, exclusions_file=str(tmp_path / 'allow'))
+        fleet = Fleet(settings, warn=lambda line: None)
+        stamp = stamps_of()[0].encode()
+        fleet.windows = [(stamp, 9000)]
+        key = '{bot-detector:%s}:crossed' % stamp.decode()
+        assert fleet.push_once() is True
+        for i in range(3 * 200 + 10):
+            server.cli('RPUSH', key, '203.0.113.%d %d' % (i % 250 + 1, 5000 + i))
+        assert fleet.push_once() is True
+        held = fleet.take_crossed()[0][stamp]      # one push: the newest 200 entries, the flood before them skipped
+        assert held == dict((('203.0.113.%d' % (i % 250 + 1)).encode(), 5000 + i) for i in range(410, 610))
+        server.cli('RPUSH', key, '198.51.100.2 1100')
+        fleet.push_once()
+        assert fleet.take_crossed()[0][stamp][b'198.51.100.2'] == 1100       # then on from its place
+        server.cli('FLUSHALL')
+        assert fleet.push_once() is True and fleet.push_once() is True
+        assert fleet.take_crossed()[0].get(stamp, {}) == {}     # the store was emptied: nothing held
+        server.cli('RPUSH', key, '198.51.100.1 1200')
+        fleet.push_once()
+        assert fleet.take_crossed()[0][stamp] == {b'198.51.100.1': 1200}
+        for i in range(5):
+            server.cli('RPUSH', key, '198.51.100.%d 1300' % (10 + i))
+        fleet.push_once()
+        server.cli('DEL', key)      # the list replaced by a shorter one, the epoch kept
+        server.cli('RPUSH', key, '198.51.100.3 1400')
+        fleet.push_once()
+        assert fleet.take_crossed()[0][stamp] == {b'198.51.100.3': 1400}
+        fleet.store.close()
+    finally:
+        server.kill()
