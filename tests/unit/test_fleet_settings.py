@@ -66,7 +66,7 @@ def test_the_redacted_url_keeps_everything_but_the_password():
     (dict(fleet_store='redis://u:%s@store/0' % SECRET, fleet_store_password_file='/etc/pw'), 'the password is given twice'),
     (dict(fleet_host='web1'), 'fleet_host: needs fleet_store'),
     (dict(fleet_store_password_file='/etc/pw'), 'fleet_store_password_file: needs fleet_store'),
-    (dict(fleet_store='redis://store/0', fleet_name='a{b}'), 'fleet_name: must not hold braces'),
+    (dict(fleet_store='redis://store/0', fleet_name='a{b}'), 'fleet_name: must not hold'),
     (dict(fleet_store='redis://store/0', fleet_host='web 1\n'), 'fleet_host: must not hold braces'),
 ])
 def test_the_settings_refuse_what_cannot_work(values, message):
@@ -122,3 +122,27 @@ def test_a_password_in_any_spelling_never_shows_in_the_error(tmp_path, files, pa
         got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--fleet-store', url, '--now', NOW, log])
         assert got.returncode == errors.EXIT_BAD_OPTION, got
         assert not [piece for piece in pieces(password) if piece in (got.stderr + got.stdout).decode()], got
+
+
+# A fleet's keys start with "{NAME:" and its ACL user's pattern is "~{NAME:*": a glob character
+# in a name widens the pattern over other fleets' keys ("eu*" covers "eu-de"), a ':' makes one
+# name a prefix of another's keys ("eu" covers "eu:de"), a '}' ends the hash tag early (a
+# window's keys spread over cluster slots), a blank splits the ACL line.
+@pytest.mark.parametrize('name', ['eu*', 'e?', 'eu[de]', 'eu\\de', 'eu}de', '{eu', 'eu:de', 'eu de', 'eu\tde', ' eu', 'eu\n'])
+def test_a_fleet_name_with_a_glob_or_hash_tag_character_is_refused(tmp_path, files, name):
+    with pytest.raises(errors.BotDetectorError) as caught:
+        settings.Settings(fleet_store='redis://store/0', fleet_name=name)
+    assert str(caught.value).startswith('fleet_name: ') and caught.value.exit_status == errors.EXIT_BAD_OPTION
+    if name != name.strip():
+        return      # the command line strips its values' blanks: the name is then plain
+    log = tmp_path / 'access.log'
+    log.write_bytes(b'')
+    got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--fleet-store', 'redis://127.0.0.1:1/0', '--fleet-name', name,
+                                      '--now', NOW, log])
+    assert got.returncode == errors.EXIT_BAD_OPTION and 'error: fleet_name: must not hold' in got.stderr.decode(), got
+    assert len(got.stderr.decode().strip().splitlines()) == 1 and got.stdout == b''
+
+
+@pytest.mark.parametrize('name', ['bot-detector', 'jobs-eu', 'jobs_eu.2', 'EU'])
+def test_a_plain_fleet_name_is_taken(name):
+    assert settings.Settings(fleet_store='redis://store/0', fleet_name=name).fleet_name == name

@@ -43,12 +43,20 @@ def check_formats(json_fields, trusted_proxies):
             raise bad_option('trusted_proxies: %r is not an address or CIDR network' % (item,))
 
 
+# A fleet name's characters that glob patterns (the store role's ACL key pattern ~{NAME:*) or the
+# keys' hash tag ({NAME:STAMP}) read: any of them lets one fleet's user reach another's keys.
+FLEET_NAME_REFUSED = ('*', '?', '[', ']', '\\', '{', '}', ':')
+
+
 def check_fleet(settings):
     """The fleet store's URL, and the names that go into its keys (exit 2 naming the fault)."""
-    for name in ('fleet_name', 'fleet_host'):
-        value = getattr(settings, name)
-        if value is not None and (any(c in value for c in '{}\n\r') or value != value.strip()):
-            raise bad_option('%s: must not hold braces, line breaks or surrounding blanks, got %r' % (name, value))
+    name = settings.fleet_name
+    if name is not None and (not name or any(c in name for c in FLEET_NAME_REFUSED) or any(c.isspace() for c in name)):
+        raise bad_option('fleet_name: must not hold %s or blanks (the ACL\'s key pattern ~{NAME:* and the keys\' '
+                         'hash tag), got %r' % (' '.join(FLEET_NAME_REFUSED), name))
+    host = settings.fleet_host
+    if host is not None and (any(c in host for c in '{}\n\r') or host != host.strip()):
+        raise bad_option('fleet_host: must not hold braces, line breaks or surrounding blanks, got %r' % (host,))
     if settings.fleet_store is not None:
         store = fleet_store_url(settings.fleet_store)
         if store['password'] is not None and settings.fleet_store_password_file:
