@@ -247,3 +247,52 @@ def test_what_a_host_holds_follows_the_store_and_each_read_is_bounded(tmp_path):
         fleet.store.close()
     finally:
         server.kill()
+
+
+def spellings(address):
+    """Other spellings of ``address`` (the test's own, with ipaddress): upper case, every zero
+    compression, leading zeros, the IPv4-mapped forms of an IPv4 address, a /32 or /128."""
+    parsed = ipaddress.ip_address(address)
+    found = {address, address.upper(), parsed.exploded, parsed.exploded.upper(), address + '/%d' % parsed.max_prefixlen}
+    if parsed.version == 4:
+        mapped = ipaddress.IPv6Address('::ffff:' + address)
+        found |= {'::ffff:' + address, '::FFFF:' + address, str(mapped), mapped.exploded, '0:0:0:0:0:ffff:' + address}
+    else:
+        groups = parsed.exploded.split(':')
+        found |= {':'.join(g.lstrip('0') or '0' for g in groups), ':'.join(groups)}
+        for i in range(8):      # one group of zeros written out, the rest compressed where they can be
+            found.add(str(parsed).replace('::', ':' + ':'.join(['0'] * (i + 1)) + ':', 1) if '::' in str(parsed) else str(parsed))
+    return sorted(s for s in found if s)
+
+
+@pytest.mark.parametrize('precise', [False, True], ids=['spec', 'precise'])
+def test_no_spelling_of_what_is_never_blocked_is_taken_from_the_fleet(tmp_path, precise):
+    """The reading side alone (decision/fleet_answers.py), against the test's own oracle: of every
+    spelling of the server addresses, loopback, the allow-list's and the proxy's addresses, none
+    is a record; of the canonical spellings of other addresses, each is, keyed by the host's prefix."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.fleet_answers import (
+        FleetAnswers, crossing)
+    allow = tmp_path / 'allow'
+    allow.write_text(''.join(a + '\n' for a in ALLOWED))
+    values = dict(server_ips=SERVERS, exclusions_file=str(allow), trusted_proxies=[PROXY], threshold=1000)
+    if precise:
+        values.update(rules='precise', ipv4_prefix=24, ipv6_prefix=64)
+    answers = FleetAnswers(Settings(**values))
+    never = ['10.9.9.9', '2001:db8::5', '198.51.100.7', '2001:db8::77', '192.0.2.10', '127.0.0.1', '127.3.2.1', '::1']
+    for address in never:
+        for spelled in spellings(address):
+            item = ('%s 5000' % spelled).encode()
+            entry = crossing(item, 1000)
+            records = answers.records({'s': {entry[0]: entry[1]}} if entry else {}, 1000)
+            assert records == {}, (spelled, records)
+    others = ['203.0.113.9', '2001:db9::1', '8.8.4.4', '2a00:1450::200e']
+    for address in others:
+        for spelled in spellings(address):
+            entry = crossing(('%s 5000' % spelled).encode(), 1000)
+            if spelled != address:
+                assert entry is None, spelled       # another spelling: junk
+                continue
+            network = ipaddress.ip_network('%s/%d' % (address, (24 if ':' not in address else 64) if precise else
+                                                      (32 if ':' not in address else 128)), strict=False)
+            key = str(network) if precise else address
+            assert answers.records({'s': {entry[0]: entry[1]}}, 1000) == {'s': [(5000, key.encode())]}
