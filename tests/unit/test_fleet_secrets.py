@@ -40,7 +40,7 @@ def apply(tmp_path, url, *flags):
              'tasks': [task]}]
     (tmp_path / 'play.yml').write_text(yaml.safe_dump(play))
     given = {'bot_detector_config_file': str(tmp_path / 'bot-detector.conf'), 'bot_detector_fact_server_ips': ['10.0.0.5'],
-                      'bot_detector_fleet_store': url, 'bot_detector_logs': ['/var/log/nginx/access.log'], 'role_path': str(ROLE)}
+             'bot_detector_fleet_store': url, 'bot_detector_logs': ['/var/log/nginx/access.log'], 'role_path': str(ROLE)}
     (tmp_path / 'given.json').write_text(json.dumps(given))     # extra vars: over the role's defaults and vars
     got = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,', '-c', 'local',
                           '-e', 'ansible_python_interpreter=%s' % sys.executable,
