@@ -296,3 +296,32 @@ def test_no_spelling_of_what_is_never_blocked_is_taken_from_the_fleet(tmp_path, 
                                                       (32 if ':' not in address else 128)), strict=False)
             key = str(network) if precise else address
             assert answers.records({'s': {entry[0]: entry[1]}}, 1000) == {'s': [(5000, key.encode())]}
+
+
+def test_a_follower_decides_every_crossing_held_top_at_a_time(tmp_path):
+    """More crossings than ``top`` at once: each decision takes ``top`` of them (its cost as
+    without a store), and the follower is told to decide again until none is left."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading.tally import WindowCounts
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        settings = Settings(fleet_store=server.url + '?cluster=no', fleet_host='web1', threshold=1000, top=20,
+                            server_ips=SERVERS, exclusions_file=str(tmp_path / 'allow'))
+        fleet = Fleet(settings, warn=lambda line: None)
+        windows = in_timezone('UTC', lambda: hour_windows(NOW))
+        stamp = windows[0].stamp
+        fleet.windows = [(stamp, 9000)]
+        fleet.push_once()
+        for i in range(45):
+            server.cli('RPUSH', '{bot-detector:%s}:crossed' % stamp.decode(), '203.0.113.%d %d' % (i + 1, 2000 + i))
+        fleet.push_once()
+        decided = []
+        for dummy in range(3):
+            assert fleet.tick({}, windows, 0) is True       # crossings not decided yet: decide
+            laid = fleet.overlay(WindowCounts(windows))
+            decided.append([key for dummy, key in laid.fleet_records[stamp]])
+        assert [len(keys) for keys in decided] == [20, 20, 5]
+        assert len(set(sum(decided, []))) == 45 and decided[0][0] == b'203.0.113.45'      # the largest sums first
+        assert fleet.tick({}, windows, 0) is False
+        fleet.store.close()
+    finally:
+        server.kill()

@@ -121,14 +121,17 @@ class Fleet:
     def overlay(self, counts):
         """``counts`` with the fleet's records beside them (module overlay): per window at most
         ``top`` crossings not handed to a decision before, the largest first, so that a decision
-        costs as much with a store as without."""
+        costs as much with a store as without; with more waiting, the next round decides again."""
         crossed, dummy = self.take_crossed()
         records, found = {}, self.answers.records(crossed, self.threshold)
         with self.lock:
             for stamp, ranked in found.items():
                 offered = self.offered.setdefault(stamp, set())
-                records[stamp] = [record for record in ranked if record[1] not in offered][:self.top]
+                waiting = [record for record in ranked if record[1] not in offered]
+                records[stamp] = waiting[:self.top]
                 offered.update(key for dummy, key in records[stamp])
+                if len(waiting) > self.top:
+                    self.fresh = True       # more than top: the follower decides again at once
             for stamp in [s for s in self.offered if s not in [w.stamp for w in counts.windows]]:
                 del self.offered[stamp]
         return overlay(counts, records) or counts
