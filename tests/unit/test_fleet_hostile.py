@@ -139,19 +139,21 @@ def appended(files):
     return (files.read('blocklist') or b'').decode().split()
 
 
-@pytest.fixture(params=['server', 'cluster'])
+@pytest.fixture(params=[(kind, binary) for binary in fleetstore.SERVERS for kind in ('server', 'cluster')],
+                ids=lambda param: '%s-%s' % param)
 def store(request, tmp_path):
-    if request.param == 'cluster':
-        target = fleetstore.Cluster(tmp_path / 'cluster').start()
+    kind, binary = request.param
+    if kind == 'cluster':
+        target = fleetstore.Cluster(tmp_path / 'cluster', binary).start()
         nodes = target.nodes
     else:
-        target = fleetstore.StoreServer(tmp_path / 'server').start()
+        target = fleetstore.StoreServer(tmp_path / 'server', binary).start()
         nodes = [target]
     try:
         for node in nodes:
             acl_user(node)
             node.cli('CONFIG', 'SET', 'proto-max-bulk-len', str(8 << 20))
-        url = 'redis://bd@127.0.0.1:%d/0?cluster=%s' % (nodes[0].port, 'yes' if request.param == 'cluster' else 'no')
+        url = 'redis://bd@127.0.0.1:%d/0?cluster=%s' % (nodes[0].port, 'yes' if kind == 'cluster' else 'no')
         yield target, url
     finally:
         target.kill()
