@@ -65,6 +65,17 @@ def pytest_sessionfinish(session):
 
 
 @pytest.fixture(scope='session')
+def fleet_cluster(tmp_path_factory):
+    """One 3-master Redis cluster (tests/fleetstore.py) for every cluster case of the fleet store's
+    tests, to keep make test's time: each case uses a fleet name (or windows) of its own, and a
+    case that stops a master starts it again."""
+    import fleetstore
+    cluster = fleetstore.Cluster(tmp_path_factory.mktemp('fleet-cluster')).start()
+    yield cluster
+    cluster.kill()
+
+
+@pytest.fixture(scope='session')
 def readable_core():
     """A copy of the core package that every user can read, for a test that runs the command
     as another user: the checkout may be under a directory only its owner can enter (a clone

@@ -102,6 +102,23 @@ class StoreServer:
         return out.stdout.decode()
 
 
+def window_sums(cli, start, name='bot-detector'):
+    """{address: sum} of the window starting at ``start`` in the keys its token names now (the
+    product's layout 2: ``{NAME:v2:START}``), its own fields (" total", " crossed") left out;
+    ``cli``: a StoreServer's cli (with '-c' for a cluster)."""
+    tag = '{%s:v2:%d}' % (name, start)
+    token = cli('get', tag + ':epoch').strip()
+    raw = cli('hgetall', '%s:%s:sum' % (tag, token)).split('\n')
+    pairs = dict(zip(raw[::2], raw[1::2]))
+    return dict((key, int(value)) for key, value in pairs.items() if key and not key.startswith(' '))
+
+
+def store_starts(server, name='bot-detector'):
+    """The windows' starts the store holds keys of (layout 2)."""
+    found = server.cli('--scan', '--pattern', '{%s:v2:*}:epoch' % name).split()
+    return sorted(int(key.split(':')[2].rstrip('}')) for key in found)
+
+
 def tls_files(base):
     """A scratch CA and a certificate for 127.0.0.1 it signed (openssl): {ca, cert, key}."""
     base.mkdir(parents=True, exist_ok=True)
@@ -142,15 +159,20 @@ class Cluster:
         subprocess.run([cli_binary(self.nodes[0].binary), '--cluster', 'create']
                        + ['127.0.0.1:%d' % n.port for n in self.nodes] + ['--cluster-replicas', '0', '--cluster-yes'],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
-        deadline = time.time() + 10
-        while 'cluster_state:ok' not in self.nodes[0].cli('cluster', 'info'):
-            assert time.time() < deadline, 'the cluster did not come up'
-            time.sleep(0.1)
+        wait_cluster_ok(self)
         return self
 
     def kill(self):
         for node in self.nodes:
             node.kill()
+
+
+def wait_cluster_ok(cluster, timeout=15):
+    """Until every node says cluster_state:ok."""
+    deadline = time.time() + timeout
+    while not all('cluster_state:ok' in node.cli('cluster', 'info') for node in cluster.nodes):
+        assert time.time() < deadline, 'the cluster did not come up'
+        time.sleep(0.1)
 
 
 class DroppingProxy:
@@ -220,4 +242,53 @@ class DroppingProxy:
 
     def close(self):
         self.stopped = True
+        self.listener.close()
+
+
+class DrippingStore:
+    """A loopback TCP server that answers anything sent to it one byte every ``every`` seconds,
+    a reply that never ends (a bulk string of ten million bytes): each read gets a byte in time."""
+
+    def __init__(self, every=0.5):
+        self.every = every
+        self.listener = socket.socket()
+        self.listener.bind(('127.0.0.1', 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.stopped = threading.Event()
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self):
+        return 'redis://127.0.0.1:%d/0?cluster=no' % self.port
+
+    def _accept(self):
+        while not self.stopped.is_set():
+            try:
+                client, dummy = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._drip, args=(client,), daemon=True).start()
+
+    def _drip(self, client):
+        reply = b'$10000000\r\n' + b'x' * 10000000
+        client.setblocking(False)
+        try:
+            for byte in range(len(reply)):
+                if self.stopped.wait(self.every):
+                    return
+                try:
+                    client.recv(1 << 16)        # whatever the client sent, taken in
+                except BlockingIOError:
+                    pass
+                client.sendall(reply[byte:byte + 1])
+        except OSError:
+            return
+        finally:
+            client.close()
+
+    def close(self):
+        self.stopped.set()
         self.listener.close()

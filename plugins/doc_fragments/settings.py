@@ -384,7 +384,7 @@ options:
   fleet_host:
     description:
       - >-
-        This host's name in the fleet (one count per host and address in the store).
+        This host's name in the fleet (its counts in the store kept per log of this machine).
       - >-
         Default: the host config file's C(fleet_host) when set there, else the host's name.
     type: str

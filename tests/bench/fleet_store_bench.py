@@ -183,8 +183,8 @@ def sim(url, first, count, seconds, cluster, out):
         stores.append(fleet_store.Store(settings, client_factory=lambda: client))
         counts.append(dict(('10.%d.%d.%d' % (i // 250, i % 250, a), 0) for a in range(ADDRESSES - 1)))
     scraper = '198.51.100.200'
-    now = time.gmtime()
-    current, previous = time.strftime('%d/%b/%Y:%H', now), time.strftime('%d/%b/%Y:%H', time.gmtime(time.time() - 3600))
+    current = int(time.time()) // 3600 * 3600       # the windows' starts (the store's keys, layout 2)
+    previous = current - 3600
     learned, before, late = {}, {}, 0      # host: when it learnt the crossing; the start of its push before
     pushed = {}
     start = time.time()

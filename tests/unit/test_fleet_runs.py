@@ -45,7 +45,7 @@ def cron_run(base, url, host, previous=None, current=None, extra=(), python=None
     else:
         env = dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8')
         got = subprocess.run(python + [str(CORE)] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=env, check=False)
+                             env=env, check=False, timeout=120)      # a hang fails the test
     return got, files
 
 
@@ -53,35 +53,33 @@ def blocked(files):
     return sorted((files.read('blocklist') or b'').decode().split())
 
 
-def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path):
-    cluster = fleetstore.Cluster(tmp_path).start()
-    try:
-        shares = spread(1000)
-        first, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
-        asked = 'redis://127.0.0.1:%d/0' % cluster.nodes[1].port        # no cluster=: INFO tells
-        second, files1 = cron_run(tmp_path, asked, 'web1', previous={'203.0.113.7': shares[1], '203.0.113.50': 333})
-        assert first.returncode == 0 and second.returncode == 0, (first, second)
-        assert blocked(files0) == [] and blocked(files1) == []
-        third, files2 = cron_run(tmp_path, cluster.url, 'web2', previous={'203.0.113.7': shares[2], '203.0.113.50': 333},
-                                 python=['/usr/bin/python3', '-S'], extra=['--json'])    # Debian's redis-py (4.3 on Debian 12) too
-        assert third.returncode == 0, third
-        assert json.loads(third.stdout)['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
-        assert json.loads(third.stdout)['fleet']['decisions_received'] == 1
-        assert blocked(files2) == ['203.0.113.7']
-        again, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
-        assert b'Blocking IP address: 203.0.113.7 (1000 requests, fleet)' in again.stdout, again
-        assert (files0.read('activity_log') or b'').endswith(b'RPH=1000 (fleet)\n')
-        assert blocked(files0) == ['203.0.113.7']
-        # The windows' keys: one hash slot a window, each on the master that owns it.
-        stamps = [w.stamp.decode() for w in in_timezone('UTC', lambda: hour_windows(NOW))]
-        for stamp in stamps:
-            slot = cluster.nodes[0].cli('cluster', 'keyslot', '{bot-detector:%s}' % stamp).strip()
-            owner = [n for n in cluster.nodes if n.cli('cluster', 'countkeysinslot', slot).strip() != '0']
-            assert len(owner) == 1
-        sums = cluster.nodes[0].cli('-c', 'hgetall', '{bot-detector:%s}:sum' % stamps[0]).split()
-        assert dict(zip(sums[::2], map(int, sums[1::2]))) == {'203.0.113.7': 1000, '203.0.113.50': 999}
-    finally:
-        cluster.kill()
+def test_cron_runs_share_counts_through_a_3_master_cluster(tmp_path, fleet_cluster):
+    """On the session's cluster (conftest.py), under the default fleet name: this test's own."""
+    cluster = fleet_cluster
+    shares = spread(1000)
+    first, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
+    asked = 'redis://127.0.0.1:%d/0' % cluster.nodes[1].port        # no cluster=: INFO tells
+    second, files1 = cron_run(tmp_path, asked, 'web1', previous={'203.0.113.7': shares[1], '203.0.113.50': 333})
+    assert first.returncode == 0 and second.returncode == 0, (first, second)
+    assert blocked(files0) == [] and blocked(files1) == []
+    third, files2 = cron_run(tmp_path, cluster.url, 'web2', previous={'203.0.113.7': shares[2], '203.0.113.50': 333},
+                             python=['/usr/bin/python3', '-S'], extra=['--json'])    # Debian's redis-py (4.3 on Debian 12) too
+    assert third.returncode == 0, third
+    assert json.loads(third.stdout)['blocked'] == [{'address': '203.0.113.7', 'count': 1000, 'window': 'previous'}]
+    assert json.loads(third.stdout)['fleet']['decisions_received'] == 1
+    assert blocked(files2) == ['203.0.113.7']
+    again, files0 = cron_run(tmp_path, cluster.url, 'web0', previous={'203.0.113.7': shares[0], '203.0.113.50': 333})
+    assert b'Blocking IP address: 203.0.113.7 (1000 requests, fleet)' in again.stdout, again
+    assert (files0.read('activity_log') or b'').endswith(b'RPH=1000 (fleet)\n')
+    assert blocked(files0) == ['203.0.113.7']
+    # The windows' keys: one hash slot a window (by its start, layout 2), each on the master that owns it.
+    starts = [w.start for w in in_timezone('UTC', lambda: hour_windows(NOW))]
+    for start in starts:
+        slot = cluster.nodes[0].cli('cluster', 'keyslot', '{bot-detector:v2:%d}' % start).strip()
+        owner = [n for n in cluster.nodes if n.cli('cluster', 'countkeysinslot', slot).strip() != '0']
+        assert len(owner) == 1
+    sums = fleetstore.window_sums(lambda *a: cluster.nodes[0].cli('-c', *a), starts[0])
+    assert sums == {'203.0.113.7': 1000, '203.0.113.50': 999}
 
 
 def test_a_lost_reply_is_sent_again_and_applied_once(tmp_path):
@@ -114,10 +112,11 @@ def test_a_lost_reply_is_sent_again_and_applied_once(tmp_path):
             while not (fleet.push_once() and not fleet.pending):
                 assert time.time() < deadline
         assert proxy.dropped >= 10
+        assert [f.store.lost for f in fleets] == [0, 0, 0]       # a lost reply is no lost count
         found = Counter()
         for window in windows:
-            raw = server.cli('hgetall', '{bot-detector:%s}:sum' % window.stamp.decode()).split()
-            found.update(dict(((window.stamp, k.encode()), int(v)) for k, v in zip(raw[::2], raw[1::2])))
+            sums = fleetstore.window_sums(server.cli, window.start)
+            found.update(dict(((window.stamp, k.encode()), v) for k, v in sums.items()))
         assert found == expected
         assert expected[(windows[1].stamp, b'203.0.113.7')] == 1008
         crossed = [f.take_crossed()[0] for f in fleets]
@@ -149,7 +148,7 @@ def test_the_acl_user_of_the_guide_is_enough_and_the_password_never_shows(tmp_pa
             assert SECRET.encode() not in out
         assert json.loads(first.stdout)['blocked'] == []
         assert json.loads(first.stdout)['fleet'] == {'store': 'redis://bd:***@127.0.0.1:%d/0' % server.port, 'host': 'web0',
-                                                     'up': True, 'decisions_received': 0}
+                                                     'up': True, 'decisions_received': 0, 'eviction_policy': 'noeviction'}
         # Exactly that: no other command, no other key.
         for denied in (['flushall'], ['keys', '*'], ['set', 'elsewhere', '1'], ['hset', '{other:x}:sum', 'a', '1'],
                        ['config', 'get', '*'], ['del', '{bot-detector:x}:sum']):
@@ -173,8 +172,7 @@ def test_the_command_as_the_role_runs_it_finds_debians_redis_py(tmp_path):
     try:
         got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.7': 1000}, python=['/usr/bin/python3', '-S'])
         assert got.returncode == 0 and blocked(files) == ['203.0.113.7'], got
-        assert server.cli('hget', '{bot-detector:%s}:sum' % in_timezone('UTC', lambda: hour_windows(NOW))[0].stamp.decode(),
-                          '203.0.113.7').strip() == '1000'
+        assert fleetstore.window_sums(server.cli, in_timezone('UTC', lambda: hour_windows(NOW))[0].start) == {'203.0.113.7': 1000}
         shadow = tmp_path / 'shadow'
         (shadow / 'redis').mkdir(parents=True)
         (shadow / 'redis' / '__init__.py').write_text('raise ImportError("no redis here")\n')
@@ -247,8 +245,9 @@ def test_what_a_broken_store_answers_blocks_no_one_the_host_would_not(tmp_path):
     reached the threshold is blocked (the trust boundary the guide states)."""
     server = fleetstore.StoreServer(tmp_path).start()
     try:
-        stamp = in_timezone('UTC', lambda: hour_windows(NOW))[0].stamp.decode()
-        key = '{bot-detector:%s}:crossed' % stamp
+        tag = '{bot-detector:v2:%d}' % in_timezone('UTC', lambda: hour_windows(NOW))[0].start
+        server.cli('set', tag + ':epoch', 'planted')
+        key = tag + ':planted:crossed'
         for item in ('203.0.113.99 999', 'not-an-address 5000', '198.51.100.9 5000', '10.0.0.5 5000', '198.51.100.77 1500',
                      'garbage'):
             server.cli('rpush', key, item)
@@ -319,6 +318,6 @@ def test_a_followers_pushes_follow_the_hours_turn_without_a_new_line(tmp_path):
         fleet.tick(counters, after, read=0)
         assert [stamp for stamp, dummy in fleet.windows] == [w.stamp for w in after]
         assert fleet.push_once()
-        assert server.cli('hget', '{bot-detector:%s}:sum' % after[1].stamp.decode(), '203.0.113.7').strip() == '2'
+        assert fleetstore.window_sums(server.cli, after[1].start) == {'203.0.113.7': 2}
     finally:
         server.kill()

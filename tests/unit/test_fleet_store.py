@@ -93,12 +93,8 @@ def fleet(tmp_path):
 
 
 def store_sum(server, address, name='bot-detector'):
-    """The fleet's sum of ``address`` over the windows' keys, read with redis-cli."""
-    total = 0
-    for key in server.cli('--scan', '--pattern', '{%s:*}:sum' % name).split():
-        value = server.cli('hget', key, address).strip()
-        total += int(value or 0)
-    return total
+    """The fleet's sum of ``address`` over the windows' keys (those of each window's token), read with redis-cli."""
+    return sum(fleetstore.window_sums(server.cli, start, name).get(address, 0) for start in fleetstore.store_starts(server, name))
 
 
 def wait_sum(server, address, expected, timeout=5.0):

@@ -25,9 +25,10 @@ def test_status_shows_the_store_without_its_password_and_whether_it_answers(tmp_
         text = status(files, url)
         assert text.returncode == 0, text.stderr
         out = text.stdout.decode()
-        assert 'Fleet store %s (fleet bot-detector, this host web7): reachable\n' % shown in out, out
+        assert 'Fleet store %s (fleet bot-detector, this host web7): reachable, maxmemory_policy noeviction\n' % shown in out, out
         doc = json.loads(status(files, url, '--json').stdout.decode())
-        assert doc['fleet_store'] == {'store': shown, 'name': 'bot-detector', 'host': 'web7', 'reachable': True, 'error': None}
+        assert doc['fleet_store'] == {'store': shown, 'name': 'bot-detector', 'host': 'web7', 'reachable': True, 'error': None,
+                                      'eviction_policy': 'noeviction'}
 
         wrong = status(files, url.replace(SECRET, 'not-it'))
         assert wrong.returncode == 0

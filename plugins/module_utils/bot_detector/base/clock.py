@@ -145,12 +145,14 @@ class LocalTime:
 
 
 class Window:
-    """One hourly window: its name, console heading and hour stamp (bytes)."""
+    """One hourly window: its name, console heading, hour stamp (bytes) and start (seconds since
+    the epoch: the fleet store's key, the same in every zone and apart in a DST night)."""
 
-    def __init__(self, name, heading, stamp):
+    def __init__(self, name, heading, stamp, start=None):
         self.name = name
         self.heading = heading
         self.stamp = stamp
+        self.start = start
 
 
 def parse_now(text):
@@ -354,8 +356,8 @@ class DateReader:
 def hour_windows(now):
     """The previous hour, then the current hour. '1 hour ago' is 3600 s earlier, as in GNU date."""
     return [
-        Window('previous', HEADINGS['previous'], hour_stamp(now - 3600).encode('ascii')),
-        Window('current', HEADINGS['current'], hour_stamp(now).encode('ascii')),
+        Window('previous', HEADINGS['previous'], hour_stamp(now - 3600).encode('ascii'), window_start(now - 3600)),
+        Window('current', HEADINGS['current'], hour_stamp(now).encode('ascii'), window_start(now)),
     ]
 
 

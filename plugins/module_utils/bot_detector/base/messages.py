@@ -99,6 +99,16 @@ FLEET_NO_CLIENT = ('fleet_store is set but redis-py cannot be imported (Debian: 
 FLEET_PASSWORD_FILE = 'fleet_store_password_file %s cannot be read: %s'
 FLEET_DOWN = 'fleet store %s unreachable (%s): deciding on this host\'s own counts; its counts are sent when it is back'
 FLEET_BACK = 'fleet store %s reachable again: the counts held meanwhile sent (all of them again after a store emptied)'
+FLEET_EVICTION = ('fleet store %s evicts keys under maxmemory (maxmemory_policy %s): a host\'s counts dropped make the '
+                  'fleet\'s sums wrong; set maxmemory-policy noeviction (the fleet_store role does)')
+FLEET_LOST = ('fleet store %s lost counts of the window starting at %s (a restore, a promoted replica, an eviction): '
+              'every host sends its counts of it again')
+FLEET_HOST_TWICE = ('fleet_host %s is used by another machine too: give each host its own name (their counts are kept '
+                    'apart all the same)')
+FLEET_OTHER_LAYOUT = ('fleet store %s holds counts of hosts of key layout %d (this host: %d): theirs and this host\'s are '
+                      'summed apart until every host runs the same version')
+FLEET_SLOW = 'no whole answer within %g s'
+FLEET_PASSWORD_READABLE = 'fleet_store_password_file %s can be read by other users (mode %04o): chmod 0600 it'
 FOLLOW_LOST = '%s: lines may be missed: %s'
 FOLLOW_NOT_A_FILE = '%s is not a regular file: not read until a file is there'
 FOLLOW_TWICE = 'a follower of %s already runs'

@@ -1,24 +1,36 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet store's protocol (issue 37): each host's absolute counts per window hour and
+"""The fleet store's protocol (issues 37, 43): each writer's absolute counts per window hour and
 address, summed in Redis or Valkey (one server or a cluster) by one Lua script per window and
 batch, and the addresses whose fleet-wide sum crossed the threshold.
 
-Keys, one hash slot a window (hash tag ``{NAME:STAMP}``, so a cluster spreads the windows over
-its masters), all expiring after the window has left the previous-hour place:
+Keys, one hash slot a window (hash tag ``{NAME:vLAYOUT:START}``: START is the window's start in
+seconds since the epoch, so hosts in zones a whole number of hours apart sum the same hour and
+the two 02:00 hours of a DST night stay apart; LAYOUT is this layout's version, so hosts of two
+versions never share a key), all expiring after the window has left the previous-hour place:
 
-  {NAME:STAMP}:epoch      a random token, set (NX) by the first push after the store was empty
-  {NAME:STAMP}:h:HOST     hash: address -> this host's absolute count
-  {NAME:STAMP}:sum        hash: address -> the sum of the hosts' counts
-  {NAME:STAMP}:crossed    list: "address sum" at the push that took the sum to the threshold
+  TAG:epoch               the token of the keys in use, set by the first push of an empty store
+  TAG:names               hash: fleet_host -> the machine pushing under it (``NAME twice``: two)
+  TAG:TOKEN:w:HOST:ID     hash: address -> this writer's absolute count; ID is the machine's id and
+                          the log's path, hashed: a host's two logs add up, a cron run and a
+                          follower of one log are one writer; " total": their sum
+  TAG:TOKEN:sum           hash: address -> the sum of the writers' counts (" total", " crossed")
+  TAG:TOKEN:crossed       list: "address sum" at the push that took the sum to the threshold
 
-A push sends absolute counts: the script applies count - stored for that host, so a batch
-sent twice (a lost reply) changes nothing the second time. A host whose token is not the
-store's (the store was emptied or replaced, or the host is new) is told so and sends all its
-counts of that window again (``full``), which the script applies whatever the token; the sums
-are then exactly the hosts' counts again. The reply carries the crossings from the host's
-last seen place in the list (from 0 after a new token).
+A push sends absolute counts: the script applies count - stored for that writer, so a batch
+sent twice (a lost reply) changes nothing the second time. A writer whose token is not the
+store's (the store was emptied or replaced, or the window is new to it) is told the token and
+sends all its counts of that window again, into that token's keys. A store that lost part of
+its data but kept its token (an append-only file missing its last second, a restored backup, an
+early-promoted replica, a key evicted) is found by what the writers know they pushed: a
+writer's total below what the store acknowledged, the sums gone, the crossings list shorter
+than read. The script then draws a new token: every writer sends all its counts again into
+fresh keys, and the sums are exact again. The reply carries the crossings from the writer's
+last seen place in the list.
+
+Every exchange with the store (connecting included) is bounded as a whole (EXCHANGE_SECONDS):
+a store that answers a byte at a time is a store away.
 
 redis-py is imported only here, only when fleet_store is set; under ``python3 -S`` (the role
 runs the command so) Debian's dist-packages is not on the path: it is added then, once.
@@ -28,54 +40,86 @@ from __future__ import absolute_import, division, print_function
 
 import os
 import sys
+import threading
+import time
 
 from ..base import messages
 from ..base.errors import EXIT_BAD_OPTION, BotDetectorError
 from ..values.checks import fleet_store_url, redact_url
 from .fleet_answers import ENTRY_BYTES, READ_PER_PUSH, crossing
+from .fleet_identity import StoreDown, digest, machine_id, read_password
 
 __metaclass__ = type
 
 DEBIAN_PACKAGES = '/usr/lib/python3/dist-packages'
 CONNECT_TIMEOUT = 1.0       # seconds: a store away must not hold a host's own detection up
 REPLY_TIMEOUT = 2.0
+EXCHANGE_SECONDS = 3.0      # one whole exchange (connecting, loading the script, a call and its reply), at most
 KEEP_AFTER = 2 * 3600 + 900     # seconds a window's keys live after its last push (a window is in play 2 hours)
+LAYOUT = 2      # the key layout's version, in every key (1: issue 37's, by the hour stamp)
+SAFE_POLICY = 'noeviction'      # every key has an expiry: any other policy may drop them under maxmemory
 
-# KEYS: epoch, this host's hash, sums, crossings. ARGV: token known ('' none), a new token,
-# full ('1': all the host's counts of the window), threshold, ttl, crossings seen, then
-# address, count pairs.
+# KEYS: epoch, this writer's hash, sums, crossings, names. ARGV: 1 token known ('' none), 2 a new
+# token, 3 the writer's total the store acknowledged last to this session (its floor), 4 '1' when
+# exactly that (no failure since), 5 threshold, 6 ttl, 7 crossings seen, 8 host, 9 machine,
+# 10 session (a cron run and a follower of one log are one writer, two sessions), then address,
+# count pairs.
 PUSH_SCRIPT = """
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   cur = ARGV[2]
-  redis.call('SET', KEYS[1], cur, 'EX', ARGV[5], 'NX')
+  redis.call('SET', KEYS[1], cur, 'EX', ARGV[6])
 end
-local seen = tonumber(ARGV[6])
 if cur ~= ARGV[1] then
-  if ARGV[3] ~= '1' then
-    return {0, cur}
-  end
-  seen = 0
+  return {0, cur}
 end
-local threshold = tonumber(ARGV[4])
-local n = (#ARGV - 6) / 2
+local seen = tonumber(ARGV[7])
+local floor = tonumber(ARGV[3])
+local writer = redis.call('HMGET', KEYS[2], ' total', ' by')
+local mine = tonumber(writer[1] or '0')
+local sums = redis.call('HMGET', KEYS[3], ' total', ' crossed')
+local listed = tonumber(sums[2] or '0')
+local lost = floor > 0 and not writer[1]
+lost = lost or (writer[2] == ARGV[10] and (mine < floor or (ARGV[4] == '1' and mine ~= floor)))
+lost = lost or (writer[1] and not sums[1])
+lost = lost or (seen > 0 and #redis.call('LRANGE', KEYS[4], seen - 1, seen - 1) == 0)
+lost = lost or (listed > 0 and #redis.call('LRANGE', KEYS[4], listed - 1, listed - 1) == 0)
+if lost then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[6])
+  return {0, ARGV[2], 'lost'}
+end
+local threshold = tonumber(ARGV[5])
+local n = (#ARGV - 10) / 2
+local added = 0
 if n > 0 then
   local names = {}
-  for i = 1, n do names[i] = ARGV[5 + 2 * i] end
+  for i = 1, n do names[i] = ARGV[9 + 2 * i] end
   local old = redis.call('HMGET', KEYS[2], unpack(names))
   for i = 1, n do
-    local count = tonumber(ARGV[6 + 2 * i])
+    local count = tonumber(ARGV[10 + 2 * i])
     local delta = count - tonumber(old[i] or '0')
     if delta ~= 0 then
+      added = added + delta
       redis.call('HSET', KEYS[2], names[i], count)
       local sum = redis.call('HINCRBY', KEYS[3], names[i], delta)
       if sum >= threshold and sum - delta < threshold then
         redis.call('RPUSH', KEYS[4], names[i] .. ' ' .. sum)
+        redis.call('HINCRBY', KEYS[3], ' crossed', 1)
       end
     end
   end
 end
-for k = 1, 4 do redis.call('EXPIRE', KEYS[k], ARGV[5]) end
+mine = redis.call('HINCRBY', KEYS[2], ' total', added)
+redis.call('HSET', KEYS[2], ' by', ARGV[10])
+redis.call('HINCRBY', KEYS[3], ' total', added)
+local owner = redis.call('HMGET', KEYS[5], ARGV[8], ARGV[8] .. ' twice')
+if not owner[1] then
+  redis.call('HSET', KEYS[5], ARGV[8], ARGV[9])
+elseif owner[1] ~= ARGV[9] and not owner[2] then
+  redis.call('HSET', KEYS[5], ARGV[8] .. ' twice', ARGV[9])
+  owner[2] = ARGV[9]
+end
+for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[6]) end
 """ + """
 local function length(key)
   if #redis.call('LRANGE', key, 0, 0) == 0 then return 0 end
@@ -94,20 +138,20 @@ local found = redis.call('LRANGE', KEYS[4], seen, seen + %(read)d - 1)
 for i = 1, #found do
   if #found[i] > %(entry)d then found[i] = '' end
 end
-return {1, cur, found, seen}
+return {1, cur, found, mine, owner[2] and 1 or 0, seen}
 """ % {'read': READ_PER_PUSH, 'entry': ENTRY_BYTES}
 # The crossings read (fleet_answers.py, the reading side): at most READ_PER_PUSH entries, from
 # the host's place or the list's last READ_PER_PUSH when it is further behind (a flood of entries
 # is skipped to its newest), each longer than ENTRY_BYTES blanked (counted, not sent): a reply
 # bounded in entries and bytes whatever a host wrote. The list's length is found by LRANGE probes
-# (LLEN is not the ACL's); a list shorter than the host's place was replaced: read again, and the
-# reply's 4th item (where the entries start) tells the host.
+# (LLEN is not the ACL's); the reply's 6th item says where the entries start.
 # What a host's ACL user needs (docs/docsite/rst/guide_fleet.rst, tested with exactly this):
 # the script's calls and its commands, the cluster client's topology reads and its COMMAND (the
 # commands' key positions: without it redis-py's cluster client stops at its start), the fleet's keys.
 ACL_RULES = ('resetchannels', '-@all', '+evalsha', '+script|load', '+ping', '+info', '+cluster|slots',
              '+cluster|shards', '+cluster|nodes', '+command', '+get', '+set', '+hmget', '+hset', '+hincrby',
              '+rpush', '+lrange', '+expire')
+EXACT = 3       # ARGV's place (from 0) of the flag 'the floor is exactly what the store holds'
 MAX_BATCH = 2000        # address pairs per script call (each call is one round trip)
 
 
@@ -130,17 +174,21 @@ def import_redis():
     return redis
 
 
-def window_keys(name, stamp, host):
-    tag = '{%s:%s}' % (name, stamp)
-    return (tag + ':epoch', tag + ':h:' + host, tag + ':sum', tag + ':crossed')
+def window_keys(name, start, host, token='', writer=''):
+    """The keys of the window starting at ``start`` (seconds since the epoch) for the writer
+    ``host``/``writer`` under ``token``, in PUSH_SCRIPT's KEYS order."""
+    tag = '{%s:v%d:%s}' % (name, LAYOUT, start)
+    data = '%s:%s:' % (tag, token)
+    return (tag + ':epoch', data + 'w:%s:%s' % (host, writer), data + 'sum', data + 'crossed', tag + ':names')
 
 
 class Store:
-    """One connection to the fleet store; ``push`` is one window's batch. Each window's token
-    and crossings seen are kept here. A failure of the store raises StoreDown (the caller
-    keeps its counts for the next push)."""
+    """One connection to the fleet store; ``push`` is one window's batch. Each window's token,
+    crossings seen and this writer's acknowledged total are kept here. A failure of the store
+    raises StoreDown (the caller keeps its counts for the next push). ``logs``: the logs whose
+    counts this writer pushes (with the machine's id, the writer's identity)."""
 
-    def __init__(self, settings, client_factory=None):
+    def __init__(self, settings, client_factory=None, logs=(), machine=None, warn=None):
         self.url = settings.fleet_store
         self.parts = fleet_store_url(self.url)
         self.password_file = settings.fleet_store_password_file
@@ -150,25 +198,36 @@ class Store:
             import socket        # only with a fleet store and no fleet_host
             host = socket.gethostname()
         self.host = host
+        machine = machine if machine is not None else machine_id()
+        self.machine = digest(machine)
+        self.writer = digest(machine, *sorted(os.path.realpath(str(log)) for log in logs))
+        self.session = os.urandom(6).hex()
         self.redis = import_redis()
         self._factory = client_factory
         self.client = self.sha = None
-        self.tokens, self.seen = {}, {}
-        self.restarted = set()      # windows whose crossings held by the caller must go (a new token, a list replaced)
+        self.tokens, self.seen, self.acked = {}, {}, {}     # start: token, crossings read, (total, exact)
+        self.restarted = set()      # window starts whose crossings held by the caller must go (a new token, a list replaced)
         self.cluster = self.parts['cluster']
+        self.known_nodes = []       # [(host, port)] of a cluster's nodes, from the last connection
+        self.warn = warn or (lambda line: None)
+        self.said = set()       # warnings said once
+        self.policy = None      # the store's maxmemory_policy, read at each connection
+        self.twice = False      # another machine pushes under this fleet_host
+        self.lost = 0           # windows found with counts lost (all sent again)
 
     def describe(self):
         """The URL with its password as *** (--status, results, warnings)."""
         return redact_url(self.url)
 
+    def say_once(self, line):
+        if line not in self.said:
+            self.said.add(line)
+            self.warn(line)
+
     def _password(self):
         if self.parts['password'] is not None or not self.password_file:
             return self.parts['password']
-        try:
-            with open(self.password_file, 'rb') as handle:
-                return handle.read().decode('utf-8').splitlines()[0].strip()
-        except (OSError, IndexError, UnicodeDecodeError) as exc:      # as a store away: the host's own counts decide
-            raise StoreDown(messages.FLEET_PASSWORD_FILE % (self.password_file, getattr(exc, 'strerror', None) or 'empty'))
+        return read_password(self.password_file, self.say_once)
 
     def connect(self):
         if self.client is not None:
@@ -181,91 +240,176 @@ class Store:
                       socket_connect_timeout=CONNECT_TIMEOUT)
         if parts['path']:
             self.client = redis.Redis(unix_socket_path=parts['path'], db=parts['db'], **common)
-            return self.client
+            return self._checked()
         tls = dict(ssl=True) if parts['tls'] else {}
         if self.cluster is None:        # auto: asked once, from the server given
             probe = redis.Redis(host=parts['host'], port=parts['port'], db=parts['db'], **dict(common, **tls))
+            self.client = probe         # closed with the exchange if it never ends
             try:
                 self.cluster = bool(probe.info('cluster').get('cluster_enabled'))
             finally:
+                self.client = None
                 probe.close()
         if self.cluster:
-            from redis.cluster import RedisCluster      # only with a cluster (redis-py 4.1 or later)
-            self.client = RedisCluster(host=parts['host'], port=parts['port'], **dict(common, **tls))
+            from redis.cluster import ClusterNode, RedisCluster      # only with a cluster (redis-py 4.1 or later)
+            nodes = [ClusterNode(host, port) for host, port in [(parts['host'], parts['port'])] + self.known_nodes]
+            self.client = RedisCluster(startup_nodes=nodes, **dict(common, **tls))
         else:
             self.client = redis.Redis(host=parts['host'], port=parts['port'], db=parts['db'], **dict(common, **tls))
+        return self._checked()
+
+    def _checked(self):
+        """The new connection's client, its store's eviction policy read (INFO memory; the
+        fleet's user may not CONFIG GET) and warned about once when it may drop keys."""
+        found = self.client.info('memory')
+        if found and all(isinstance(value, dict) for value in found.values()):      # a cluster: per node
+            policies = sorted(set(str(value.get('maxmemory_policy')) for value in found.values()))
+        else:
+            policies = [str(found.get('maxmemory_policy'))]
+        unsafe = [policy for policy in policies if policy != SAFE_POLICY]
+        self.policy = (unsafe or policies)[0]
+        if unsafe:
+            self.say_once(messages.FLEET_EVICTION % (self.describe(), self.policy))
         return self.client
 
     def close(self):
         client, self.client = self.client, None
         if client is not None:
             try:
+                if self.cluster:        # the next connection starts from any master known: the URL's may be the one away
+                    self.known_nodes = sorted(set((node.host, node.port) for node in client.get_nodes()))
                 client.close()
             except Exception:       # pylint: disable=broad-except
                 pass        # a broken connection: dropped all the same
 
-    def forget(self, stamps_kept):
-        for stamp in list(self.tokens):
-            if stamp not in stamps_kept:
-                self.tokens.pop(stamp, None)
-                self.seen.pop(stamp, None)
+    def forget(self, starts_kept):
+        for start in list(self.tokens):
+            if start not in starts_kept:
+                for kept in (self.tokens, self.seen, self.acked):
+                    kept.pop(start, None)
 
-    def push(self, stamp, ttl, pairs, full, threshold):
-        """One window's batch: ``pairs`` [(address bytes, absolute count)]. Returns (applied,
-        crossings [(address bytes, sum)]): applied False means the store needs all this host's
-        counts of the window (call again with ``full``). Raises StoreDown."""
-        stamp_text = stamp.decode('ascii') if isinstance(stamp, bytes) else stamp
-        keys = window_keys(self.name, stamp_text, self.host)
+    def ping(self):
+        """True when the store answers a PING within EXCHANGE_SECONDS (connecting included)."""
+        return self.bounded(lambda: self.connect().ping())
+
+    def push(self, start, ttl, pairs, full, threshold, stamp=None):
+        """One window's batch (``start``: the window's start, seconds since the epoch): ``pairs``
+        [(address bytes, absolute count)], all of this writer's counts of the window when
+        ``full``. Returns (applied, crossings [(address bytes, sum)]): applied False means the
+        store needs all this writer's counts of the window (call again with them all, ``full``).
+        ``stamp``: the window's hour stamp, to find hosts of the first layout (said once).
+        Raises StoreDown."""
+        if stamp is not None and start not in self.tokens:
+            self._older_layout(stamp)
+        for dummy in range(3):      # all of them sent under the token the store holds (a new one: again)
+            applied, crossings = self._push(start, ttl, pairs, threshold)
+            if applied or not full:
+                break
+        return applied, crossings
+
+    def _push(self, start, ttl, pairs, threshold):
         crossings = []
         batches = [pairs[i:i + MAX_BATCH] for i in range(0, len(pairs), MAX_BATCH)] or [[]]
         for batch in batches:
-            argv = [self.tokens.get(stamp, ''), os.urandom(12).hex(), '1' if full else '0', threshold, max(60, int(ttl)),
-                    self.seen.get(stamp, 0)]
+            token = self.tokens.get(start, '')
+            floor, exact = self.acked.get(start, (0, False))
+            keys = window_keys(self.name, start, self.host, token, self.writer)
+            argv = [token, os.urandom(12).hex(), floor, '1' if exact else '0', threshold, max(60, int(ttl)),
+                    self.seen.get(start, 0), self.host, self.machine, self.session]
             for address, count in batch:
                 argv.extend((address, count))
+            self.acked[start] = (floor, False)      # until this call's answer: maybe applied, maybe not
             reply = self._call(keys, argv)
-            if not (isinstance(reply, list) and len(reply) in (2, 4) and isinstance(reply[1], bytes)
-                    and (len(reply) == 2 or (isinstance(reply[2], list) and isinstance(reply[3], int)))):
+            if not (isinstance(reply, list) and len(reply) in (2, 3, 6) and isinstance(reply[1], bytes)
+                    and (len(reply) != 6 or (isinstance(reply[2], list) and isinstance(reply[3], int)
+                                             and isinstance(reply[5], int)))):
                 raise StoreDown('an answer not of this script: %r' % (reply[:2],))
-            token = reply[1].decode('ascii', 'replace')
-            if not reply[0]:
-                self._restart(stamp, token)
+            if not reply[0]:        # another token: all of this writer's counts into its keys
+                self._restart(start, reply[1].decode('ascii', 'replace'))
+                self.acked[start] = (0, False)      # what it holds of this writer: another session's maybe
+                if len(reply) == 3:
+                    self.lost += 1
+                    self.warn(messages.FLEET_LOST % (self.describe(), time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(start))))
                 return False, crossings
-            crossings.extend(self._read_crossings(stamp, token, reply[2], reply[3], threshold))
+            self.acked[start] = (reply[3], True)
+            if reply[4] and not self.twice:
+                self.twice = True
+                self.say_once(messages.FLEET_HOST_TWICE % (self.host,))
+            crossings.extend(self._read_crossings(start, reply[1].decode('ascii', 'replace'), reply[2], reply[5], threshold))
         return True, crossings
 
-    def _read_crossings(self, stamp, token, found, start, threshold):
-        """The reading side (fleet_answers.py): the entries read from ``start``, at most
+    def _read_crossings(self, start, token, found, place, threshold):
+        """The reading side (fleet_answers.py): the entries read from ``place``, at most
         READ_PER_PUSH, junk dropped; a new token or a list read from before the host's place (it
         was replaced) makes what the host holds of the window go (``restarted``): it follows the
         store."""
-        if token != self.tokens.get(stamp) or start < self.seen.get(stamp, 0):
-            self._restart(stamp, token)
+        if token != self.tokens.get(start) or place < self.seen.get(start, 0):
+            self._restart(start, token)
         found = found[:READ_PER_PUSH]
-        self.seen[stamp] = start + len(found)
+        self.seen[start] = place + len(found)
         return [entry for entry in (crossing(item, threshold) for item in found) if entry is not None]
 
-    def _restart(self, stamp, token):
-        self.tokens[stamp], self.seen[stamp] = token, 0
-        self.restarted.add(stamp)
+    def _restart(self, start, token):
+        self.tokens[start], self.seen[start] = token, 0
+        self.restarted.add(start)
+
+    def _older_layout(self, stamp):
+        """Said once when hosts of layout 1 (keys by the hour stamp, before issue 43) push to this
+        store: their counts and this host's are summed apart until every host is upgraded."""
+        stamp = stamp.decode('ascii') if isinstance(stamp, bytes) else stamp
+        found = self._call_plain(lambda client: client.get('{%s:%s}:epoch' % (self.name, stamp)))
+        if found is not None:
+            self.say_once(messages.FLEET_OTHER_LAYOUT % (self.describe(), 1, LAYOUT))
+
+    def _call_plain(self, work):
+        try:
+            return self.bounded(lambda: work(self.connect()))
+        except StoreDown:
+            self.close()
+            raise
+        except Exception as exc:        # pylint: disable=broad-except  # as _call: a store away
+            self.close()
+            raise StoreDown(str(exc).replace(self.url, self.describe()))
 
     def _call(self, keys, argv):
-        """One script call; a lost reply (a dropped connection, a timeout) is sent once more at
-        once on a new connection: the script applies it once whatever the first did."""
+        """One script call; a lost reply (a dropped connection, a read timed out) is sent once
+        more at once on a new connection: the script applies it once whatever the first did.
+        An exchange that does not end within EXCHANGE_SECONDS is not sent again: the store is away."""
         errors = self.redis.exceptions
         lost = (errors.ConnectionError, errors.TimeoutError, OSError)
         try:
             try:
-                return self._evalsha(keys, argv)
+                return self.bounded(lambda: self._evalsha(keys, argv))
             except lost:
                 self.close()
-                return self._evalsha(keys, argv)
+                argv[EXACT] = '0'       # the first may have been applied: this writer's total at least the floor
+                return self.bounded(lambda: self._evalsha(keys, argv))
         except StoreDown:
             self.close()
             raise
         except Exception as exc:        # pylint: disable=broad-except  # RedisError, the cluster client's own: never fail closed
             self.close()
             raise StoreDown(str(exc).replace(self.url, self.describe()))
+
+    def bounded(self, work):
+        """``work()`` in a thread of its own, waited for EXCHANGE_SECONDS at most: a reply that
+        drips in (each read within redis-py's timeout) ends with the connection shut."""
+        box = {}
+
+        def run():
+            try:
+                box['value'] = work()
+            except BaseException as exc:        # pylint: disable=broad-except  # handed to the caller
+                box['error'] = exc
+        worker = threading.Thread(target=run, name='fleet-store-exchange', daemon=True)
+        worker.start()
+        worker.join(EXCHANGE_SECONDS)
+        if worker.is_alive():
+            self.close()        # its sockets shut: the worker's read ends
+            raise StoreDown(messages.FLEET_SLOW % EXCHANGE_SECONDS)
+        if 'error' in box:
+            raise box['error']
+        return box.get('value')
 
     def _evalsha(self, keys, argv):
         client = self.connect()     # StoreDown itself when the password file cannot be read
@@ -276,8 +420,3 @@ class Store:
         except self.redis.exceptions.NoScriptError:      # a restarted or new server: load it again
             client.script_load(PUSH_SCRIPT)
             return client.evalsha(self.sha, len(keys), *(list(keys) + argv))
-
-
-class StoreDown(Exception):
-    """The store did not answer (refused, timed out, dropped, an error reply): the batch may or
-    may not have been applied; sending it again is safe (absolute counts)."""

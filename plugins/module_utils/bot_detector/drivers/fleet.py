@@ -35,6 +35,7 @@ __metaclass__ = type
 
 PUSH_EVERY = 0.5        # seconds between pushes (and crossing reads) of a follower
 DOWN_RETRY = (0.5, 5.0)     # seconds between attempts while the store is away: from, doubling up to
+OFFER_SHARE = 10        # an offer at most every OFFER_SHARE times what the last took: 10% of the follower's time
 SPILLED_EVERY = 5.0     # seconds between the diffs of a window spilled to files (past count_budget)
 
 
@@ -65,8 +66,8 @@ class Fleet:
     or None before the first answer), ``push_behind_seconds`` (since the oldest count not yet
     sent), ``decisions_received`` (crossings learnt), ``describe()`` (the URL, no password)."""
 
-    def __init__(self, settings, warn, store=None, say=None):
-        self.store = store if store is not None else Store(settings)
+    def __init__(self, settings, warn, store=None, say=None, logs=()):
+        self.store = store if store is not None else Store(settings, logs=logs, warn=warn)
         self.threshold = settings.threshold
         self.answers, self.top = FleetAnswers(settings), settings.top
         self.offered = {}       # stamp: {key} handed to a decision already (the follower's thread only)
@@ -78,6 +79,7 @@ class Fleet:
         self.full = set()       # stamps the store wants whole: handed whole at the next offer
         self.pending_since = None
         self.windows = []       # [(stamp, ttl at the offer's time)]
+        self.starts = {}        # stamp: the window's start (the store's key of it)
         self.crossed = {}       # stamp: {key: the fleet's sum at the crossing}
         self.fresh = False      # crossings learnt since the follower last looked
         self.store_up = None
@@ -86,6 +88,7 @@ class Fleet:
         self.stop = False
         self._spilled_at = {}
         self._unsent, self._offered_at = False, 0.0
+        self.offer_seconds = 0.0        # what the last offer took the follower's thread
         self.thread = threading.Thread(target=self._loop, name='fleet-store', daemon=True)
 
     def describe(self):
@@ -104,7 +107,8 @@ class Fleet:
         """What the follower's status file says of the store (--status, the metrics)."""
         return {'fleet': {'store': self.describe(), 'host': self.store.host, 'up': self.store_up,
                           'push_behind_seconds': round(self.push_behind_seconds, 3),
-                          'decisions_received': self.decisions_received}}
+                          'decisions_received': self.decisions_received, 'eviction_policy': self.store.policy,
+                          'host_twice': self.store.twice, 'windows_lost': self.store.lost}}
 
     def tick(self, counters, windows, read):
         """The follower's every round: the counts that changed handed over, at most every
@@ -113,9 +117,11 @@ class Fleet:
         self._unsent = self._unsent or bool(read)
         wall = time.time()
         moved = [w.stamp for w in windows] != [stamp for stamp, dummy in self.windows]      # also the hour's turn
-        if (self._unsent and wall - self._offered_at >= PUSH_EVERY / 2) or self.full or moved:
+        spacing = max(PUSH_EVERY / 2, OFFER_SHARE * self.offer_seconds)     # many addresses: the local blocks first
+        if (self._unsent and wall - self._offered_at >= spacing) or self.full or moved:
             self.offer(counters, windows)
             self._unsent, self._offered_at = False, wall
+            self.offer_seconds = time.time() - wall
         return self.fresh
 
     def overlay(self, counts):
@@ -174,6 +180,7 @@ class Fleet:
                 del self.handed[stamp]
         with self.lock:
             self.windows = [(w.stamp, KEEP_AFTER) for w in windows]
+            self.starts = dict((w.stamp, w.start) for w in windows)
             for stamp in list(self.pending):
                 if stamp not in stamps:
                     del self.pending[stamp]
@@ -208,23 +215,30 @@ class Fleet:
                 return
 
     def push_once(self):
-        """One round: each window's pending counts (or none: the crossings only). False when
-        the store is away (the batch stays pending)."""
+        """One round: each window's pending counts (or none: the crossings only), each window on
+        its own (a cluster's master of one window away stops no other's). False when the store
+        is away for any (its batch stays pending)."""
         with self.lock:
-            windows, batch = list(self.windows), self.pending
+            windows, batch, starts = list(self.windows), self.pending, dict(self.starts)
             self.pending = {}
             since, self.pending_since = self.pending_since, (time.time() if batch else None)
-        try:
-            for stamp, ttl in windows:
-                counts, whole_window = batch.get(stamp, ({}, False))
-                pairs = sorted(counts.items())
-                applied, crossings = self.store.push(stamp, ttl, pairs, whole_window, self.threshold)
-                if not applied:
-                    with self.lock:
-                        self.full.add(stamp)        # the store was emptied or replaced: all again
-                batch.pop(stamp, None)
-                self._learn(stamp, crossings)
-        except Exception as exc:        # pylint: disable=broad-except  # StoreDown, or anything: the counts stay
+        self.store.forget(set(starts.values()))
+        failed = None
+        for stamp, ttl in windows:
+            counts, whole_window = batch.get(stamp, ({}, False))
+            try:
+                applied, crossings = self.store.push(starts[stamp], ttl, sorted(counts.items()), whole_window, self.threshold, stamp)
+            except Exception as exc:        # pylint: disable=broad-except  # StoreDown, or anything: the counts stay
+                failed = failed or exc
+                if self.store.cluster:      # another window, another master
+                    continue
+                break
+            if not applied:
+                with self.lock:
+                    self.full.add(stamp)        # the store was emptied, replaced or lost counts: all again
+            batch.pop(stamp, None)
+            self._learn(stamp, crossings, starts[stamp])
+        if failed is not None:
             with self.lock:
                 for stamp, (counts, whole_window) in batch.items():
                     entry = self.pending.setdefault(stamp, [{}, False])
@@ -232,7 +246,7 @@ class Fleet:
                         entry[0].setdefault(key, count)     # a newer count handed meanwhile wins
                     entry[1] = entry[1] or whole_window
                 self.pending_since = since if since is not None else self.pending_since
-            return self._down(exc)
+            return self._down(failed)
         with self.lock:
             if not self.pending:
                 self.pending_since = None
@@ -247,11 +261,11 @@ class Fleet:
         self.store_up, self.last_error = False, str(exc)
         return False
 
-    def _learn(self, stamp, crossings):
+    def _learn(self, stamp, crossings, start):
         """Keep what the store said (junk already dropped by the store's reading): what is held
         of a window goes when the store's window was replaced, and holds HELD_PER_WINDOW at most."""
-        restarted = stamp in self.store.restarted
-        self.store.restarted.discard(stamp)
+        restarted = start in self.store.restarted
+        self.store.restarted.discard(start)
         if not crossings and not restarted:
             return
         with self.lock:
@@ -271,23 +285,28 @@ class Fleet:
                 del self.crossed[old]
 
 
-def fleet_run(settings, counts, warn):
-    """A run's push (cron or timer, state_dir or not): every window's counts, then the fleet's
-    crossings laid over them (overlay). The store away: a warning, and the run's own counts
-    decide. Returns (counts to decide on, what the result says of the store)."""
-    store = Store(settings)
+def fleet_run(settings, counts, warn, logs=()):
+    """A run's push (cron or timer, state_dir or not): every window's counts, each window on its
+    own, then the fleet's crossings laid over them (overlay). The store away: a warning, and the
+    run's own counts decide. Returns (counts to decide on, what the result says of the store)."""
+    store = Store(settings, logs=logs, warn=warn)
     crossed = {}
     shown = {'store': store.describe(), 'host': store.host, 'up': True, 'decisions_received': 0}
     try:
         for window, counter in counts:
             pairs = sorted(all_items(counter))
-            dummy, crossings = store.push(window.stamp, KEEP_AFTER, pairs, True, settings.threshold)    # all of them: applied
+            try:
+                dummy, crossings = store.push(window.start, KEEP_AFTER, pairs, True, settings.threshold, window.stamp)    # all of them
+            except StoreDown as exc:
+                if shown['up']:
+                    warn(messages.FLEET_DOWN % (store.describe(), exc))
+                shown['up'] = False
+                if store.cluster:       # another window, another master
+                    continue
+                break
             crossed[window.stamp] = dict(crossings)
-    except StoreDown as exc:
-        warn(messages.FLEET_DOWN % (store.describe(), exc))
-        shown['up'] = False
-        return counts, shown
     finally:
         store.close()
+    shown['eviction_policy'] = store.policy
     shown['decisions_received'] = sum(map(len, crossed.values()))
     return overlay(counts, FleetAnswers(settings).records(crossed, settings.threshold)) or counts, shown

@@ -167,7 +167,7 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
     if settings.fleet_store and not check_mode:
         from .fleet import fleet_run      # a fleet store only: redis-py
-        counts, result.fleet = fleet_run(settings, counts, result.warn)
+        counts, result.fleet = fleet_run(settings, counts, result.warn, logs)
 
     def save_states():
         if states and not check_mode:

@@ -71,7 +71,9 @@ class Status:
             out.append(messages.status_enforcement(self.enforcement_state, date_default_format))
         if self.fleet_store is not None:
             doc = self.fleet_store
-            out.append(messages.STATUS_FLEET_STORE % dict(doc, state='reachable' if doc['reachable'] else 'unreachable (%s)' % doc['error']))
+            state = 'reachable, maxmemory_policy %s%s' % (doc['eviction_policy'], '' if doc['eviction_policy'] == 'noeviction'
+                                                          else ' (may drop counts: noeviction is safe)')
+            out.append(messages.STATUS_FLEET_STORE % dict(doc, state=state if doc['reachable'] else 'unreachable (%s)' % doc['error']))
         for doc in self.followers:
             out.append(messages.STATUS_FOLLOWER % dict(doc, logs=','.join(doc['logs']), when=date_default_format(doc['updated']),
                                                        state='running' if doc['running'] else 'not running'))
@@ -137,13 +139,15 @@ def _windows(report, settings, logs, now, resolver, content, session):
 
 def fleet_store_status(settings):
     """The fleet store: its URL without the password, the fleet's and this host's names, and
-    whether it answers a PING (a second or two at most when it does not)."""
+    whether it answers a PING (within fleet_store.EXCHANGE_SECONDS, however slowly it answers),
+    its eviction policy (INFO memory's maxmemory_policy: only noeviction keeps every count)."""
     from ..decision.fleet_store import Store     # a fleet store only: redis-py
     store = Store(settings)
-    doc = {'store': store.describe(), 'name': store.name, 'host': store.host, 'reachable': False, 'error': None}
+    doc = {'store': store.describe(), 'name': store.name, 'host': store.host, 'reachable': False, 'error': None,
+           'eviction_policy': None}
     try:
-        store.connect().ping()
-        doc['reachable'] = True
+        store.ping()
+        doc['reachable'], doc['eviction_policy'] = True, store.policy
     except Exception as exc:        # pylint: disable=broad-except  # redis-py's, the password file's (StoreDown): unreachable
         doc['error'] = (exc.message if isinstance(exc, BotDetectorError) else str(exc)).replace(settings.fleet_store, doc['store'])
     finally:

@@ -55,6 +55,8 @@ FAMILIES = (
                                            'in the store; 0 when it is.'),
     ('fleet_decisions_received_total', 'counter', 'Fleet store: addresses the store reported over the threshold '
                                                   'fleet-wide, each decided on by this host.'),
+    ('fleet_store_eviction_safe', 'gauge', 'Fleet store: 1 when its maxmemory_policy (label policy) is noeviction, '
+                                           '0 when it may drop keys of the fleet (every key expires) under maxmemory.'),
 )
 ENFORCEMENT = ('enforcement_in_sync', 'enforcement_entries')
 COUNTERS = ('additions_total', 'removals_total', 'fleet_decisions_received_total')
@@ -130,6 +132,7 @@ def run_samples(result, logs, success, started, ended, settings):
                     ('fleet_decisions_received_total', (), fleet['decisions_received'])]
         if fleet['up']:         # every count of the run pushed
             samples.append(('fleet_push_behind_seconds', (('log', log),), 0))
+        samples += eviction_samples(fleet.get('store'), fleet.get('eviction_policy'))
     if result.unreadable_lists is not None:     # the lists were read
         samples += [('list_unreadable', (('list', name),), int(name in result.unreadable_lists)) for name in LISTS]
     for reason, count in sorted(result.additions.items()):
@@ -194,7 +197,14 @@ def fleet_samples(log, fleet, received):
                ('fleet_decisions_received_total', (), received)]
     if fleet.store_up is not None:      # None: no answer yet, either way
         samples.append(('fleet_store_up', labels + (('store', fleet.describe()),), 1 if fleet.store_up else 0))
-    return samples
+    return samples + eviction_samples(fleet.describe(), getattr(getattr(fleet, 'store', None), 'policy', None))
+
+
+def eviction_samples(store, policy):
+    """fleet_store_eviction_safe once the store's maxmemory_policy is known (None: not yet)."""
+    if policy is None:
+        return []
+    return [('fleet_store_eviction_safe', (('store', store), ('policy', policy)), 1 if policy == 'noeviction' else 0)]
 
 
 def write_follow(settings, log, behind_seconds, behind_bytes, additions, removals, enforcement=None, unparsed=None,

@@ -385,7 +385,7 @@ SETTINGS = (
             '(or in fleet_store_password_file). Off when unset.', metavar='URL', group='fleet', version_added='2.0.0'),
     Setting('fleet_store_password_file', 'path', None, "The fleet store's password, read from this file (its first line).",
             metavar='PATH', group='fleet', version_added='2.0.0'),
-    Setting('fleet_host', 'str', None, "This host's name in the fleet (one count per host and address in the store).",
+    Setting('fleet_host', 'str', None, "This host's name in the fleet (its counts in the store kept per log of this machine).",
             metavar='NAME', default_text="the host's name", group='fleet', version_added='2.0.0'),
     Setting('fleet_name', 'str', 'bot-detector', "The store's key prefix, so that several fleets share one store "
             "(no * ? [ ] \\ { } : or blanks: its ACL user's key pattern and the keys' hash tag would read them).",
