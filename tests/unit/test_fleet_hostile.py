@@ -70,32 +70,39 @@ return 1
 """
 
 
-def attack(target, stamps, extra=()):
-    """Everything the ACL lets a host do to the fleet's keys of ``stamps``."""
+def window_keys(client, window):
+    """(epoch, another host's hash, sums, crossings) of ``window`` as the product lays them out:
+    what a compromised host, running the same code, knows."""
+    epoch, other, sums, crossed = fleet_store.window_keys('bot-detector', window.stamp.decode(), 'web2')
+    return epoch, other, sums, crossed
+
+
+def attack(target, windows, extra=()):
+    """Everything the ACL lets a host do to the fleet's keys of ``windows``."""
     redis = fleet_store.import_redis()
     client = hostile_client(redis, target)
     try:
         with pytest.raises(redis.exceptions.ResponseError):
             client.execute_command('FLUSHALL')      # what it may not do: the user is the guide's
-        for stamp in stamps:
-            tag = '{bot-detector:%s}' % stamp
+        for window in windows:
+            client.set(window_keys(client, window)[0], 'a token of its own', ex=7200)     # the hosts follow it
+            epoch, other, sums, crossed = window_keys(client, window)
             sha = client.script_load(FLOOD)
-            client.evalsha(sha, 3, tag + ':crossed', tag + ':h:web1', tag + ':sum', 3000)
+            client.evalsha(sha, 3, crossed, other, sums, 3000)
             for item in JUNK + list(extra):
-                client.rpush(tag + ':crossed', item)
-            client.hset(tag + ':sum', SCRAPER, -99999999)           # the host's own scraper's sum lowered
-            client.hset(tag + ':sum', 'A' * (1 << 20), 1)
-            client.hset(tag + ':h:web2', mapping={'x00': 'junk', SCRAPER: '-5'})
-            client.set(tag + ':epoch', 'a token of its own')
-            client.expire(tag + ':epoch', 7200)
+                client.rpush(crossed, item)
+            client.hset(sums, SCRAPER, -99999999)           # the host's own scraper's sum lowered
+            client.hset(sums, 'A' * (1 << 20), 1)
+            client.hset(other, mapping={'x00': 'junk', SCRAPER: '-5'})
+            client.expire(epoch, 7200)
             for i in range(200):                                    # many keys under the fleet's pattern
-                client.set(tag + ':junk:%d' % i, 'B' * 4096, ex=7200)
+                client.set(epoch[:-len('epoch')] + 'junk:%d' % i, 'B' * 4096, ex=7200)
     finally:
         client.close()
 
 
-def stamps_of():
-    return [w.stamp.decode() for w in in_timezone('UTC', lambda: hour_windows(NOW))]
+def windows_of(now=NOW):
+    return in_timezone('UTC', lambda: hour_windows(now))
 
 
 def may_append(entry, prefixes):
@@ -165,7 +172,7 @@ def test_a_hostile_host_gets_nothing_appended_a_host_would_refuse_and_displaces_
     prefixes = {4: 24, 6: 64} if precise else {}
     # An honest host first, then the attack, then hosts with their own scraper and one without.
     run_host(tmp_path, url, 'web0', precise, {'203.0.113.60': 400})
-    attack(target, stamps_of(), NEAR_SERVERS + [PLAUSIBLE])
+    attack(target, windows_of(), NEAR_SERVERS + [PLAUSIBLE])
     doc, files = run_host(tmp_path, url, 'web1', precise, {SCRAPER: 1500, '203.0.113.61': 10})
     scraper = SCRAPER if not precise else '203.0.113.0/24'
     assert scraper in appended(files), (doc, appended(files))
@@ -189,8 +196,7 @@ def test_a_followers_local_block_is_neither_displaced_nor_delayed_by_a_hostile_h
         log.write_bytes(b'')
         follower = Following(tmp_path / 'web1', files, log, extra=host_args(files, tmp_path / 'web1', url, 'web1', False)[6:])
         follower.start()
-        stamps = [w.stamp.decode() for w in in_timezone('UTC', lambda: hour_windows(follower.now))]
-        attack(server, stamps, [PLAUSIBLE])
+        attack(server, windows_of(follower.now), [PLAUSIBLE])
         wait_for(lambda: PLAUSIBLE.split()[0] in appended(files), 10, 'the follower reading the crossings')
         with open(str(log), 'ab') as out:
             out.write(lines(SCRAPER, 1500))
@@ -203,8 +209,8 @@ def test_a_followers_local_block_is_neither_displaced_nor_delayed_by_a_hostile_h
         with open(str(files.blocklist), 'w'):
             pass
         client = hostile_client(fleet_store.import_redis(), server)
-        for stamp in stamps:
-            client.rpush('{bot-detector:%s}:crossed' % stamp, PLAUSIBLE)
+        for window in windows_of(follower.now):
+            client.rpush(window_keys(client, window)[3], PLAUSIBLE)
         client.close()
         wait_for(lambda: PLAUSIBLE.split()[0] in appended(files), 10, 'the crossing decided again')
     finally:
@@ -221,9 +227,9 @@ def test_what_a_host_holds_follows_the_store_and_each_read_is_bounded(tmp_path):
         settings = Settings(fleet_store=server.url + '?cluster=no', fleet_host='web1', threshold=1000,
                             server_ips=SERVERS, exclusions_file=str(tmp_path / 'allow'))
         fleet = Fleet(settings, warn=lambda line: None)
-        stamp = stamps_of()[0].encode()
+        stamp = windows_of()[0].stamp
         fleet.windows = [(stamp, 9000)]
-        key = '{bot-detector:%s}:crossed' % stamp.decode()
+        key = fleet_store.window_keys('bot-detector', stamp.decode(), 'web1')[3]
         assert fleet.push_once() is True
         for i in range(3 * 200 + 10):
             server.cli('RPUSH', key, '203.0.113.%d %d' % (i % 250 + 1, 5000 + i))
@@ -314,7 +320,7 @@ def test_a_follower_decides_every_crossing_held_top_at_a_time(tmp_path):
         fleet.windows = [(stamp, 9000)]
         fleet.push_once()
         for i in range(45):
-            server.cli('RPUSH', '{bot-detector:%s}:crossed' % stamp.decode(), '203.0.113.%d %d' % (i + 1, 2000 + i))
+            server.cli('RPUSH', fleet_store.window_keys('bot-detector', stamp.decode(), 'web1')[3], '203.0.113.%d %d' % (i + 1, 2000 + i))
         fleet.push_once()
         decided = []
         for dummy in range(3):
