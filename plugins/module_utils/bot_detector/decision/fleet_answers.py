@@ -88,6 +88,8 @@ class FleetAnswers:
     def records(self, crossed, threshold):
         """{stamp: [(sum, key)]} of ``crossed`` ({stamp: {address: sum}}), largest first, each
         key once (its largest sum); {} when what is never blocked cannot be read."""
+        if not any(crossed.values()):
+            return {}       # nothing to take: no allow-list read, no hostname -i
         try:
             never = self.never()
         except BotDetectorError:
