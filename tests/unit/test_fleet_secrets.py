@@ -17,11 +17,12 @@ from conftest import ROOT
 
 ROLE = ROOT / 'roles' / 'bot_detector'
 PASSWORD = 'Qx7Lm/Zr9+Kw2='         # base64, as generators write it
-SECRET_URLS = ['redis://bd:%s@10.0.0.9:6379/0' % PASSWORD, 'redis://:%s@10.0.0.9/0' % PASSWORD,
-               'redis://%s@10.0.0.9/0' % PASSWORD, 'rediss://bd:Ty4Hn?Bv8#Pd3@store:6380/0',
-               'redis://bd:p%2F1x%3Fq9Kd@10.0.0.9/0', 'unix://bd:Mf5Gs@/run/redis.sock?db=0',
+# One of each spelling (each case runs ansible-playbook twice): a raw '/', a bare user part, raw
+# '?', '#' and '@', percent-encoded, a query.
+SECRET_URLS = ['redis://bd:%s@10.0.0.9:6379/0' % PASSWORD, 'redis://%s@10.0.0.9/0' % PASSWORD,
+               'rediss://bd:Ty4Hn?Bv8#Pd3@store:6380/0', 'redis://bd:p%2F1x%3Fq9Kd@10.0.0.9/0',
                'redis://10.0.0.9/0?password=Ty4HnBv8']
-PLAIN_URLS = ['redis://10.0.0.9:6379/0', 'unix:///run/redis/redis.sock']
+PLAIN_URLS = ['redis://10.0.0.9:6379/0']
 
 
 def settings_task():
