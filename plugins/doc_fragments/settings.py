@@ -369,7 +369,8 @@ options:
       - >-
         Share counts with the fleet through Redis or Valkey (follow mode, state_dir runs):
         redis://[USER[:PASSWORD]@]HOST:PORT/DB, rediss:// (TLS) or unix://PATH?db=DB; ?cluster=yes
-        for a Redis Cluster. Never shown with its password. Off when unset.
+        for a Redis Cluster. Never shown with its password; a password holding / ? # [ ] is
+        percent-encoded (or in fleet_store_password_file). Off when unset.
       - >-
         Default: the host config file's C(fleet_store) when set there, else off.
     type: str
@@ -393,7 +394,8 @@ options:
   fleet_name:
     description:
       - >-
-        The store's key prefix, so that several fleets share one store.
+        The store's key prefix, so that several fleets share one store (no * ? [ ] \ { } : or
+        blanks: its ACL user's key pattern and the keys' hash tag would read them).
       - >-
         Default: the host config file's C(fleet_name) when set there, else bot-detector.
     type: str

@@ -1,6 +1,8 @@
 """The fleet store's settings (issue 37 §1): one row each in the settings table, so option,
 config key, module option and role variable; a bad URL is one line naming it, exit status 2,
 before anything is read or written, and the password never shows in it."""
+import re
+
 import pytest
 
 import loggen
@@ -64,7 +66,7 @@ def test_the_redacted_url_keeps_everything_but_the_password():
     (dict(fleet_store='redis://u:%s@store/0' % SECRET, fleet_store_password_file='/etc/pw'), 'the password is given twice'),
     (dict(fleet_host='web1'), 'fleet_host: needs fleet_store'),
     (dict(fleet_store_password_file='/etc/pw'), 'fleet_store_password_file: needs fleet_store'),
-    (dict(fleet_store='redis://store/0', fleet_name='a{b}'), 'fleet_name: must not hold braces'),
+    (dict(fleet_store='redis://store/0', fleet_name='a{b}'), 'fleet_name: must not hold'),
     (dict(fleet_store='redis://store/0', fleet_host='web 1\n'), 'fleet_host: must not hold braces'),
 ])
 def test_the_settings_refuse_what_cannot_work(values, message):
@@ -85,3 +87,62 @@ def test_the_config_file_and_the_options_carry_them(tmp_path, files):
     help_text = run_core(['--help']).stdout.decode()
     for flag in ('--fleet-store URL', '--fleet-store-password-file PATH', '--fleet-host NAME', '--fleet-name NAME'):
         assert flag in help_text
+
+
+# Passwords as generators write them (base64: '/' and '+'; others: '?', '#', '@', ':'), raw
+# in the URL: each piece between those characters must never show, whatever the URL's fault.
+RAW_PASSWORDS = ['Qx7Lm/Zr9+Kw2=', 'Ty4Hn?Bv8#Pd3@Jc6:Wq1', 'Mf5Gs//Xk2Rb', 'Nh8Ue[Vt5]Ay0']
+FAULTS = ['http://bd:%s@store:6379/0', 'redis://bd:%s@store:6379/x', 'redis://bd:%s@store:99999/0', 'redis://:%s@/0',
+          'redis://bd:%s@store:6379/0', 'redis://%s@store:6379/0?cluster=maybe', 'unix://bd:%s@',
+          'redis://store:6379/0?password=%s', 'rediss://bd:%s@store/3?cluster=yes']
+
+
+def pieces(password):
+    return [piece for piece in re.split(r'[/?#@:\[\]+=]', password) if len(piece) >= 3]
+
+
+@pytest.mark.parametrize('password', RAW_PASSWORDS)
+@pytest.mark.parametrize('fault', FAULTS)
+def test_a_password_in_any_spelling_never_shows_in_the_error(tmp_path, files, password, fault):
+    url = fault % password
+    try:
+        checks.fleet_store_url(url)
+    except errors.BotDetectorError as exc:
+        shown = str(exc)
+    else:
+        shown = None
+    if shown is not None:       # refused: the one line names the setting, the password stays out
+        assert shown.startswith('fleet_store: ') and '\n' not in shown, shown
+        assert not [piece for piece in pieces(password) if piece in shown], shown
+    redacted = checks.redact_url(url)
+    assert not [piece for piece in pieces(password) if piece in redacted], redacted
+    if fault == FAULTS[1]:      # the command's own line too
+        log = tmp_path / 'access.log'
+        log.write_bytes(b'')
+        got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--fleet-store', url, '--now', NOW, log])
+        assert got.returncode == errors.EXIT_BAD_OPTION, got
+        assert not [piece for piece in pieces(password) if piece in (got.stderr + got.stdout).decode()], got
+
+
+# A fleet's keys start with "{NAME:" and its ACL user's pattern is "~{NAME:*": a glob character
+# in a name widens the pattern over other fleets' keys ("eu*" covers "eu-de"), a ':' makes one
+# name a prefix of another's keys ("eu" covers "eu:de"), a '}' ends the hash tag early (a
+# window's keys spread over cluster slots), a blank splits the ACL line.
+@pytest.mark.parametrize('name', ['eu*', 'e?', 'eu[de]', 'eu\\de', 'eu}de', '{eu', 'eu:de', 'eu de', 'eu\tde', ' eu', 'eu\n'])
+def test_a_fleet_name_with_a_glob_or_hash_tag_character_is_refused(tmp_path, files, name):
+    with pytest.raises(errors.BotDetectorError) as caught:
+        settings.Settings(fleet_store='redis://store/0', fleet_name=name)
+    assert str(caught.value).startswith('fleet_name: ') and caught.value.exit_status == errors.EXIT_BAD_OPTION
+    if name != name.strip():
+        return      # the command line strips its values' blanks: the name is then plain
+    log = tmp_path / 'access.log'
+    log.write_bytes(b'')
+    got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--fleet-store', 'redis://127.0.0.1:1/0', '--fleet-name', name,
+                                      '--now', NOW, log])
+    assert got.returncode == errors.EXIT_BAD_OPTION and 'error: fleet_name: must not hold' in got.stderr.decode(), got
+    assert len(got.stderr.decode().strip().splitlines()) == 1 and got.stdout == b''
+
+
+@pytest.mark.parametrize('name', ['bot-detector', 'jobs-eu', 'jobs_eu.2', 'EU'])
+def test_a_plain_fleet_name_is_taken(name):
+    assert settings.Settings(fleet_store='redis://store/0', fleet_name=name).fleet_name == name

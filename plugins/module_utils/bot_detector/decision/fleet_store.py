@@ -46,6 +46,7 @@ import time
 from ..base import messages
 from ..base.errors import EXIT_BAD_OPTION, BotDetectorError
 from ..values.checks import fleet_store_url, redact_url
+from .fleet_answers import ENTRY_BYTES, READ_PER_PUSH, crossing
 from .fleet_identity import StoreDown, digest, machine_id, read_password
 
 __metaclass__ = type
@@ -119,12 +120,36 @@ elseif owner[1] ~= ARGV[9] and not owner[2] then
   owner[2] = ARGV[9]
 end
 for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[6]) end
-return {1, cur, redis.call('LRANGE', KEYS[4], seen, -1), mine, owner[2] and 1 or 0}
-"""
+""" + """
+local function length(key)
+  if #redis.call('LRANGE', key, 0, 0) == 0 then return 0 end
+  local low, high = 0, 1
+  while #redis.call('LRANGE', key, high, high) > 0 do low, high = high, high * 2 end
+  while high - low > 1 do
+    local middle = math.floor((low + high) / 2)
+    if #redis.call('LRANGE', key, middle, middle) > 0 then low = middle else high = middle end
+  end
+  return low + 1
+end
+local size = length(KEYS[4])
+if seen > size then seen = 0 end
+seen = math.max(seen, size - %(read)d)
+local found = redis.call('LRANGE', KEYS[4], seen, seen + %(read)d - 1)
+for i = 1, #found do
+  if #found[i] > %(entry)d then found[i] = '' end
+end
+return {1, cur, found, mine, owner[2] and 1 or 0, seen}
+""" % {'read': READ_PER_PUSH, 'entry': ENTRY_BYTES}
+# The crossings read (fleet_answers.py, the reading side): at most READ_PER_PUSH entries, from
+# the host's place or the list's last READ_PER_PUSH when it is further behind (a flood of entries
+# is skipped to its newest), each longer than ENTRY_BYTES blanked (counted, not sent): a reply
+# bounded in entries and bytes whatever a host wrote. The list's length is found by LRANGE probes
+# (LLEN is not the ACL's); the reply's 6th item says where the entries start.
 # What a host's ACL user needs (docs/docsite/rst/guide_fleet.rst, tested with exactly this):
-# the script's calls and its commands, the cluster client's topology reads, the fleet's keys.
+# the script's calls and its commands, the cluster client's topology reads and its COMMAND (the
+# commands' key positions: without it redis-py's cluster client stops at its start), the fleet's keys.
 ACL_RULES = ('resetchannels', '-@all', '+evalsha', '+script|load', '+ping', '+info', '+cluster|slots',
-             '+cluster|shards', '+cluster|nodes', '+get', '+set', '+hmget', '+hset', '+hincrby',
+             '+cluster|shards', '+cluster|nodes', '+command', '+get', '+set', '+hmget', '+hset', '+hincrby',
              '+rpush', '+lrange', '+expire')
 EXACT = 3       # ARGV's place (from 0) of the flag 'the floor is exactly what the store holds'
 MAX_BATCH = 2000        # address pairs per script call (each call is one round trip)
@@ -181,6 +206,7 @@ class Store:
         self._factory = client_factory
         self.client = self.sha = None
         self.tokens, self.seen, self.acked = {}, {}, {}     # start: token, crossings read, (total, exact)
+        self.restarted = set()      # window starts whose crossings held by the caller must go (a new token, a list replaced)
         self.cluster = self.parts['cluster']
         self.known_nodes = []       # [(host, port)] of a cluster's nodes, from the last connection
         self.warn = warn or (lambda line: None)
@@ -303,11 +329,12 @@ class Store:
                 argv.extend((address, count))
             self.acked[start] = (floor, False)      # until this call's answer: maybe applied, maybe not
             reply = self._call(keys, argv)
-            if not (isinstance(reply, list) and len(reply) in (2, 3, 5) and isinstance(reply[1], bytes)
-                    and (len(reply) != 5 or (isinstance(reply[2], list) and isinstance(reply[3], int)))):
-                raise StoreDown('an answer not of this script: %r' % (reply,))
+            if not (isinstance(reply, list) and len(reply) in (2, 3, 6) and isinstance(reply[1], bytes)
+                    and (len(reply) != 6 or (isinstance(reply[2], list) and isinstance(reply[3], int)
+                                             and isinstance(reply[5], int)))):
+                raise StoreDown('an answer not of this script: %r' % (reply[:2],))
             if not reply[0]:        # another token: all of this writer's counts into its keys
-                self.tokens[start], self.seen[start] = reply[1].decode('ascii', 'replace'), 0
+                self._restart(start, reply[1].decode('ascii', 'replace'))
                 self.acked[start] = (0, False)      # what it holds of this writer: another session's maybe
                 if len(reply) == 3:
                     self.lost += 1
@@ -317,13 +344,23 @@ class Store:
             if reply[4] and not self.twice:
                 self.twice = True
                 self.say_once(messages.FLEET_HOST_TWICE % (self.host,))
-            found = reply[2]
-            self.seen[start] = self.seen.get(start, 0) + len(found)
-            for item in found:
-                address, dummy, total = item.rpartition(b' ') if isinstance(item, bytes) else (b'', b'', b'')
-                if address and total.isdigit():     # else not this script's: left out
-                    crossings.append((address, int(total)))
+            crossings.extend(self._read_crossings(start, reply[1].decode('ascii', 'replace'), reply[2], reply[5], threshold))
         return True, crossings
+
+    def _read_crossings(self, start, token, found, place, threshold):
+        """The reading side (fleet_answers.py): the entries read from ``place``, at most
+        READ_PER_PUSH, junk dropped; a new token or a list read from before the host's place (it
+        was replaced) makes what the host holds of the window go (``restarted``): it follows the
+        store."""
+        if token != self.tokens.get(start) or place < self.seen.get(start, 0):
+            self._restart(start, token)
+        found = found[:READ_PER_PUSH]
+        self.seen[start] = place + len(found)
+        return [entry for entry in (crossing(item, threshold) for item in found) if entry is not None]
+
+    def _restart(self, start, token):
+        self.tokens[start], self.seen[start] = token, 0
+        self.restarted.add(start)
 
     def _older_layout(self, stamp):
         """Said once when hosts of layout 1 (keys by the hour stamp, before issue 43) push to this

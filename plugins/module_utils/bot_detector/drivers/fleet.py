@@ -13,19 +13,20 @@ run's one push, and the fleet's sums laid over a host's own counts for the decis
   address: bounded by the windows' distinct addresses) until the store answers.
 - ``fleet_run`` (a state_dir run): all of the windows' counts pushed at once (absolute, so
   a run that pushed before pushes the same again harmlessly), the crossings read.
-- ``overlay``: a window's counter for the decision step, each address the fleet's sum where
-  the fleet's sum crossed and is above the host's own count. The host's allow-list, server
-  addresses, blocklist and top cut apply as ever (run.decide_and_append), so a fleet answer
-  only adds addresses whose fleet sums reach the threshold, never one listed or a server's.
+- ``overlay``: the fleet's records beside the host's own counts, which it leaves as they are:
+  the crossings this host takes (decision/fleet_answers.py: canonical addresses, keyed as its
+  own rules key them, never one never blocked), decided after and beside the host's own ranked
+  records (run.decide_and_append), so that no fleet answer takes a local decision's place. The
+  host's allow-list and blocklist apply as ever.
 """
 
 from __future__ import absolute_import, division, print_function
 
 import threading
 import time
-from collections import Counter
 
 from ..base import messages
+from ..decision.fleet_answers import HELD_PER_WINDOW, FleetAnswers
 from ..decision.fleet_store import KEEP_AFTER, Store, StoreDown
 from ..reading.spill import SpillCounter, parts
 from ..reading.tally import WindowCounts, whole
@@ -44,30 +45,19 @@ def all_items(counter):
         yield from part.items()
 
 
-def overlay(counts, crossed, threshold, everything=False):
-    """``counts`` (WindowCounts) with the fleet's sums laid over: per window, the entries at or
-    over the threshold (``everything``: all of them, unless spilled), each the larger of the
-    host's count and the fleet's sum. None when the fleet has nothing for these windows (the
-    host's own counts decide)."""
-    if not any(crossed.get(window.stamp) for window in counts.windows):
+def overlay(counts, records):
+    """``counts`` (WindowCounts) with the fleet's records beside them: ``records`` ({stamp:
+    [(sum, key)]}, FleetAnswers.records) go to ``fleet_records``, which the decision step decides
+    after and beside the host's own ranked records (run.decide_and_append), never in place of one:
+    the host's own counts are left as they are. None when the fleet has nothing for these windows
+    (the host's own counts decide)."""
+    records = dict((window.stamp, records[window.stamp]) for window in counts.windows if records.get(window.stamp))
+    if not records:
         return None
-    counters, fleet = [], {}
-    for window, counter in counts:
-        counter = whole(counter)
-        if everything and not isinstance(counter, SpillCounter):
-            merged = Counter(counter)
-        else:
-            merged = Counter()
-            for key, count in all_items(counter):
-                if count >= threshold:
-                    merged[key] = count
-        for key, total in crossed.get(window.stamp, {}).items():
-            if total > merged.get(key, 0) and total > counter.get(key, 0):
-                merged[key] = total
-                fleet.setdefault(window.stamp, set()).add(key)
-        counters.append(merged)
-    laid = WindowCounts(counts.windows, counters)
-    laid.fleet = fleet      # its blocks are noted (fleet): 'RPH=1000 (fleet)' in the activity log
+    laid = WindowCounts(counts.windows, counts.counters)
+    laid.scans, laid.warnings = counts.scans, counts.warnings
+    laid.fleet_records = records
+    laid.fleet = dict((stamp, set(key for dummy, key in found)) for stamp, found in records.items())     # noted (fleet)
     return laid
 
 
@@ -79,6 +69,8 @@ class Fleet:
     def __init__(self, settings, warn, store=None, say=None, logs=()):
         self.store = store if store is not None else Store(settings, logs=logs, warn=warn)
         self.threshold = settings.threshold
+        self.answers, self.top = FleetAnswers(settings), settings.top
+        self.offered = {}       # stamp: {key} handed to a decision already (the follower's thread only)
         self.warn, self.say = warn, say or warn
         self.lock = threading.Lock()
         self.wake = threading.Event()
@@ -133,9 +125,22 @@ class Fleet:
         return self.fresh
 
     def overlay(self, counts):
-        """``counts`` with the fleet's sums laid over (module overlay); the crossings seen."""
+        """``counts`` with the fleet's records beside them (module overlay): per window at most
+        ``top`` crossings not handed to a decision before, the largest first, so that a decision
+        costs as much with a store as without; with more waiting, the next round decides again."""
         crossed, dummy = self.take_crossed()
-        return overlay(counts, crossed, self.threshold) or counts
+        records, found = {}, self.answers.records(crossed, self.threshold)
+        with self.lock:
+            for stamp, ranked in found.items():
+                offered = self.offered.setdefault(stamp, set())
+                waiting = [record for record in ranked if record[1] not in offered]
+                records[stamp] = waiting[:self.top]
+                offered.update(key for dummy, key in records[stamp])
+                if len(waiting) > self.top:
+                    self.fresh = True       # more than top: the follower decides again at once
+            for stamp in [s for s in self.offered if s not in [w.stamp for w in counts.windows]]:
+                del self.offered[stamp]
+        return overlay(counts, records) or counts
 
     def close(self, wait=2.0):
         """Stop the thread, after one last push of what is pending (at most ``wait`` seconds)."""
@@ -232,7 +237,7 @@ class Fleet:
                 with self.lock:
                     self.full.add(stamp)        # the store was emptied, replaced or lost counts: all again
             batch.pop(stamp, None)
-            self._learn(stamp, crossings)
+            self._learn(stamp, crossings, starts[stamp])
         if failed is not None:
             with self.lock:
                 for stamp, (counts, whole_window) in batch.items():
@@ -256,12 +261,21 @@ class Fleet:
         self.store_up, self.last_error = False, str(exc)
         return False
 
-    def _learn(self, stamp, crossings):
-        if not crossings:
+    def _learn(self, stamp, crossings, start):
+        """Keep what the store said (junk already dropped by the store's reading): what is held
+        of a window goes when the store's window was replaced, and holds HELD_PER_WINDOW at most."""
+        restarted = start in self.store.restarted
+        self.store.restarted.discard(start)
+        if not crossings and not restarted:
             return
         with self.lock:
+            if restarted:
+                self.crossed.pop(stamp, None)
+                self.offered.pop(stamp, None)
             known = self.crossed.setdefault(stamp, {})
             for key, total in crossings:
+                if key not in known and len(known) >= HELD_PER_WINDOW:
+                    continue
                 if key not in known:
                     self.decisions_received += 1
                     self.fresh = True
@@ -295,4 +309,4 @@ def fleet_run(settings, counts, warn, logs=()):
         store.close()
     shown['eviction_policy'] = store.policy
     shown['decisions_received'] = sum(map(len, crossed.values()))
-    return overlay(counts, crossed, settings.threshold, everything=True) or counts, shown
+    return overlay(counts, FleetAnswers(settings).records(crossed, settings.threshold)) or counts, shown

@@ -194,22 +194,31 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     # Ranked before the lock: the ranking reads no list, and the precise rules' crawler
     # verification (DNS, up to dns_budget seconds) must not hold the lock.
     at_least = None if records_under else settings.threshold
-    fleet = getattr(counts, 'fleet', {})        # with a fleet store: per window, the keys the fleet's sums decide
+    fleet = getattr(counts, 'fleet_records', {})        # with a fleet store: per window, the fleet's own records
     ranked = [(window, rules.examined(counter, server_ips, settings.top, at_least)) for window, counter in counts]
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     try:
         for window, records in ranked:
             result.say(window.heading)
-            result.window(window, records)
-            for count, key in records:
+            fleet_records = fleet_beside(records, fleet.get(window.stamp, ()), settings.threshold)
+            result.window(window, records + fleet_records)
+            for count, key in records + fleet_records:
                 verdict = decide(count, key, settings.threshold, lists)
                 if verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
-                    _act(result, writer, lists, verdict, key, entry, 'fleet' if key in fleet.get(window.stamp, ()) else None)
+                    _act(result, writer, lists, verdict, key, entry, 'fleet' if (count, key) in fleet_records else None)
         if after is not None:
             after()
     finally:
         writer.unlock()
+
+
+def fleet_beside(records, fleet_records, threshold):
+    """The fleet's records of a window (decision/fleet_answers.py) decided after the host's own
+    ``records``, which they never displace: those whose key the host's own count does not
+    already take to the threshold."""
+    own = set(key for count, key in records if count >= threshold)
+    return [(count, key) for count, key in fleet_records if key not in own]
 
 
 def report(settings, logs, floor=None, candidates=None, now=None, resolver=None):

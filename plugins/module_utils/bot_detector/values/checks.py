@@ -7,6 +7,7 @@ one, which the config file and the role both suggest."""
 
 from __future__ import absolute_import, division, print_function
 
+import re
 import socket
 
 from ..base.errors import bad_option
@@ -42,12 +43,20 @@ def check_formats(json_fields, trusted_proxies):
             raise bad_option('trusted_proxies: %r is not an address or CIDR network' % (item,))
 
 
+# A fleet name's characters that glob patterns (the store role's ACL key pattern ~{NAME:*) or the
+# keys' hash tag ({NAME:STAMP}) read: any of them lets one fleet's user reach another's keys.
+FLEET_NAME_REFUSED = ('*', '?', '[', ']', '\\', '{', '}', ':')
+
+
 def check_fleet(settings):
     """The fleet store's URL, and the names that go into its keys (exit 2 naming the fault)."""
-    for name in ('fleet_name', 'fleet_host'):
-        value = getattr(settings, name)
-        if value is not None and (any(c in value for c in '{}\n\r') or value != value.strip()):
-            raise bad_option('%s: must not hold braces, line breaks or surrounding blanks, got %r' % (name, value))
+    name = settings.fleet_name
+    if name is not None and (not name or any(c in name for c in FLEET_NAME_REFUSED) or any(c.isspace() for c in name)):
+        raise bad_option('fleet_name: must not hold %s or blanks (the ACL\'s key pattern ~{NAME:* and the keys\' '
+                         'hash tag), got %r' % (' '.join(FLEET_NAME_REFUSED), name))
+    host = settings.fleet_host
+    if host is not None and (any(c in host for c in '{}\n\r') or host != host.strip()):
+        raise bad_option('fleet_host: must not hold braces, line breaks or surrounding blanks, got %r' % (host,))
     if settings.fleet_store is not None:
         store = fleet_store_url(settings.fleet_store)
         if store['password'] is not None and settings.fleet_store_password_file:
@@ -57,17 +66,37 @@ def check_fleet(settings):
 
 
 def redact_url(url):
-    """``url`` with its password, if any, as ``***``: what logs, results and --status show."""
+    """``url`` with its password, if any, as ``***``: what logs, results and --status show. In any
+    spelling: the user part runs to the last '@', and when it holds '/', '?', '#', '[' or ']' (a raw
+    password a parser would cut) all but the scheme is hidden; a user name other than letters,
+    digits and '._-' is hidden too (a password written there), and every query value but db's and
+    cluster's."""
     scheme, sep, rest = url.partition('://')
     if not sep:
-        return '***' if '@' in url else url
-    netloc, slash, tail = rest.partition('/')
-    user, at, host = netloc.rpartition('@')
-    if at and ':' in user:
-        user = user.split(':', 1)[0] + ':***'
-    elif at and not scheme.startswith('redis'):
-        user = '***'
-    return scheme + sep + user + at + host + slash + tail
+        scheme, rest = '', url
+    user, at, host = rest.rpartition('@')
+    if any(c in user for c in _RESERVED_IN_USER):
+        return scheme + sep + '***'     # a password cut by a parser, or an '@' past the host: nothing of it shown
+    if at:
+        name, colon, dummy = user.partition(':')
+        if not _PLAIN_USER.match(name) or (not colon and not scheme.startswith('redis')):
+            user = '***'
+        else:
+            user = name + colon + ('***' if colon else '')
+    head, mark, query = host.partition('?')
+    if mark:
+        shown = []
+        for field in query.split('&'):
+            key, equals, dummy = field.partition('=')
+            shown.append(field if key in ('db', 'cluster') else key + equals + '***')
+        host = head + mark + '&'.join(shown)
+    return scheme + sep + user + at + host
+
+
+_PLAIN_USER = re.compile(r'[A-Za-z0-9._-]*\Z')
+# Characters a URL reserves that end its user part: a password holding one, written raw, is cut
+# there by every URL parser (the rest read as a path or a query), so it is refused, never guessed.
+_RESERVED_IN_USER = '/?#[]'
 
 
 def fleet_store_url(url):
@@ -75,12 +104,19 @@ def fleet_store_url(url):
     ask the server)} of a fleet store URL; a bad one: one line naming it (password hidden), exit 2."""
     from urllib.parse import parse_qs, unquote, urlsplit   # only with a fleet store
     shown = redact_url(url)
+    user = url.partition('://')[2].rpartition('@')[0]
+    if any(c in user for c in _RESERVED_IN_USER):
+        raise bad_option('fleet_store: %s: the user or password holds one of / ? # [ ] unencoded: write it percent-encoded '
+                         '(%%2F for /) or give the password in fleet_store_password_file' % shown)
     try:
         parts = urlsplit(url)
         port = parts.port
         query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
     except ValueError as exc:
-        raise bad_option('fleet_store: %s is not a valid URL (%s)' % (shown, str(exc).replace(url, shown)))
+        # The parser's words may quote a piece of the user part (a port read from a password):
+        # they are shown only when the URL holds nothing secret.
+        detail = str(exc) if shown == url else 'a bad port, address or character'
+        raise bad_option('fleet_store: %s is not a valid URL (%s)' % (shown, detail))
     store = {'scheme': parts.scheme, 'host': parts.hostname, 'port': port, 'path': None, 'tls': parts.scheme == 'rediss',
              'username': unquote(parts.username) if parts.username else None,
              'password': unquote(parts.password) if parts.password is not None else None}

@@ -383,12 +383,14 @@ SETTINGS = (
     Setting('fleet_store', 'str', None,
             'Share counts with the fleet through Redis or Valkey (follow mode, state_dir runs): '
             'redis://[USER[:PASSWORD]@]HOST:PORT/DB, rediss:// (TLS) or unix://PATH?db=DB; ?cluster=yes for a '
-            'Redis Cluster. Never shown with its password. Off when unset.', metavar='URL', group='fleet', version_added='2.0.0'),
+            'Redis Cluster. Never shown with its password; a password holding / ? # [ ] is percent-encoded '
+            '(or in fleet_store_password_file). Off when unset.', metavar='URL', group='fleet', version_added='2.0.0'),
     Setting('fleet_store_password_file', 'path', None, "The fleet store's password, read from this file (its first line).",
             metavar='PATH', group='fleet', version_added='2.0.0'),
     Setting('fleet_host', 'str', None, "This host's name in the fleet (its counts in the store kept per log of this machine).",
             metavar='NAME', default_text="the host's name", group='fleet', version_added='2.0.0'),
-    Setting('fleet_name', 'str', 'bot-detector', "The store's key prefix, so that several fleets share one store.",
+    Setting('fleet_name', 'str', 'bot-detector', "The store's key prefix, so that several fleets share one store "
+            "(no * ? [ ] \\ { } : or blanks: its ACL user's key pattern and the keys' hash tag would read them).",
             metavar='NAME', group='fleet', version_added='2.0.0'),
 )
 
