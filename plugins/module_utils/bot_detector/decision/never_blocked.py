@@ -25,7 +25,8 @@ import socket
 import stat
 
 from ..base.errors import BotDetectorError
-from ..base.text import to_bytes
+from ..base.messages import NEVER_BLOCKED_TOO_WIDE
+from ..base.text import named_by_start, printable, to_bytes, to_text
 from .addresses import server_addresses
 
 __metaclass__ = type
@@ -144,9 +145,15 @@ class NeverBlocked:
 
     @property
     def too_wide(self):
-        """The allow-list lines and trusted proxies left out as wider than the limits (bytes)."""
-        self.spans     # pylint: disable=pointless-statement
-        return list(self._too_wide)
+        """The allow-list lines and trusted proxies left out as wider than the limits (bytes),
+        found without parsing the rest: only a line with '/' can be wider than one address."""
+        if self._spans is not None:
+            return list(self._too_wide)
+        return too_wide_lines([line for line in self._bounded if b'/' in line], self.min_prefix, self._span_of)
+
+    def too_wide_warning(self, who):
+        """The one warning naming ``too_wide`` (``who``: 'enforcement', 'precise rules'), or None."""
+        return too_wide_warning(who, self.too_wide, self.min_prefix)
 
     def _at_or_before(self, version, value):
         """The index of the last span starting at or before ``value``, or -1."""
@@ -197,6 +204,40 @@ class NeverBlocked:
                 inside.extend(cidrs(version, max(first, spans[scan][0]), min(last, spans[scan][1])))
                 scan += 1
         return kept, inside
+
+
+def too_wide_lines(lines, min_prefix, span_of=None):
+    """The ``lines`` (bytes) wider than ``min_prefix`` {4: length, 6: length}, /0 included, stripped."""
+    found = []
+    for line in lines:
+        parsed = (span_of or span)(line)
+        if parsed is None and _everyone(line) or parsed is not None and \
+                parsed[2] - parsed[1] + 1 > 1 << (BITS[parsed[0]] - min_prefix[parsed[0]]):
+            found.append(line.strip())
+    return found
+
+
+def too_wide_warning(who, lines, min_prefix):
+    """The one warning naming the allow-list ``lines`` too wide (the first 10), or None."""
+    if not lines:
+        return None
+    named = ', '.join(repr(named_by_start(printable(to_text(line)))) for line in lines[:10])
+    if len(lines) > 10:
+        named += ' and %d more' % (len(lines) - 10)
+    return NEVER_BLOCKED_TOO_WIDE % (who, len(lines), 'line or trusted proxy is' if len(lines) == 1 else 'lines or trusted proxies are',
+                                     min_prefix[4], min_prefix[6], named)
+
+
+def without_too_wide(content, min_prefix):
+    """(``content`` less its lines wider than ``min_prefix``, those lines): the precise rules'
+    allow-list bounded as the enforcement's is. Only lines with '/' are parsed."""
+    if b'/' not in content:
+        return content, []
+    lines = content.split(b'\n')
+    wide = set(too_wide_lines([line for line in lines if b'/' in line], min_prefix))
+    if not wide:
+        return content, []
+    return b'\n'.join(line for line in lines if line.strip() not in wide), [line.strip() for line in lines if line.strip() in wide]
 
 
 def read_allow_list(path):

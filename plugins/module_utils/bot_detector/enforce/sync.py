@@ -215,7 +215,8 @@ def parse_entries(content, settings=None, exempt=None):
 class Status:
     """What one sync found: ``in_sync`` when the enforcement point equals the blocklist,
     ``entries`` loaded (networks after collapsing), ``changed`` when it was changed,
-    ``error`` the cause when it failed."""
+    ``error`` the cause when it failed, ``too_wide`` the allow-list lines and trusted
+    proxies wider than the limits (sparing no one)."""
 
     def __init__(self, backend):
         self.backend = backend
@@ -224,10 +225,11 @@ class Status:
         self.skipped = []
         self.changed = False
         self.error = None
+        self.too_wide = None        # allow-list lines and trusted proxies wider than the limits
 
     def as_dict(self):
         return {'backend': self.backend, 'in_sync': self.in_sync, 'entries': self.entries,
-                'skipped': self.skipped, 'changed': self.changed, 'error': self.error}
+                'skipped': self.skipped, 'changed': self.changed, 'error': self.error, 'too_wide': self.too_wide}
 
 
 def _backend(name):
@@ -280,6 +282,7 @@ def sync(settings, force=False, on_skipped=None):
             backend = _backend(settings.enforcement)
             exempt = never_blocked(settings)
             digest = digest_of(settings, content, exempt)
+            status.too_wide = len(exempt.too_wide)
             loaded = None if force else backend.loaded(settings)
             added = None
             if loaded is not None and loaded[0] != digest and hasattr(backend, 'add'):
@@ -293,7 +296,7 @@ def sync(settings, force=False, on_skipped=None):
             else:
                 entries = parse_entries(content, settings, exempt)
                 status.skipped = entries.skipped + entries.refused
-                for warning in (entries.skipped_warning(), entries.refused_warning()):
+                for warning in (entries.skipped_warning(), entries.refused_warning(), exempt.too_wide_warning('enforcement')):
                     if warning and on_skipped is not None:
                         on_skipped(warning)
                 extra = {'content': content} if hasattr(backend, 'add') else {}
