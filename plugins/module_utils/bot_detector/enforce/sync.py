@@ -140,14 +140,17 @@ class Entries:
             self.addresses[version] = _outside(sorted(set(f for f, l in spans[version] if f == l)), merge(networks), version)
 
     def _bounded(self, spans, widest):
-        """The spans less those of the lines that, alone, merged with others, or all together,
-        cover more than ``widest`` addresses (two /1 lines are everyone; so are 256 blocks each
+        """The spans less those of the network lines that, alone, merged with other network
+        lines, or all together, cover more than ``widest`` addresses (two /1 lines are everyone; so are 256 blocks each
         one address short of a /8): of a block too wide, its widest lines go to ``refused`` until
         the rest is not; then, while the network lines that stay cover more than ``widest`` in
         all, the widest of them go. Single addresses are never refused, nor counted in that
-        total (a /8 is 16 million of them): so an address appended never changes which network
-        lines a load refuses, and the backends may add it alone (nftables.add, nginx.append)."""
-        spans.sort()
+        total (a /8 is 16 million of them), nor merged into a network line's block (a /24 and
+        the address after it are no block wider than a /24): so an address appended never
+        changes which network lines a load refuses, and the backends may add it alone
+        (nftables.add, nginx.append)."""
+        singles = [item for item in spans if item[0] == item[1]]
+        spans = sorted(item for item in spans if item[0] != item[1])     # only network lines form blocks
         kept, group, end = [], [], None
         for first, last, line in spans + [(None, None, None)]:
             if first is not None and group and first <= end + 1:
@@ -161,8 +164,7 @@ class Entries:
                         self.refused.append(printable(to_text(group.pop(0)[2])))
                 kept.extend(group)
             group, end = [(first, last, line)], last
-        singles = [item for item in kept if item[0] == item[1]]
-        networks = [item for item in kept if item[0] != item[1]]
+        networks = kept
         if _covered(networks) > widest:
             networks = self._within(networks, widest)
         return [(first, last) for first, last, dummy in singles + networks]
