@@ -47,6 +47,12 @@ def table(namespace):
     return found, sorted(set(line.split('comment')[-1].strip() for line in chain.splitlines() if 'drop comment' in line))
 
 
+def entries(namespace, directory):
+    status = detector(namespace, options(directory, '--status', '--json'))
+    assert status.returncode == 0, status
+    return json.loads(status.stdout)['enforcement']['entries']
+
+
 def step(lab, tmp_path, append=None, content=None, incremental=True):
     """Change the blocklist, sync as a cron run does (a run that changes nothing else), and
     compare the table with a full load of the same blocklist elsewhere."""
@@ -64,7 +70,9 @@ def step(lab, tmp_path, append=None, content=None, incremental=True):
     assert full.returncode == 0, full
     mine, comments = table(lab.server)
     assert mine == table(lab.reference)[0]
-    assert (comments == before) == incremental, (comments, before)     # an addition leaves the full load's comment
+    # The entries count (--status, bot_detector_enforcement_entries) is the full load's too (issue 44, item 9).
+    assert entries(lab.server, tmp_path / 'a') == entries(lab.reference, tmp_path / 'b')
+    assert (comments == before) == incremental, (comments, before, run)     # an addition leaves the full load's comment
     return mine
 
 
@@ -106,14 +114,14 @@ def test_additions_removals_and_a_flush_leave_what_a_full_load_makes(lab, tmp_pa
 
 
 def test_the_prefix_guard_stays_exact_for_additions(lab, tmp_path):
-    """With a /16 limit, 65,536 adjacent single addresses are a /16 (kept), one more next to
-    them makes the block too wide: the addition goes through the full load, which refuses lines
-    as it always does."""
+    """With a /16 limit, 65,536 adjacent single addresses are a /16, one more next to them a
+    block wider: single addresses are never refused (issue 44, item 5), so the addition is
+    added alone, and equals a full load."""
     for side in ('a', 'b'):
         (tmp_path / side).mkdir()
         (tmp_path / side / 'excluded').write_bytes(b'')
     block = b''.join(b'10.1.%d.%d\n' % (i >> 8, i & 255) for i in range(65535))
     step(lab, tmp_path, content=block, incremental=False)
-    step(lab, tmp_path, append=b'10.1.255.255\n')          # 65,536: exactly a /16, still allowed
-    mine = step(lab, tmp_path, append=b'10.2.0.0\n', incremental=False)
-    assert len(mine['blocked_addr_v4']) < 65537
+    step(lab, tmp_path, append=b'10.1.255.255\n')          # 65,536: exactly a /16
+    mine = step(lab, tmp_path, append=b'10.2.0.0\n')      # single addresses are never refused (nor counted): added alone
+    assert len(mine['blocked_addr_v4']) == 65537

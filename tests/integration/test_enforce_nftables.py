@@ -186,7 +186,7 @@ def test_the_module_apply_unblock_and_enforce_modes_sync_the_table(tmp_path):
                                       'addresses': [{'address': SCRAPER, 'count': 3000}, SCRAPER_V6]})
         assert rc == 0 and res['changed'] is True, res
         assert res['enforcement'] == {'backend': 'nftables', 'in_sync': True, 'entries': 2, 'skipped': [],
-                                      'changed': True, 'error': None}
+                                      'changed': True, 'error': None, 'too_wide': 0}
         assert set_elements(lab, 'blocked_v4') == [SCRAPER] and set_elements(lab, 'blocked_v6') == [SCRAPER_V6]
         rc, res = module(lab.server, {'mode': 'unblock', 'config': str(config), 'addresses': [SCRAPER]})
         assert rc == 0 and res['enforcement']['entries'] == 1 and set_elements(lab, 'blocked_v4') == []

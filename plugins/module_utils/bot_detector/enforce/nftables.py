@@ -68,6 +68,9 @@ OLD_CHAIN = 'add chain %s input { type filter hook input priority filter - 10; p
 # Elements per ``add element`` statement: the same transaction, in pieces nft parses quickly.
 CHUNK = 10000
 TIMEOUT = 600
+# At most so many addresses written otherwise (2001:DB8::7, 192.0.2.7/32) recorded for ``add``'s
+# count; past it, an append to such a blocklist is a full load.
+RESPELLED = 10000
 
 
 def _sets():
@@ -92,7 +95,7 @@ def ruleset(entries, ports, digest=None, exceptions=((), ())):
     ``exceptions`` ((v4, v6) elements, spared.spared) nor from the host's own addresses. With
     ``digest``, the drop rules' comment holds it and the entries count."""
     port_set = ', '.join(str(port) for port in sorted(set(ports)))
-    comment = ' comment "bot-detector %s %d"' % (digest, len(entries)) if digest else ''
+    comment = ' comment "bot-detector %s %d"' % (digest, count(entries)) if digest else ''
     lines = ['add table %s' % TABLE]
     lines += ['add set %s %s %s' % (TABLE, name, declaration) for name, declaration in _sets()]
     # The input chain of earlier releases (after conntrack, blind to notrack and DNAT): gone.
@@ -117,6 +120,13 @@ def ruleset(entries, ports, digest=None, exceptions=((), ())):
         _add_elements(lines, 'blocked_v%d' % version, entries.networks[version])
         _add_elements(lines, 'allowed_v%d' % version, list(exceptions[version // 6]))
     return '\n'.join(lines) + '\n'
+
+
+def count(entries):
+    """The entries a load makes of ``entries`` (sync.Entries): the elements of the blocked sets,
+    its single addresses (outside its networks) one each and its networks merged, so that ``add``
+    keeps the same count an address at a time (nginx's count, ``len(entries)``, merges them)."""
+    return sum(len(entries.addresses[version]) + len(entries.networks[version]) for version in (4, 6))
 
 
 def _nft(args, text=None):
@@ -193,13 +203,14 @@ def load(settings, entries, digest, force=False, content=None):
         pass
     exceptions = spared(settings)
     _apply(ruleset(entries, settings.enforcement_ports, digest, exceptions))
-    doc = {'digest': digest, 'entries': len(entries), 'handle': table_handle(*TABLE.split()) or 0,
+    doc = {'digest': digest, 'entries': count(entries), 'handle': table_handle(*TABLE.split()) or 0,
            'spared': digest_spared(exceptions), 'settings': _settings_key(settings),
            'addresses': [entries.address_lines[4], entries.address_lines[6]],
            'blocks': [entries.network_blocks[4], entries.network_blocks[6]]}
     if content is not None:
         replace_file(_copy(settings), content)
-        doc.update(length=len(content), sha256=hashlib.sha256(content).hexdigest(), noncanonical=entries.noncanonical)
+        doc.update(length=len(content), sha256=hashlib.sha256(content).hexdigest(), noncanonical=entries.noncanonical,
+                   respelled=sorted(set(entries.respelled)) if len(entries.respelled) <= RESPELLED else None)
     _write_record(settings, doc)
     return True
 
@@ -240,17 +251,29 @@ def _changes(settings, content, doc):
 
 
 def _addresses(lines, span):
-    """{version: set of addresses} of ``lines``, and how many are written otherwise than
-    canonically; None when one is not a single address."""
-    found, noncanonical = {4: set(), 6: set()}, 0
+    """{version: set of addresses} of ``lines``, and those written otherwise than canonically
+    (as ``add`` writes them); None when one is not a single address."""
+    found, respelled = {4: set(), 6: set()}, []
     for line in lines:
         item = span(line)
         if item is None or item[1] != item[2]:
             return None
         found[item[0]].add(item[1])
         if b'/' in line or b':' in line and (item[0] == 4 or _text(6, item[1]).encode('ascii') != line):
-            noncanonical += 1
-    return found, noncanonical
+            respelled.append(_text(item[0], item[1]))
+    return found, respelled
+
+
+def _listed_in(content, text):
+    """Whether a line of ``content`` is the address ``text`` (bytes, canonical), blanks around it aside."""
+    position = content.find(text)
+    while position != -1:
+        start = content.rfind(b'\n', 0, position) + 1
+        end = content.find(b'\n', position)
+        if content[start:len(content) if end == -1 else end].strip() == text:
+            return True
+        position = content.find(text, position + 1)
+    return False
 
 
 def add(settings, content, digest, span):
@@ -258,9 +281,11 @@ def add(settings, content, digest, span):
     element`` in the hash sets, one transaction): the number of entries then, or None when
     only a full load is exact. Only when the table and its exceptions are those recorded
     (``loaded`` said so), the lines added or removed are all single addresses (``span``:
-    sync._span), none touches a network line's block, and the addresses listed cannot make
-    a block wider than the prefix limits; else (a network, a line that is no address, ...)
-    a full load (sync.parse_entries), whose guards decide. A failed transaction: a full load."""
+    sync._span) and none touches a network line's block (single addresses are never refused:
+    sync.Entries._bounded); else (a network, a line that is no address, ...) a full load
+    (sync.parse_entries), whose guards decide. The count is the full load's (``count``): an
+    address appended counts unless listed already, in any spelling (the record's
+    ``respelled``). A failed transaction: a full load."""
     doc = _read_record(settings)
     if doc is None or not isinstance(doc.get('length'), int) or not isinstance(doc.get('noncanonical'), int):
         return None
@@ -274,14 +299,16 @@ def add(settings, content, digest, span):
     new, gone = _addresses(added, span), _addresses(removed, span)
     if new is None or gone is None:
         return None
-    (new, noncanonical), gone = new, gone[0]
+    (new, respelled), gone = new, gone[0]
+    known = doc.get('respelled')
+    if old_lines is None and doc['noncanonical'] and not isinstance(known, list) and any(new.values()):
+        return None     # listed already under another spelling? only a full load counts it exactly
+    known = set(known or ())
     counts = list(counts)
-    for version, bits, limit in ((4, 32, settings.enforcement_min_prefix_v4), (6, 128, settings.enforcement_min_prefix_v6)):
+    for version in (4, 6):
         index = version // 6
         gone[version] -= new[version]       # written otherwise, still listed
         counts[index] += len(new[version])  # never less: a bound on the addresses listed
-        if counts[index] > 1 << (bits - limit):
-            return None
         starts = [block[0] for block in blocks[index]]
         for value in new[version] | gone[version]:
             at = bisect.bisect_right(starts, value + 1) - 1
@@ -296,8 +323,8 @@ def add(settings, content, digest, span):
         for start in range(0, len(deleted), CHUNK):
             lines.append('delete element %s blocked_addr_v%d { %s }' % (TABLE, version, ', '.join(deleted[start:start + CHUNK])))
         # An entry more unless the address was listed already.
-        entries += sum(1 for text in texts if (('\n%s\n' % text).encode('ascii') not in before if old_lines is None
-                                               else text.encode('ascii') not in old_lines)) - len(deleted)
+        entries += sum(1 for text in texts if (not _listed_in(before, text.encode('ascii')) and text not in known
+                                               if old_lines is None else text.encode('ascii') not in old_lines)) - len(deleted)
     if lines:
         try:
             _apply('\n'.join(lines) + '\n')
@@ -308,7 +335,9 @@ def add(settings, content, digest, span):
             handle.write(content[doc['length']:])
     else:
         replace_file(_copy(settings), content)
-    doc.update(digest=digest, entries=entries, addresses=counts, noncanonical=doc['noncanonical'] + noncanonical,
+    doc.update(digest=digest, entries=entries, addresses=counts, noncanonical=doc['noncanonical'] + len(respelled),
+               respelled=sorted(known | set(respelled)) if isinstance(doc.get('respelled'), list) and
+               len(known) + len(respelled) <= RESPELLED else None,
                length=len(content), sha256=hashlib.sha256(content).hexdigest())
     _write_record(settings, doc)
     return entries

@@ -112,7 +112,7 @@ class Entries:
         # the blocklist's length, when lines may be appended to it (it ends with a newline)
         self.length = len(content) if not content or content.endswith(b'\n') else None
         spans, self.skipped, self.refused = {4: [], 6: []}, [], []
-        self.noncanonical = 0
+        self.noncanonical, self.respelled = 0, []     # the latter: those addresses as nftables.add writes them
         for raw in content.split(b'\n'):
             line = raw.strip()
             if not line or line.startswith(b'#'):
@@ -124,6 +124,7 @@ class Entries:
                 spans[span[0]].append((span[1], span[2], line))
                 if span[1] == span[2] and (b'/' in line or b':' in line and (span[0] == 4 or _text(6, span[1]).encode('ascii') != line)):
                     self.noncanonical += 1      # an address written otherwise than nftables.add writes it
+                    self.respelled.append(_text(span[0], span[1]))
         self.min_prefix = min_prefix or {4: 8, 6: 32}
         # For nftables' two kinds of sets and its additions (nftables.add): the address lines
         # counted, and the blocks of network lines (refused or not) an address may touch.
@@ -303,7 +304,7 @@ def sync(settings, force=False, on_skipped=None):
                         on_skipped(warning)
                 extra = {'content': content} if hasattr(backend, 'add') else {}
                 status.changed = backend.load(settings, entries, digest, force, **extra)
-                status.entries = len(entries)
+                status.entries = getattr(backend, 'count', len)(entries)
             status.in_sync = True
         finally:
             writer.unlock()
