@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from enforcement import Lab, detector, host_ruleset, require_tools, sh
+from enforcement import Lab, detector, host_ruleset, require_tools, sh, the_table
 
 SETS = ['blocked_addr_v4', 'blocked_v4', 'allowed_v4', 'blocked_addr_v6', 'blocked_v6', 'allowed_v6']
 
@@ -37,13 +37,14 @@ def options(directory, *extra):
 def table(namespace):
     """Every set's elements, and the drop rules' comments (which name the last full load)."""
     found = {}
-    if sh('ip', 'netns', 'exec', namespace, 'nft', 'list', 'set', 'inet', 'bot_detector', 'allowed_v6', check=False).returncode:
+    table = the_table(namespace)
+    if table is None:
         return found, []        # no table
     for name in SETS:
-        out = sh('ip', 'netns', 'exec', namespace, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', name).stdout
+        out = sh('ip', 'netns', 'exec', namespace, 'nft', '-j', 'list', 'set', *table, name).stdout
         elements = [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
         found[name] = sorted(json.dumps(e, sort_keys=True) for e in elements)
-    chain = sh('ip', 'netns', 'exec', namespace, 'nft', 'list', 'chain', 'inet', 'bot_detector', 'prerouting').stdout.decode()
+    chain = sh('ip', 'netns', 'exec', namespace, 'nft', 'list', 'chain', *table, 'prerouting').stdout.decode()
     return found, sorted(set(line.split('comment')[-1].strip() for line in chain.splitlines() if 'drop comment' in line))
 
 

@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nftables enforcement: the table ``inet bot_detector``, loaded in one ``nft -f -`` transaction.
+"""nftables enforcement: one table a blocklist (``table_name``: ``inet bot_detector`` for the
+default one), loaded in one ``nft -f -`` transaction.
 
 A full load declares the table, its sets and its chain (``add`` keeps what exists),
 flushes the sets and the chain, and fills them: nft applies the whole file or nothing, so
 there is no instant with an empty set, and one transaction costs what one element costs
-times the elements (never a call per element). Nothing outside the table is named, so the
-operator's own ruleset stays as it was. The blocklist's single addresses go into plain hash
+times the elements (never a call per element). Nothing outside the table is named (but
+the table an earlier release loaded this very blocklist into, deleted), so the operator's
+own ruleset and the other blocklists' tables stay as they were. The blocklist's single addresses go into plain hash
 sets (blocked_addr_v4/_v6), its networks into interval sets (blocked_v4/_v6; an address
 inside one of them is left out): nft 1.0.6 adds one element to an interval set of 131,072
 at about the cost of loading it, to a hash set in well under 0.01 s.
@@ -54,23 +56,36 @@ from ..base.errors import BotDetectorError
 from ..base.text import printable, to_text
 from ..lists.replace import replace_file
 from ..lists.writer import lock_file
+from ..values.settings import SETTINGS
 from .netlink import table_handle
 from .spared import digest_spared, spared
 
 __metaclass__ = type
 
 NFT = 'nft'
-TABLE = 'inet bot_detector'
+TABLE = 'inet bot_detector'        # the default blocklist's (table_name)
 # Before conntrack (-200) and DNAT (-100), and after a raw-table notrack (-300): a packet is
 # judged by its source and the port it was sent to, whether it is tracked, forwarded or not.
 CHAIN, CHAIN_PRIORITY = 'prerouting', 'raw - 10'
 OLD_CHAIN = 'add chain %s input { type filter hook input priority filter - 10; policy accept; }'
+DEFAULT_BLOCKLIST = [setting.default for setting in SETTINGS if setting.name == 'blocklist'][0]
 # Elements per ``add element`` statement: the same transaction, in pieces nft parses quickly.
 CHUNK = 10000
 TIMEOUT = 600
 # At most so many addresses written otherwise (2001:DB8::7, 192.0.2.7/32) recorded for ``add``'s
 # count; past it, an append to such a blocklist is a full load.
 RESPELLED = 10000
+
+
+def table_name(settings):
+    """The table of ``settings.blocklist``: one a blocklist, so that syncing one never replaces
+    another's sets, and each has its own exceptions (an accept in one table ends that table's
+    chain only: another's drop still applies). The default blocklist's keeps the name of earlier
+    releases, ``inet bot_detector``; another's is ``inet bot_detector_<key>``, the key of its
+    real path (the run's lock's: lists/writer.lock_file)."""
+    if os.path.realpath(settings.blocklist) == os.path.realpath(DEFAULT_BLOCKLIST):
+        return TABLE
+    return '%s_%s' % (TABLE, os.path.basename(lock_file(settings.blocklist))[len('blocklist-'):-len('.lock')])
 
 
 def _sets():
@@ -84,41 +99,43 @@ def _sets():
     return found
 
 
-def _add_elements(lines, name, elements):
+def _add_elements(lines, name, elements, table=TABLE):
     for start in range(0, len(elements), CHUNK):
-        lines.append('add element %s %s { %s }' % (TABLE, name, ', '.join(elements[start:start + CHUNK])))
+        lines.append('add element %s %s { %s }' % (table, name, ', '.join(elements[start:start + CHUNK])))
 
 
-def ruleset(entries, ports, digest=None, exceptions=((), ())):
+def ruleset(entries, ports, digest=None, exceptions=((), ()), table=TABLE, stale=None):
     """The ``nft -f`` text that makes the table hold ``entries`` (sync.Entries: its
     addresses and networks) and drop new connections from them to ``ports``, but never from
     ``exceptions`` ((v4, v6) elements, spared.spared) nor from the host's own addresses. With
-    ``digest``, the drop rules' comment holds it and the entries count."""
+    ``digest``, the drop rules' comment holds it and the entries count. ``table``: its name
+    (table_name); ``stale``: an earlier release's table of this blocklist, deleted."""
     port_set = ', '.join(str(port) for port in sorted(set(ports)))
     comment = ' comment "bot-detector %s %d"' % (digest, count(entries)) if digest else ''
-    lines = ['add table %s' % TABLE]
-    lines += ['add set %s %s %s' % (TABLE, name, declaration) for name, declaration in _sets()]
+    lines = ['delete table %s' % stale] if stale else []
+    lines.append('add table %s' % table)
+    lines += ['add set %s %s %s' % (table, name, declaration) for name, declaration in _sets()]
     # The input chain of earlier releases (after conntrack, blind to notrack and DNAT): gone.
-    lines += [OLD_CHAIN % TABLE, 'flush chain %s input' % TABLE, 'delete chain %s input' % TABLE]
-    lines.append('add chain %s %s { type filter hook prerouting priority %s; policy accept; }' % (TABLE, CHAIN, CHAIN_PRIORITY))
-    lines += ['flush set %s %s' % (TABLE, name) for name, dummy in _sets()]
+    lines += [OLD_CHAIN % table, 'flush chain %s input' % table, 'delete chain %s input' % table]
+    lines.append('add chain %s %s { type filter hook prerouting priority %s; policy accept; }' % (table, CHAIN, CHAIN_PRIORITY))
+    lines += ['flush set %s %s' % (table, name) for name, dummy in _sets()]
     lines += [
-        'flush chain %s %s' % (TABLE, CHAIN),
+        'flush chain %s %s' % (table, CHAIN),
         # The exceptions first: an accept here ends this chain, so no drop below sees them.
-        'add rule %s %s fib saddr type local accept' % (TABLE, CHAIN),
-        'add rule %s %s ip saddr @allowed_v4 accept' % (TABLE, CHAIN),
-        'add rule %s %s ip6 saddr @allowed_v6 accept' % (TABLE, CHAIN),
+        'add rule %s %s fib saddr type local accept' % (table, CHAIN),
+        'add rule %s %s ip saddr @allowed_v4 accept' % (table, CHAIN),
+        'add rule %s %s ip6 saddr @allowed_v6 accept' % (table, CHAIN),
     ]
     for family, version in (('ip', 4), ('ip6', 6)):
         for name in ('blocked_addr_v%d' % version, 'blocked_v%d' % version):
             # TCP and UDP (HTTP/3 runs over UDP 443); every packet, not only a flow's first:
             # no ct state, which a notrack leaves unset and which a connection open already passes.
             lines.append('add rule %s %s meta l4proto { tcp, udp } th dport { %s } %s saddr @%s drop%s'
-                         % (TABLE, CHAIN, port_set, family, name, comment))
+                         % (table, CHAIN, port_set, family, name, comment))
     for version in (4, 6):
-        _add_elements(lines, 'blocked_addr_v%d' % version, entries.addresses[version])
-        _add_elements(lines, 'blocked_v%d' % version, entries.networks[version])
-        _add_elements(lines, 'allowed_v%d' % version, list(exceptions[version // 6]))
+        _add_elements(lines, 'blocked_addr_v%d' % version, entries.addresses[version], table)
+        _add_elements(lines, 'blocked_v%d' % version, entries.networks[version], table)
+        _add_elements(lines, 'allowed_v%d' % version, list(exceptions[version // 6]), table)
     return '\n'.join(lines) + '\n'
 
 
@@ -180,30 +197,41 @@ def loaded(settings):
     doc = _read_record(settings)
     if doc is None or doc.get('spared') != digest_spared(spared(settings)) or doc.get('settings') != _settings_key(settings):
         return None
-    if not doc['handle'] or table_handle(*TABLE.split()) != doc['handle']:
+    table = table_name(settings)
+    if not doc['handle'] or doc.get('table') != table or table_handle(*table.split()) != doc['handle']:
         return None
     return (doc.get('digest'), doc['entries'])
 
 
-def _apply(text):
+def _apply(text, table):
     code, dummy, err = _nft(['-f', '-'], text)
     if code != 0:
         lines = [line.strip() for line in printable(to_text(err)).splitlines() if line.strip()]
         detail = lines[0] if lines else 'exit status %d' % code
-        raise BotDetectorError('nft -f: %s (exit status %d); the table %s is as it was' % (detail, code, TABLE))
+        raise BotDetectorError('nft -f: %s (exit status %d); the table %s is as it was' % (detail, code, table))
+
+
+def _stale_table(doc, table):
+    """The table an earlier release loaded this blocklist into (``inet bot_detector``, whatever
+    the blocklist), when its record says so and the table is still the one it loaded; else None."""
+    old = (doc or {}).get('table', TABLE)
+    if doc is None or old == table or not doc.get('handle') or table_handle(*old.split()) != doc['handle']:
+        return None
+    return old
 
 
 def load(settings, entries, digest, force=False, content=None):
     """Load ``entries`` into the table in one transaction, and record it; True (it was loaded).
     ``content``: the blocklist's bytes, recorded (length, hash) for ``add``."""
-    record = _record(settings)
+    record, table = _record(settings), table_name(settings)
+    stale = _stale_table(_read_record(settings), table)
     try:
         os.unlink(record)       # a load that fails leaves no record: the next run tries again
     except OSError:
         pass
     exceptions = spared(settings)
-    _apply(ruleset(entries, settings.enforcement_ports, digest, exceptions))
-    doc = {'digest': digest, 'entries': count(entries), 'handle': table_handle(*TABLE.split()) or 0,
+    _apply(ruleset(entries, settings.enforcement_ports, digest, exceptions, table, stale), table)
+    doc = {'digest': digest, 'entries': count(entries), 'handle': table_handle(*table.split()) or 0, 'table': table,
            'spared': digest_spared(exceptions), 'settings': _settings_key(settings),
            'addresses': [entries.address_lines[4], entries.address_lines[6]],
            'blocks': [entries.network_blocks[4], entries.network_blocks[6]]}
@@ -314,20 +342,21 @@ def add(settings, content, digest, span):
             at = bisect.bisect_right(starts, value + 1) - 1
             if at >= 0 and value <= blocks[index][at][1] + 1:
                 return None
+    table = table_name(settings)
     lines, before = [], b'\n' + content[:doc['length']] if old_lines is None else None
     entries = doc['entries']
     for version in (4, 6):
         texts = [_text(version, value) for value in sorted(new[version])]
-        _add_elements(lines, 'blocked_addr_v%d' % version, texts)
+        _add_elements(lines, 'blocked_addr_v%d' % version, texts, table)
         deleted = [_text(version, value) for value in sorted(gone[version])]
         for start in range(0, len(deleted), CHUNK):
-            lines.append('delete element %s blocked_addr_v%d { %s }' % (TABLE, version, ', '.join(deleted[start:start + CHUNK])))
+            lines.append('delete element %s blocked_addr_v%d { %s }' % (table, version, ', '.join(deleted[start:start + CHUNK])))
         # An entry more unless the address was listed already.
         entries += sum(1 for text in texts if (not _listed_in(before, text.encode('ascii')) and text not in known
                                                if old_lines is None else text.encode('ascii') not in old_lines)) - len(deleted)
     if lines:
         try:
-            _apply('\n'.join(lines) + '\n')
+            _apply('\n'.join(lines) + '\n', table)
         except BotDetectorError:
             return None
     if old_lines is None and doc['length']:
