@@ -100,6 +100,36 @@ def test_a_connection_open_before_the_sync_is_cut_by_it(lab, tmp_path):
 
 
 TRACKING = 'table inet stateful { chain input { type filter hook input priority 0; ct state invalid counter; }; }\n'
+def test_udp_to_the_port_is_dropped_too(lab, tmp_path):
+    """HTTP/3 runs over UDP 443: a listed client's datagrams to the port are dropped as its TCP is."""
+    lab.start(lab.server, 'python3', '-c', UDP_ECHO % PORT)
+
+    def answered(source):
+        return subprocess.run(['ip', 'netns', 'exec', lab.scraper, 'python3', '-c', UDP_ASK % (source, SERVER, PORT)],
+                              stdout=subprocess.PIPE, timeout=30, check=True).stdout == b'answered\n'
+    wait_for(lambda: answered(SCRAPER))
+    (tmp_path / 'blocklist').write_text(SCRAPER + '\n')
+    assert detector(lab.server, options(tmp_path)).returncode == 0
+    assert not answered(SCRAPER)
+
+
+UDP_ECHO = '''import socket
+server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); server.bind(("0.0.0.0", %d))
+while True:
+    data, peer = server.recvfrom(2048); server.sendto(data, peer)
+'''
+# Three datagrams, 1 s for an answer each: 'answered' or 'silence'.
+UDP_ASK = '''import socket
+client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); client.bind(("%s", 0)); client.settimeout(1)
+for attempt in range(3):
+    client.sendto(b"ping", ("%s", %d))
+    try:
+        client.recvfrom(2048); print("answered"); break
+    except socket.timeout:
+        pass
+else:
+    print("silence")
+'''
 # An echo server on the port, one line at a time; a client that says each line of its input and
 # prints the answer, or 'timeout' after 3 s without one.
 ECHO = '''import socket, threading
