@@ -99,7 +99,6 @@ def test_a_connection_open_before_the_sync_is_cut_by_it(lab, tmp_path):
         client.kill()
 
 
-TRACKING = 'table inet stateful { chain input { type filter hook input priority 0; ct state invalid counter; }; }\n'
 def test_udp_to_the_port_is_dropped_too(lab, tmp_path):
     """HTTP/3 runs over UDP 443: a listed client's datagrams to the port are dropped as its TCP is."""
     lab.start(lab.server, 'python3', '-c', UDP_ECHO % PORT)
@@ -130,6 +129,7 @@ for attempt in range(3):
 else:
     print("silence")
 '''
+TRACKING = 'table inet stateful { chain input { type filter hook input priority 0; ct state invalid counter; }; }\n'
 # An echo server on the port, one line at a time; a client that says each line of its input and
 # prints the answer, or 'timeout' after 3 s without one.
 ECHO = '''import socket, threading

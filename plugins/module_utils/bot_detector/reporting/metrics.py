@@ -45,7 +45,7 @@ FAMILIES = (
     ('enforcement_in_sync', 'gauge', '1 when the enforcement point equals the blocklist after the last sync, 0 when not.'),
     ('enforcement_entries', 'gauge', 'Entries (networks, merged) loaded into the enforcement point by the last good sync.'),
     ('enforcement_never_blocked_too_wide', 'gauge', 'Allow-list lines and trusted proxies wider than the enforcement\'s '
-                                                     'prefix limits (a typo such as /0), which spare no one; 0 when none.'),
+                                                    'prefix limits (a typo such as /0), which spare no one; 0 when none.'),
     ('follow_behind_seconds', 'gauge', 'Follow mode: seconds since the follower last had every line of these logs '
                                        'read and decided on; 0 when it has.'),
     ('follow_behind_bytes', 'gauge', 'Follow mode: bytes written to these logs and not read yet.'),
