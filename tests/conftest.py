@@ -38,6 +38,22 @@ def _running(pid_file):
         return False
 
 
+def _own_blocklist_keys(session):
+    """The lock keys (lists/writer.lock_file) of every file under this session's temporary
+    directory: its scratch blocklists among them."""
+    import zlib
+    try:
+        base = str(session.config._tmp_path_factory.getbasetemp())      # pylint: disable=protected-access
+    except (AttributeError, OSError, ValueError):
+        return set()
+    keys = set()
+    for directory, dummy, names in os.walk(base):
+        for name in names:
+            path = os.fsencode(os.path.realpath(os.path.join(directory, name)))
+            keys.add('%08x%08x' % (zlib.crc32(path) & 0xffffffff, zlib.adler32(path) & 0xffffffff))
+    return keys
+
+
 def pytest_sessionstart(session):
     if not hasattr(session.config, 'workerinput'):      # the controller (or a run without xdist)
         session.config.lock_directory_before = _lock_directory_files()[1]
@@ -53,9 +69,15 @@ def pytest_sessionfinish(session):
     if before is None:
         return
     directory, now = _lock_directory_files()
+    own = _own_blocklist_keys(session)
     for name in sorted(now - before):
         path = os.path.join(directory, name)
         if name.endswith('.lock') or name.startswith('follow-') and _running(path.rsplit('.', 1)[0] + '.pid'):
+            continue
+        # Another session running at the same time (another checkout's, a helper's) added files
+        # too: only the enforcement records of this session's own blocklists go, else its
+        # syncs would find their record gone and load in full, and --status say not in sync.
+        if name.startswith('blocklist-') and name[len('blocklist-'):][:16] not in own:
             continue
         if name.startswith(('follow-', 'blocklist-')):
             try:

@@ -155,3 +155,20 @@ def nginx_conf(directory, server, access_log='off'):
     """The text of a scratch nginx.conf under ``directory`` (NGINX_CONF); ``server``: the lines
     of its one server block."""
     return NGINX_CONF.format(d=directory, server=server, access_log=access_log)
+
+
+def table_of(blocklist):
+    """The nftables table of ``blocklist`` (one a blocklist: enforce/nftables.table_name), as
+    'inet bot_detector_<key>' ('inet bot_detector' for the default blocklist)."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import nftables
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+    return nftables.table_name(Settings(blocklist=str(blocklist)))
+
+
+def the_table(namespace):
+    """The one detector's table in ``namespace`` (family, name), or None (a test's namespace has a few
+    elements: listing its tables is cheap there)."""
+    out = sh('ip', 'netns', 'exec', namespace, 'nft', 'list', 'tables').stdout.decode().split('\n')
+    found = [line.split()[1:] for line in out if line.startswith('table inet bot_detector')]
+    assert len(found) <= 1, out
+    return found[0] if found else None

@@ -301,8 +301,8 @@ options:
     description:
       - >-
         Where the blocklist takes effect, made equal to it after every change and by --enforce-now:
-        none (another program reads the file), nftables (table inet bot_detector) or nginx (the geo
-        file nginx_geo_file).
+        none (another program reads the file), nftables (table inet bot_detector, one a blocklist)
+        or nginx (the geo file nginx_geo_file).
       - >-
         Default: the host config file's C(enforcement) when set there, else none.
     type: str
@@ -311,8 +311,8 @@ options:
   enforcement_ports:
     description:
       - >-
-        nftables enforcement: the ports (TCP and UDP) on which new connections from a blocked
-        address are dropped.
+        nftables enforcement: the ports (TCP and UDP) to which every packet from a blocked address
+        is dropped.
       - >-
         Default: the host config file's C(enforcement_ports) when set there, else 80, 443.
     type: list

@@ -398,7 +398,13 @@ enforcement:
     error:
       description: Why the sync failed, or null.
       type: str
-  sample: {backend: nftables, in_sync: true, entries: 1204, skipped: [], changed: true, error: null}
+    too_wide:
+      description:
+        - Allow-list lines and trusted proxies wider than O(enforcement_min_prefix_v4)/O(enforcement_min_prefix_v6),
+          which spare no one (one warning names them); null when the sync failed before reading them.
+      type: int
+      version_added: 2.0.0
+  sample: {backend: nftables, in_sync: true, entries: 1204, skipped: [], changed: true, error: null, too_wide: 0}
 fleet:
   description:
     - With O(fleet_store) set, what the run did with the fleet store (V(detect) outside check mode).

@@ -8,7 +8,7 @@ import json
 import os
 import stat
 
-from enforcement import Lab, require_tools, sh
+from enforcement import Lab, require_tools, sh, the_table
 from fleethosts import HOST_PYTHON, make_fleet, run_playbook
 
 SCRAPER = '203.0.113.45'
@@ -19,7 +19,7 @@ def elements(namespace):
     """The IPv4 elements blocked: single addresses (blocked_addr_v4) and networks (blocked_v4)."""
     found = []
     for name in ('blocked_addr_v4', 'blocked_v4'):
-        out = sh('ip', 'netns', 'exec', namespace, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', name).stdout
+        out = sh('ip', 'netns', 'exec', namespace, 'nft', '-j', 'list', 'set', *the_table(namespace), name).stdout
         found += [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
     return found
 

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from enforcement import Lab, detector, host_ruleset, require_tools, sh
+from enforcement import Lab, detector, host_ruleset, require_tools, sh, the_table
 
 SETS = ['blocked_addr_v4', 'blocked_v4', 'allowed_v4', 'blocked_addr_v6', 'blocked_v6', 'allowed_v6']
 
@@ -37,14 +37,21 @@ def options(directory, *extra):
 def table(namespace):
     """Every set's elements, and the drop rules' comments (which name the last full load)."""
     found = {}
-    if sh('ip', 'netns', 'exec', namespace, 'nft', 'list', 'set', 'inet', 'bot_detector', 'allowed_v6', check=False).returncode:
+    table = the_table(namespace)
+    if table is None:
         return found, []        # no table
     for name in SETS:
-        out = sh('ip', 'netns', 'exec', namespace, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', name).stdout
+        out = sh('ip', 'netns', 'exec', namespace, 'nft', '-j', 'list', 'set', *table, name).stdout
         elements = [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
         found[name] = sorted(json.dumps(e, sort_keys=True) for e in elements)
-    chain = sh('ip', 'netns', 'exec', namespace, 'nft', 'list', 'chain', 'inet', 'bot_detector', 'input').stdout.decode()
+    chain = sh('ip', 'netns', 'exec', namespace, 'nft', 'list', 'chain', *table, 'prerouting').stdout.decode()
     return found, sorted(set(line.split('comment')[-1].strip() for line in chain.splitlines() if 'drop comment' in line))
+
+
+def entries(namespace, directory):
+    status = detector(namespace, options(directory, '--status', '--json'))
+    assert status.returncode == 0, status
+    return json.loads(status.stdout)['enforcement']['entries']
 
 
 def step(lab, tmp_path, append=None, content=None, incremental=True):
@@ -64,7 +71,9 @@ def step(lab, tmp_path, append=None, content=None, incremental=True):
     assert full.returncode == 0, full
     mine, comments = table(lab.server)
     assert mine == table(lab.reference)[0]
-    assert (comments == before) == incremental, (comments, before)     # an addition leaves the full load's comment
+    # The entries count (--status, bot_detector_enforcement_entries) is the full load's too (issue 44, item 9).
+    assert entries(lab.server, tmp_path / 'a') == entries(lab.reference, tmp_path / 'b')
+    assert (comments == before) == incremental, (comments, before, run)     # an addition leaves the full load's comment
     return mine
 
 
@@ -106,14 +115,14 @@ def test_additions_removals_and_a_flush_leave_what_a_full_load_makes(lab, tmp_pa
 
 
 def test_the_prefix_guard_stays_exact_for_additions(lab, tmp_path):
-    """With a /16 limit, 65,536 adjacent single addresses are a /16 (kept), one more next to
-    them makes the block too wide: the addition goes through the full load, which refuses lines
-    as it always does."""
+    """With a /16 limit, 65,536 adjacent single addresses are a /16, one more next to them a
+    block wider: single addresses are never refused (issue 44, item 5), so the addition is
+    added alone, and equals a full load."""
     for side in ('a', 'b'):
         (tmp_path / side).mkdir()
         (tmp_path / side / 'excluded').write_bytes(b'')
     block = b''.join(b'10.1.%d.%d\n' % (i >> 8, i & 255) for i in range(65535))
     step(lab, tmp_path, content=block, incremental=False)
-    step(lab, tmp_path, append=b'10.1.255.255\n')          # 65,536: exactly a /16, still allowed
-    mine = step(lab, tmp_path, append=b'10.2.0.0\n', incremental=False)
-    assert len(mine['blocked_addr_v4']) < 65537
+    step(lab, tmp_path, append=b'10.1.255.255\n')          # 65,536: exactly a /16
+    mine = step(lab, tmp_path, append=b'10.2.0.0\n')      # single addresses are never refused (nor counted): added alone
+    assert len(mine['blocked_addr_v4']) == 65537

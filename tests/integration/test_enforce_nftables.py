@@ -12,7 +12,7 @@ import pytest
 
 import loggen
 from conftest import ROOT, in_timezone
-from enforcement import Lab, detector, host_ruleset, require_tools, served, sh, wait_for
+from enforcement import Lab, detector, host_ruleset, require_tools, served, sh, table_of, the_table, wait_for
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import C_DATE_FORMAT
 
 PORT, OTHER_PORT = 8080, 8081       # enforced; not enforced
@@ -65,7 +65,7 @@ def set_elements(lab, name):
     its twin hash set (blocked_addr_v4, blocked_addr_v6)."""
     found = []
     for each in (name, name.replace('blocked_', 'blocked_addr_')):
-        out = sh('ip', 'netns', 'exec', lab.server, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', each).stdout
+        out = sh('ip', 'netns', 'exec', lab.server, 'nft', '-j', 'list', 'set', *the_table(lab.server), each).stdout
         found += [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
     return sorted(e if isinstance(e, str) else '%s/%d' % (e['prefix']['addr'], e['prefix']['len']) for e in found)
 
@@ -137,7 +137,7 @@ def test_cidr_ipv6_and_mapped_entries_match_as_meant_junk_is_one_warning(lab, tm
     assert served(lab.scraper, url(SERVER_V6), source=SCRAPER_V6) == 200
 
     # The table removed by hand: a run that changes nothing sees it and loads it again.
-    sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', 'inet', 'bot_detector')
+    sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', *the_table(lab.server))
     idle = detector(lab.server, options(tmp_path, '--unblock', '192.0.2.99'))
     assert idle.returncode == 0 and b'is not in the block list' in idle.stdout
     assert set_elements(lab, 'blocked_v4') == [SCRAPER] and scraper_served(lab) is None
@@ -147,7 +147,7 @@ def test_a_failed_load_keeps_the_appends_warns_and_exits_4(lab, tmp_path):
     """The table's set made of another type by hand: nft refuses the load. The run's append
     stays, a warning names the cause, exit status 4, the metrics say out of sync."""
     sh('ip', 'netns', 'exec', lab.server, 'nft', '-f', '-',
-       input=b'add table inet bot_detector\nadd set inet bot_detector blocked_v4 { type ipv4_addr; }\n')
+       input=('add table {0}\nadd set {0} blocked_v4 {{ type ipv4_addr; }}\n'.format(table_of(tmp_path / 'blocklist'))).encode())
     now = time.time()
     log = tmp_path / 'access.log'
     log.write_bytes(requests(SCRAPER, 1100, now))
@@ -157,7 +157,7 @@ def test_a_failed_load_keeps_the_appends_warns_and_exits_4(lab, tmp_path):
     assert b'warning: enforcement (nftables) failed, the blocklist is updated but not in effect there: nft -f' in run.stderr
     assert metric(tmp_path, 'enforcement_in_sync') == 0
     # Once the conflict is gone, --enforce-now loads it.
-    sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', 'inet', 'bot_detector')
+    sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', *the_table(lab.server))
     now_run = detector(lab.server, options(tmp_path, '--enforce-now'))
     assert now_run.returncode == 0 and b'Enforcement nftables: 1 entry from' in now_run.stdout
     assert scraper_served(lab) is None and metric(tmp_path, 'enforcement_in_sync') == 1
@@ -186,17 +186,17 @@ def test_the_module_apply_unblock_and_enforce_modes_sync_the_table(tmp_path):
                                       'addresses': [{'address': SCRAPER, 'count': 3000}, SCRAPER_V6]})
         assert rc == 0 and res['changed'] is True, res
         assert res['enforcement'] == {'backend': 'nftables', 'in_sync': True, 'entries': 2, 'skipped': [],
-                                      'changed': True, 'error': None}
+                                      'changed': True, 'error': None, 'too_wide': 0}
         assert set_elements(lab, 'blocked_v4') == [SCRAPER] and set_elements(lab, 'blocked_v6') == [SCRAPER_V6]
         rc, res = module(lab.server, {'mode': 'unblock', 'config': str(config), 'addresses': [SCRAPER]})
         assert rc == 0 and res['enforcement']['entries'] == 1 and set_elements(lab, 'blocked_v4') == []
-        sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', 'inet', 'bot_detector')     # as after a reboot
+        sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', *the_table(lab.server))     # as after a reboot
         rc, res = module(lab.server, {'mode': 'enforce', 'config': str(config)})
         assert rc == 0 and res['changed'] is True and set_elements(lab, 'blocked_v6') == [SCRAPER_V6]
         # A load nft refuses: the task fails naming the cause; the append stays.
-        sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', 'inet', 'bot_detector')
+        sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', *the_table(lab.server))
         sh('ip', 'netns', 'exec', lab.server, 'nft', '-f', '-',
-           input=b'add table inet bot_detector\nadd set inet bot_detector blocked_v6 { type ipv6_addr; }\n')
+           input=('add table {0}\nadd set {0} blocked_v6 {{ type ipv6_addr; }}\n'.format(table_of(tmp_path / 'blocklist'))).encode())
         rc, res = module(lab.server, {'mode': 'apply', 'config': str(config), 'addresses': [VISITOR]})
         assert rc != 0 and res['failed'] is True and res['changed'] is True
         assert res['msg'].startswith('enforcement (nftables) failed, the blocklist is updated but not in effect there: nft -f')

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from enforcement import Lab, detector, host_ruleset, require_tools, served, sh, wait_for
+from enforcement import Lab, detector, host_ruleset, require_tools, served, sh, the_table, wait_for
 
 PORT = 8080
 SERVER, SERVER_V6 = '192.0.2.1', '2001:db8:1::1'
@@ -44,7 +44,7 @@ def options(tmp_path, *extra):
 
 
 def elements(lab, name):
-    out = sh('ip', 'netns', 'exec', lab.server, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', name).stdout
+    out = sh('ip', 'netns', 'exec', lab.server, 'nft', '-j', 'list', 'set', *the_table(lab.server), name).stdout
     found = [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
     return sorted(e if isinstance(e, str) else '%s/%d' % (e['prefix']['addr'], e['prefix']['len']) for e in found)
 

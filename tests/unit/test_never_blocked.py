@@ -181,3 +181,39 @@ def test_the_null_device_is_an_empty_allow_list_and_a_directory_fails(tmp_path):
     with pytest.raises(BotDetectorError) as raised:
         never_blocked(Settings(server_ips=['192.0.2.1'], exclusions_file=str(tmp_path)))
     assert raised.value.message == 'cannot read %s: not a regular file: the allow-list is needed to exempt its clients' % tmp_path
+
+
+@pytest.mark.parametrize('typo', ['192.0.2.20/0', '192.0.2.20/3', '::ffff:0:0/96'])
+def test_an_allow_list_typo_spares_no_one_in_the_enforcement_with_a_warning_and_a_metric(tmp_path, typo):
+    """Issue 44, item 6: a typo /0 loaded allowed_v4 { 0.0.0.0/0 }, exit 0, in_sync 1, no word."""
+    from conftest import run_core
+    (tmp_path / 'blocklist').write_text('192.0.2.20\n')
+    (tmp_path / 'allow').write_text('198.51.100.9\n%s\n' % typo)
+    geo = tmp_path / 'blocked.conf'
+    run = run_core(['--blocklist', tmp_path / 'blocklist', '--activity-log', tmp_path / 'activity', '--exclusions',
+                    tmp_path / 'allow', '--server-ip', '203.0.113.1', '--enforcement', 'nginx', '--nginx-geo-file', geo,
+                    '--nginx-test-command', 'true', '--nginx-reload-command', 'true', '--metrics-file', tmp_path / 'metrics',
+                    '--enforce-now'])
+    assert run.returncode == 0, run
+    assert geo.read_text().splitlines()[2:] == ['192.0.2.20 1;']
+    assert run.stderr.decode().splitlines() == [
+        "bot-detector: warning: enforcement: 1 allow-list line or trusted proxy is wider than a /8 of IPv4 or a /32 of "
+        "IPv6 and spares no one: '%s'" % typo]
+    assert 'bot_detector_enforcement_never_blocked_too_wide{backend="nginx"} 1' in (tmp_path / 'metrics').read_text()
+
+
+def test_an_allow_list_typo_spares_no_one_in_the_precise_detection(tmp_path):
+    """The same rule for the precise rules' allow-list: a /0 line allow-listed every client."""
+    import time
+    import loggen
+    from conftest import run_core
+    now = time.time()
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(loggen.line('192.0.2.20', now, path='/job/%d' % i) for i in range(1100)))
+    (tmp_path / 'allow').write_text('192.0.2.20/0\n')
+    run = run_core(['--blocklist', tmp_path / 'blocklist', '--activity-log', tmp_path / 'activity', '--exclusions',
+                    tmp_path / 'allow', '--server-ip', '203.0.113.1', '--rules', 'precise', log])
+    assert run.returncode == 0, run
+    assert (tmp_path / 'blocklist').read_text() == '192.0.2.20\n'
+    assert "allow-list line or trusted proxy is wider than a /8 of IPv4 or a /32 of IPv6 and spares no one: '192.0.2.20/0'" \
+        in run.stderr.decode()

@@ -25,7 +25,8 @@ import socket
 import stat
 
 from ..base.errors import BotDetectorError
-from ..base.text import to_bytes
+from ..base.messages import NEVER_BLOCKED_TOO_WIDE
+from ..base.text import named_by_start, printable, to_bytes, to_text
 from .addresses import server_addresses
 
 __metaclass__ = type
@@ -114,12 +115,12 @@ class NeverBlocked:
     ``key`` identifies them all for the enforcement load's digest (text)."""
 
     def __init__(self, lines, bounded=b'', span_of=None, min_prefix=None):
-        if isinstance(bounded, bytes):
-            bounded = bounded.split(b'\n')
-        self._lines, self._bounded = list(lines), list(bounded)
+        # ``bounded``: bytes (the allow-list's content, kept whole: split only when parsed) or lines
+        self._bounded = bounded if isinstance(bounded, bytes) else b'\n'.join(bounded)
+        self._lines = list(lines)
         self._span_of, self._spans, self._too_wide = span_of or span, None, []
         self.min_prefix = dict(min_prefix or {4: 1, 6: 1})
-        self.key = hashlib.sha256(b'\n'.join(self._lines) + b'\n\0' + b'\n'.join(self._bounded)
+        self.key = hashlib.sha256(b'\n'.join(self._lines) + b'\n\0' + self._bounded
                                   + b'\n\0%d,%d' % (self.min_prefix[4], self.min_prefix[6])).hexdigest()[:32]
 
     @property
@@ -127,7 +128,7 @@ class NeverBlocked:
         """{4: [(first, last)], 6: [...]}, sorted and merged."""
         if self._spans is None:
             found = {4: [], 6: []}
-            for bounded, lines in ((False, self._lines), (True, self._bounded)):
+            for bounded, lines in ((False, self._lines), (True, self._bounded.split(b'\n'))):
                 for line in lines:
                     parsed = self._span_of(line)
                     if parsed is None:
@@ -144,9 +145,15 @@ class NeverBlocked:
 
     @property
     def too_wide(self):
-        """The allow-list lines and trusted proxies left out as wider than the limits (bytes)."""
-        self.spans     # pylint: disable=pointless-statement
-        return list(self._too_wide)
+        """The allow-list lines and trusted proxies left out as wider than the limits (bytes),
+        found without parsing the rest: only a line with '/' can be wider than one address."""
+        if self._spans is not None:
+            return list(self._too_wide)
+        return too_wide_lines(_lines_holding(self._bounded, b'/'), self.min_prefix, self._span_of)
+
+    def too_wide_warning(self, who):
+        """The one warning naming ``too_wide`` (``who``: 'enforcement', 'precise rules'), or None."""
+        return too_wide_warning(who, self.too_wide, self.min_prefix)
 
     def _at_or_before(self, version, value):
         """The index of the last span starting at or before ``value``, or -1."""
@@ -199,6 +206,50 @@ class NeverBlocked:
         return kept, inside
 
 
+def _lines_holding(content, needle):
+    """The lines of ``content`` that hold ``needle``, found at C speed (a large allow-list has few)."""
+    found, position = [], content.find(needle)
+    while position != -1:
+        start = content.rfind(b'\n', 0, position) + 1
+        end = content.find(b'\n', position)
+        end = len(content) if end == -1 else end
+        found.append(content[start:end])
+        position = content.find(needle, end)
+    return found
+
+
+def too_wide_lines(lines, min_prefix, span_of=None):
+    """The ``lines`` (bytes) wider than ``min_prefix`` {4: length, 6: length}, /0 included, stripped."""
+    found = []
+    for line in lines:
+        parsed = (span_of or span)(line)
+        if parsed is None and _everyone(line) or parsed is not None and \
+                parsed[2] - parsed[1] + 1 > 1 << (BITS[parsed[0]] - min_prefix[parsed[0]]):
+            found.append(line.strip())
+    return found
+
+
+def too_wide_warning(who, lines, min_prefix):
+    """The one warning naming the allow-list ``lines`` too wide (the first 10), or None."""
+    if not lines:
+        return None
+    named = ', '.join(repr(named_by_start(printable(to_text(line)))) for line in lines[:10])
+    if len(lines) > 10:
+        named += ' and %d more' % (len(lines) - 10)
+    return NEVER_BLOCKED_TOO_WIDE % (who, len(lines), 'line or trusted proxy is' if len(lines) == 1 else 'lines or trusted proxies are',
+                                     min_prefix[4], min_prefix[6], named)
+
+
+def without_too_wide(content, min_prefix):
+    """(``content`` less its lines wider than ``min_prefix``, those lines): the precise rules'
+    allow-list bounded as the enforcement's is. Only lines with '/' are parsed."""
+    wide = too_wide_lines(_lines_holding(content, b'/'), min_prefix)
+    if not wide:
+        return content, []
+    gone = set(wide)
+    return b'\n'.join(line for line in content.split(b'\n') if line.strip() not in gone), wide
+
+
 def read_allow_list(path):
     """The allow-list's bytes: a missing file and the null device are empty; one that exists but
     cannot be read, or is no regular file, raises BotDetectorError: sparing no one of it would
@@ -238,4 +289,4 @@ def never_blocked(settings, span_of=None, allowed=None):
         allowed = read_allow_list(settings.exclusions_file)
     proxies = [to_bytes(proxy) for proxy in getattr(settings, 'trusted_proxies', None) or ()]
     minimum = {4: getattr(settings, 'enforcement_min_prefix_v4', 1), 6: getattr(settings, 'enforcement_min_prefix_v6', 1)}
-    return NeverBlocked(list(LOOPBACK) + servers, allowed.split(b'\n') + proxies, span_of, minimum)
+    return NeverBlocked(list(LOOPBACK) + servers, b'\n'.join([allowed] + proxies), span_of, minimum)

@@ -112,7 +112,7 @@ class Entries:
         # the blocklist's length, when lines may be appended to it (it ends with a newline)
         self.length = len(content) if not content or content.endswith(b'\n') else None
         spans, self.skipped, self.refused = {4: [], 6: []}, [], []
-        self.noncanonical = 0
+        self.noncanonical, self.respelled = 0, []     # the latter: those addresses as nftables.add writes them
         for raw in content.split(b'\n'):
             line = raw.strip()
             if not line or line.startswith(b'#'):
@@ -124,6 +124,7 @@ class Entries:
                 spans[span[0]].append((span[1], span[2], line))
                 if span[1] == span[2] and (b'/' in line or b':' in line and (span[0] == 4 or _text(6, span[1]).encode('ascii') != line)):
                     self.noncanonical += 1      # an address written otherwise than nftables.add writes it
+                    self.respelled.append(_text(span[0], span[1]))
         self.min_prefix = min_prefix or {4: 8, 6: 32}
         # For nftables' two kinds of sets and its additions (nftables.add): the address lines
         # counted, and the blocks of network lines (refused or not) an address may touch.
@@ -140,14 +141,17 @@ class Entries:
             self.addresses[version] = _outside(sorted(set(f for f, l in spans[version] if f == l)), merge(networks), version)
 
     def _bounded(self, spans, widest):
-        """The spans less those of the lines that, alone, merged with others, or all together,
-        cover more than ``widest`` addresses (two /1 lines are everyone; so are 256 blocks each
+        """The spans less those of the network lines that, alone, merged with other network
+        lines, or all together, cover more than ``widest`` addresses (two /1 lines are everyone; so are 256 blocks each
         one address short of a /8): of a block too wide, its widest lines go to ``refused`` until
         the rest is not; then, while the network lines that stay cover more than ``widest`` in
         all, the widest of them go. Single addresses are never refused, nor counted in that
-        total (a /8 is 16 million of them): so an address appended never changes which network
-        lines a load refuses, and the backends may add it alone (nftables.add, nginx.append)."""
-        spans.sort()
+        total (a /8 is 16 million of them), nor merged into a network line's block (a /24 and
+        the address after it are no block wider than a /24): so an address appended never
+        changes which network lines a load refuses, and the backends may add it alone
+        (nftables.add, nginx.append)."""
+        singles = [item for item in spans if item[0] == item[1]]
+        spans = sorted(item for item in spans if item[0] != item[1])     # only network lines form blocks
         kept, group, end = [], [], None
         for first, last, line in spans + [(None, None, None)]:
             if first is not None and group and first <= end + 1:
@@ -161,8 +165,7 @@ class Entries:
                         self.refused.append(printable(to_text(group.pop(0)[2])))
                 kept.extend(group)
             group, end = [(first, last, line)], last
-        singles = [item for item in kept if item[0] == item[1]]
-        networks = [item for item in kept if item[0] != item[1]]
+        networks = kept
         if _covered(networks) > widest:
             networks = self._within(networks, widest)
         return [(first, last) for first, last, dummy in singles + networks]
@@ -215,7 +218,8 @@ def parse_entries(content, settings=None, exempt=None):
 class Status:
     """What one sync found: ``in_sync`` when the enforcement point equals the blocklist,
     ``entries`` loaded (networks after collapsing), ``changed`` when it was changed,
-    ``error`` the cause when it failed."""
+    ``error`` the cause when it failed, ``too_wide`` the allow-list lines and trusted
+    proxies wider than the limits (sparing no one)."""
 
     def __init__(self, backend):
         self.backend = backend
@@ -224,10 +228,11 @@ class Status:
         self.skipped = []
         self.changed = False
         self.error = None
+        self.too_wide = None        # allow-list lines and trusted proxies wider than the limits
 
     def as_dict(self):
         return {'backend': self.backend, 'in_sync': self.in_sync, 'entries': self.entries,
-                'skipped': self.skipped, 'changed': self.changed, 'error': self.error}
+                'skipped': self.skipped, 'changed': self.changed, 'error': self.error, 'too_wide': self.too_wide}
 
 
 def _backend(name):
@@ -280,6 +285,7 @@ def sync(settings, force=False, on_skipped=None):
             backend = _backend(settings.enforcement)
             exempt = never_blocked(settings)
             digest = digest_of(settings, content, exempt)
+            status.too_wide = len(exempt.too_wide)
             loaded = None if force else backend.loaded(settings)
             added = None
             if loaded is not None and loaded[0] != digest and hasattr(backend, 'add'):
@@ -293,12 +299,12 @@ def sync(settings, force=False, on_skipped=None):
             else:
                 entries = parse_entries(content, settings, exempt)
                 status.skipped = entries.skipped + entries.refused
-                for warning in (entries.skipped_warning(), entries.refused_warning()):
+                for warning in (entries.skipped_warning(), entries.refused_warning(), exempt.too_wide_warning('enforcement')):
                     if warning and on_skipped is not None:
                         on_skipped(warning)
                 extra = {'content': content} if hasattr(backend, 'add') else {}
                 status.changed = backend.load(settings, entries, digest, force, **extra)
-                status.entries = len(entries)
+                status.entries = getattr(backend, 'count', len)(entries)
             status.in_sync = True
         finally:
             writer.unlock()

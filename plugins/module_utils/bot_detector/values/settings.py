@@ -356,10 +356,10 @@ SETTINGS = (
             metavar='PATH', version_added='2.0.0'),
     Setting('enforcement', 'str', 'none',
             'Where the blocklist takes effect, made equal to it after every change and by --enforce-now: none (another '
-            'program reads the file), nftables (table inet bot_detector) or nginx (the geo file nginx_geo_file).',
+            'program reads the file), nftables (table inet bot_detector, one a blocklist) or nginx (the geo file nginx_geo_file).',
             choices=('none', 'nftables', 'nginx'), role_default=SAME, group='enforcement', version_added='2.0.0'),
     Setting('enforcement_ports', 'list', [80, 443],
-            'nftables enforcement: the ports (TCP and UDP) on which new connections from a blocked address are dropped.',
+            'nftables enforcement: the ports (TCP and UDP) to which every packet from a blocked address is dropped.',
             flag='--enforcement-port', metavar='PORT', minimum=1, maximum=65535, elements='int', group='enforcement',
             version_added='2.0.0'),
     Setting('enforcement_min_prefix_v4', 'int', 8,
