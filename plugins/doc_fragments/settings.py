@@ -396,4 +396,123 @@ options:
         Default: the host config file's C(fleet_name) when set there, else bot-detector.
     type: str
     version_added: 2.0.0
+  campaigns:
+    description:
+      - >-
+        The campaign profile (see the campaigns guide): besides each address, count its network, the
+        distinct addresses of each network, trap hits and what the log shows of its behaviour
+        (assets loaded, referers), in the same pass. An address over the threshold without browser
+        behaviour or one that hit a trap is blocked; a network, an address below the threshold or
+        one that behaves as a browser is at most challenged, never blocked. Off, the reference's
+        rule alone, byte for byte.
+      - >-
+        Default: the host config file's C(campaigns) when set there, else false.
+    type: bool
+    version_added: 2.0.0
+  trap_paths:
+    description:
+      - >-
+        Campaigns: request paths no person asks for (links hidden in listing pages, paths robots.txt
+        disallows), each matched as a path prefix. One request flags its address at once. A path
+        that would match every page (/, or a prefix of a job prefix's path) is refused.
+      - >-
+        Default: the host config file's C(trap_paths) when set there, else off.
+    type: list
+    elements: str
+    version_added: 2.0.0
+  sliding_hour:
+    description:
+      - >-
+        Judge the current hour on a sliding hour, as HAProxy's http_req_rate: its count plus the
+        previous hour's weighted by the share of that hour still inside the last 60 minutes, so that
+        999 requests at :59 and 999 at :00 count as about 1998.
+      - >-
+        Default: the host config file's C(sliding_hour) when set there, else false.
+    type: bool
+    version_added: 2.0.0
+  campaign_behaviour_threshold:
+    description:
+      - >-
+        Campaigns: job-page requests in a window that get an address without browser behaviour
+        challenged, below the threshold.
+      - >-
+        Default: the host config file's C(campaign_behaviour_threshold) when set there, else 100.
+    type: int
+    version_added: 2.0.0
+  campaign_shared_threshold:
+    description:
+      - >-
+        Campaigns: job-page requests in a window that get an address with browser behaviour (many
+        people behind one carrier-grade NAT address) challenged; it is never blocked.
+      - >-
+        Default: the host config file's C(campaign_shared_threshold) when set there, else 5000.
+    type: int
+    version_added: 2.0.0
+  campaign_network_threshold:
+    description:
+      - >-
+        Campaigns: job-page requests in a window, from two or more addresses of one network without
+        browser behaviour, that get the network challenged.
+      - >-
+        Default: the host config file's C(campaign_network_threshold) when set there, else 200.
+    type: int
+    version_added: 2.0.0
+  campaign_network_addresses:
+    description:
+      - >-
+        Campaigns: distinct addresses without browser behaviour that sent job-page requests from one
+        network in a window, that get the network challenged.
+      - >-
+        Default: the host config file's C(campaign_network_addresses) when set there, else 16.
+    type: int
+    version_added: 2.0.0
+  campaign_ipv4_prefix:
+    description:
+      - >-
+        Campaigns: the prefix length of an IPv4 address's network.
+      - >-
+        Default: the host config file's C(campaign_ipv4_prefix) when set there, else 24.
+    type: int
+    version_added: 2.0.0
+  campaign_ipv6_prefixes:
+    description:
+      - >-
+        Campaigns: the prefix lengths of an IPv6 address's networks, each counted (the narrower
+        first: a wider network is judged on the addresses outside the narrower ones decided).
+      - >-
+        Default: the host config file's C(campaign_ipv6_prefixes) when set there, else 64, 48.
+    type: list
+    elements: int
+    version_added: 2.0.0
+  asn_database:
+    description:
+      - >-
+        Campaigns: an offline database of autonomous systems, an ip2asn TSV file (iptoasn.com) or a
+        MaxMind-format ASN database (GeoLite2-ASN, DB-IP ASN Lite; read with python3-maxminddb). An
+        AS whose addresses without browser behaviour reach campaign_as_threshold requests or
+        campaign_as_addresses addresses gets its ranges that carried them challenged, only those
+        where the log shows no job seekers; an AS is never blocked. The collection ships no database
+        (their licences).
+      - >-
+        Default: the host config file's C(asn_database) when set there, else off.
+    type: path
+    version_added: 2.0.0
+  campaign_as_threshold:
+    description:
+      - >-
+        Campaigns: job-page requests in a window from one AS's addresses without browser behaviour
+        that get its ranges without job seekers challenged.
+      - >-
+        Default: the host config file's C(campaign_as_threshold) when set there, else 300.
+    type: int
+    version_added: 2.0.0
+  campaign_as_addresses:
+    description:
+      - >-
+        Campaigns: distinct addresses without browser behaviour of one AS in a window that get its
+        ranges without job seekers challenged.
+      - >-
+        Default: the host config file's C(campaign_as_addresses) when set there, else 20.
+    type: int
+    version_added: 2.0.0
 '''

@@ -36,13 +36,24 @@ STATE_OVER_BUDGET = ('state file %(path)s not kept: %(why)s; the next run reads 
 # The activity log line of an addition; a note marks a decision not taken by this host's
 # own count: 'RPH=3000 (fleet)'.
 ACTIVITY_ADDED = '%(date)s | IP addess %(address)s added to the block list, RPH=%(count)d%(note)s'
-ACTIVITY_ADDED_PATTERN = br' \| IP addess (\S+) added to the block list, RPH=(\d+)(?: \((\w+)\))?$'
+# A campaign's block says why, in words ('RPH=120 (trap, 1 hits, no browser behaviour: 0 assets, 0 referers)').
+ACTIVITY_ADDED_PATTERN = br' \| IP addess (\S+) added to the block list, RPH=(\d+)(?: \((\w+)\)| \([^()]* [^()]*\))?$'
 
 
 def blocking(address, count, check_mode=False, note=None):
     """'Blocking IP address: <ip> (<count> requests)', the spec's line; check mode says 'Would block'."""
     return '%s IP address: %s (%d requests%s)' % (
         'Would block' if check_mode else 'Blocking', address, count, ', %s' % note if note else '')
+
+
+BROWSER_SPARED = 'IP address %s behaves as a browser and will not be blocked (%d requests, %s).'
+
+
+def answering(answer, entry, check_mode=False):
+    """'Challenging 203.0.113.0/24 (420 requests, network 203.0.113.0/24, 64 addresses)': a
+    campaign's decision softer than a block."""
+    return '%s %s (%d requests, %s)' % ('Would %s' % answer if check_mode else answer.capitalize()[:-1] + 'ing',
+                                        entry['address'], entry['count'], entry['reason'])
 
 
 def activity_added(date, address, count, note=None):
