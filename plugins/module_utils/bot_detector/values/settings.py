@@ -19,6 +19,7 @@ from ..base.clock import format_duration, parse_duration
 from ..base.errors import bad_option
 from ..base.text import quote_item as _quote, unquote_item as _unquote
 from .checks import check_fleet, check_formats, check_server_ips
+from .answer_settings import ANSWER_ROWS, check_answers
 from .log_formats import CHOICES as LOG_FORMATS, parse_overrides
 
 __metaclass__ = type
@@ -388,7 +389,7 @@ SETTINGS = (
             metavar='NAME', default_text="the host's name", group='fleet', version_added='2.0.0'),
     Setting('fleet_name', 'str', 'bot-detector', "The store's key prefix, so that several fleets share one store.",
             metavar='NAME', group='fleet', version_added='2.0.0'),
-)
+) + tuple(Setting(name, kind, default, text, **more) for name, kind, default, text, more in ANSWER_ROWS)
 
 BY_NAME = dict((s.name, s) for s in SETTINGS)
 ALIASES = dict((alias, s.name) for s in SETTINGS for alias in s.aliases)
@@ -434,6 +435,7 @@ class Settings:
         check_server_ips(self.server_ips)
         check_formats(self.log_json_fields, self.trusted_proxies)
         check_fleet(self)
+        check_answers(self)
         for name, crawler in self.crawlers.items():
             try:
                 re.compile(crawler['user_agent'])
