@@ -396,6 +396,105 @@ options:
         Default: the host config file's C(fleet_name) when set there, else bot-detector.
     type: str
     version_added: 2.0.0
+  throttle_list:
+    description:
+      - >-
+        The throttle list: addresses or CIDR networks (one a line, as the blocklist) that nginx
+        answers with HTTP 429, Retry-After and Cache-Control: no-store past throttle_rate. Appended
+        to as the blocklist is (its lock, its exemptions and width guards), never the blocklist
+        itself. Off when unset.
+      - >-
+        Default: the host config file's C(throttle_list) when set there, else off.
+    type: path
+    version_added: 2.0.0
+  challenge_list:
+    description:
+      - >-
+        The challenge list: addresses or CIDR networks (one a line) whose top-level page loads nginx
+        answers with a static page that a browser passes by itself (a signed cookie bound to its
+        address, made by the page's script); a client without JavaScript never passes. Off when
+        unset.
+      - >-
+        Default: the host config file's C(challenge_list) when set there, else off.
+    type: path
+    version_added: 2.0.0
+  answer_dir:
+    description:
+      - >-
+        The directory nginx's njs script looks in: one file per listed key (throttle/KEY,
+        challenge/KEY, its modification time the entry's expiry), made equal to the lists after
+        every change, so that nginx needs no reload for them.
+      - >-
+        Default: the host config file's C(answer_dir) when set there, else
+        /etc/nginx/bot-detector/answers.
+    type: path
+    version_added: 2.0.0
+  answer_time:
+    description:
+      - >-
+        How long an entry of the throttle or challenge list lasts after its latest addition (then it
+        expires as a ban does, with an activity log line). Seconds, or with a unit: 90m, 12h, 7d.
+      - >-
+        Default: the host config file's C(answer_time) when set there, else 1d.
+    type: raw
+    version_added: 2.0.0
+  throttle_rate:
+    description:
+      - >-
+        The rate of requests of one throttled key (address or listed network) that nginx lets
+        through (limit_req rate: NUMBERr/s or NUMBERr/m); above it, 429. Choose it above what the
+        people behind one shared address reach together.
+      - >-
+        Default: the host config file's C(throttle_rate) when set there, else 30r/m.
+    type: str
+    version_added: 2.0.0
+  throttle_burst:
+    description:
+      - >-
+        Requests above throttle_rate a throttled key may make at once before the 429s start
+        (limit_req burst).
+      - >-
+        Default: the host config file's C(throttle_burst) when set there, else 10.
+    type: int
+    version_added: 2.0.0
+  throttle_retry_after:
+    description:
+      - >-
+        The Retry-After of a 429, in seconds.
+      - >-
+        Default: the host config file's C(throttle_retry_after) when set there, else 60.
+    type: int
+    version_added: 2.0.0
+  challenge_pass_time:
+    description:
+      - >-
+        How long a passed challenge lasts (the signed cookie's expiry). Seconds, or with a unit.
+      - >-
+        Default: the host config file's C(challenge_pass_time) when set there, else 1h.
+    type: raw
+    version_added: 2.0.0
+  challenge_secret_file:
+    description:
+      - >-
+        The challenge's HMAC secret, the same on every backend behind the balancer: its first line
+        signs, a second line (the previous secret, during a rotation) is still accepted. Read by
+        nginx (njs) only.
+      - >-
+        Default: the host config file's C(challenge_secret_file) when set there, else
+        /etc/nginx/bot-detector/challenge.secret.
+    type: path
+    version_added: 2.0.0
+  answer_exempt_paths:
+    description:
+      - >-
+        Path prefixes never throttled or challenged (health checks, assets); the challenge's own
+        /.bot-detector/ always.
+      - >-
+        Default: the host config file's C(answer_exempt_paths) when set there, else '/robots.txt',
+        '/favicon.ico', '/.well-known/'.
+    type: list
+    elements: str
+    version_added: 2.0.0
   campaigns:
     description:
       - >-

@@ -169,3 +169,21 @@ def status_enforcement(state, date_format):
         'in sync' if state['in_sync'] else 'not in sync with the blocklist', state['entries'],
         'entry' if state['entries'] == 1 else 'entries',
         'an unknown time' if state['loaded_epoch'] is None else date_format(state['loaded_epoch'])))
+
+
+# The answers softer than a block (lists/answers.py): their own activity lines, which the
+# blocklist's history does not read as additions or removals of the blocklist.
+ACTIVITY_ANSWERED = '%(date)s | IP addess %(address)s added to the %(answer)s list (%(reason)s)'
+ACTIVITY_ANSWERED_PATTERN = br' \| IP addess (\S+) added to the (throttle|challenge) list \(([^)]*)\)$'
+ACTIVITY_UNANSWERED = '%(date)s | IP addess %(address)s removed from the %(answer)s list (%(reason)s)'
+ACTIVITY_UNANSWERED_PATTERN = br' \| IP addess (\S+) removed from the (throttle|challenge) list \(([^)]*)\)$'
+ANSWERING = '%s IP address: %s (%s)'
+ANSWER_REFUSED = '%s list: %s refused: %s'
+ANSWER_NOT_LISTED = 'IP address %s is not in the %s list.'
+STATUS_ANSWER_HEADING = '%s list %s: %d %s'
+STATUS_ANSWER_ENTRY = '%s  added %s (%s); %s'
+
+
+def unanswering(kind, address, check_mode=False):
+    """'Unthrottling IP address: <ip>' ('Would unchallenge ...' in check mode)."""
+    return '%s IP address: %s' % (('Would un%s' % kind) if check_mode else 'Un%sing' % kind[:-1], address)

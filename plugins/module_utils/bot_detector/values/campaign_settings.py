@@ -14,63 +14,63 @@ from ..base.errors import bad_option
 
 __metaclass__ = type
 
-# (name, kind, default, help), {keyword arguments of Setting}
+# (name, kind, default, help, {keyword arguments of Setting}), as answer_settings.ANSWER_ROWS
 CAMPAIGN_ROWS = (
-    (('campaigns', 'bool', False,
-      'The campaign profile (see the campaigns guide): besides each address, count its network, the distinct '
-      'addresses of each network, trap hits and what the log shows of its behaviour (assets loaded, referers), '
-      'in the same pass. An address over the threshold without browser behaviour or one that hit a trap is '
-      'blocked; a network, an address below the threshold or one that behaves as a browser is at most '
-      'challenged, never blocked. Off, the reference\'s rule alone, byte for byte.'),
+    ('campaigns', 'bool', False,
+     'The campaign profile (see the campaigns guide): besides each address, count its network, the distinct '
+     'addresses of each network, trap hits and what the log shows of its behaviour (assets loaded, referers), '
+     'in the same pass. An address over the threshold without browser behaviour or one that hit a trap is '
+     'blocked; a network, an address below the threshold or one that behaves as a browser is at most '
+     'challenged, never blocked. Off, the reference\'s rule alone, byte for byte.',
      {'off_flag': '--no-campaigns', 'version_added': '2.0.0'}),
-    (('trap_paths', 'list', None,
-      'Campaigns: request paths no person asks for (links hidden in listing pages, paths robots.txt '
-      'disallows), each matched as a path prefix. One request flags its address at once. A path that would '
-      'match every page (/, or a prefix of a job prefix\'s path) is refused.'),
+    ('trap_paths', 'list', None,
+     'Campaigns: request paths no person asks for (links hidden in listing pages, paths robots.txt '
+     'disallows), each matched as a path prefix. One request flags its address at once. A path that would '
+     'match every page (/, or a prefix of a job prefix\'s path) is refused.',
      {'flag': '--trap-path', 'metavar': 'PATH', 'version_added': '2.0.0'}),
-    (('sliding_hour', 'bool', False,
-      'Judge the current hour on a sliding hour, as HAProxy\'s http_req_rate: its count plus the previous '
-      'hour\'s weighted by the share of that hour still inside the last 60 minutes, so that 999 requests at '
-      ':59 and 999 at :00 count as about 1998.'),
+    ('sliding_hour', 'bool', False,
+     'Judge the current hour on a sliding hour, as HAProxy\'s http_req_rate: its count plus the previous '
+     'hour\'s weighted by the share of that hour still inside the last 60 minutes, so that 999 requests at '
+     ':59 and 999 at :00 count as about 1998.',
      {'off_flag': '--no-sliding-hour', 'version_added': '2.0.0'}),
-    (('campaign_behaviour_threshold', 'int', 100,
-      'Campaigns: job-page requests in a window that get an address without browser behaviour challenged, '
-      'below the threshold.'),
+    ('campaign_behaviour_threshold', 'int', 100,
+     'Campaigns: job-page requests in a window that get an address without browser behaviour challenged, '
+     'below the threshold.',
      {'metavar': 'N', 'minimum': 1, 'version_added': '2.0.0'}),
-    (('campaign_shared_threshold', 'int', 5000,
-      'Campaigns: job-page requests in a window that get an address with browser behaviour (many people '
-      'behind one carrier-grade NAT address) challenged; it is never blocked.'),
+    ('campaign_shared_threshold', 'int', 5000,
+     'Campaigns: job-page requests in a window that get an address with browser behaviour (many people '
+     'behind one carrier-grade NAT address) challenged; it is never blocked.',
      {'metavar': 'N', 'minimum': 1, 'version_added': '2.0.0'}),
-    (('campaign_network_threshold', 'int', 200,
-      'Campaigns: job-page requests in a window, from two or more addresses of one network without browser '
-      'behaviour, that get the network challenged.'),
+    ('campaign_network_threshold', 'int', 200,
+     'Campaigns: job-page requests in a window, from two or more addresses of one network without browser '
+     'behaviour, that get the network challenged.',
      {'metavar': 'N', 'minimum': 1, 'version_added': '2.0.0'}),
-    (('campaign_network_addresses', 'int', 16,
-      'Campaigns: distinct addresses without browser behaviour that sent job-page requests from one network in '
-      'a window, that get the network challenged.'),
+    ('campaign_network_addresses', 'int', 16,
+     'Campaigns: distinct addresses without browser behaviour that sent job-page requests from one network in '
+     'a window, that get the network challenged.',
      {'metavar': 'N', 'minimum': 2, 'version_added': '2.0.0'}),
-    (('campaign_ipv4_prefix', 'int', 24,
-      'Campaigns: the prefix length of an IPv4 address\'s network.'),
+    ('campaign_ipv4_prefix', 'int', 24,
+     'Campaigns: the prefix length of an IPv4 address\'s network.',
      {'metavar': 'LENGTH', 'minimum': 8, 'maximum': 32, 'version_added': '2.0.0'}),
-    (('campaign_ipv6_prefixes', 'list', [64, 48],
-      'Campaigns: the prefix lengths of an IPv6 address\'s networks, each counted (the narrower first: a wider '
-      'network is judged on the addresses outside the narrower ones decided).'),
+    ('campaign_ipv6_prefixes', 'list', [64, 48],
+     'Campaigns: the prefix lengths of an IPv6 address\'s networks, each counted (the narrower first: a wider '
+     'network is judged on the addresses outside the narrower ones decided).',
      {'flag': '--campaign-ipv6-prefix', 'metavar': 'LENGTH', 'minimum': 16, 'maximum': 128, 'elements': 'int',
-      'version_added': '2.0.0'}),
-    (('asn_database', 'path', None,
-      'Campaigns: an offline database of autonomous systems, an ip2asn TSV file (iptoasn.com) or a MaxMind-format '
-      'ASN database (GeoLite2-ASN, DB-IP ASN Lite; read with python3-maxminddb). An AS whose addresses without '
-      'browser behaviour reach campaign_as_threshold requests or campaign_as_addresses addresses gets its ranges '
-      'that carried them challenged, only those where the log shows no job seekers; an AS is never blocked. The '
-      'collection ships no database (their licences).'),
+     'version_added': '2.0.0'}),
+    ('asn_database', 'path', None,
+     'Campaigns: an offline database of autonomous systems, an ip2asn TSV file (iptoasn.com) or a MaxMind-format '
+     'ASN database (GeoLite2-ASN, DB-IP ASN Lite; read with python3-maxminddb). An AS whose addresses without '
+     'browser behaviour reach campaign_as_threshold requests or campaign_as_addresses addresses gets its ranges '
+     'that carried them challenged, only those where the log shows no job seekers; an AS is never blocked. The '
+     'collection ships no database (their licences).',
      {'metavar': 'PATH', 'version_added': '2.0.0'}),
-    (('campaign_as_threshold', 'int', 300,
-      'Campaigns: job-page requests in a window from one AS\'s addresses without browser behaviour that get its '
-      'ranges without job seekers challenged.'),
+    ('campaign_as_threshold', 'int', 300,
+     'Campaigns: job-page requests in a window from one AS\'s addresses without browser behaviour that get its '
+     'ranges without job seekers challenged.',
      {'metavar': 'N', 'minimum': 1, 'version_added': '2.0.0'}),
-    (('campaign_as_addresses', 'int', 20,
-      'Campaigns: distinct addresses without browser behaviour of one AS in a window that get its ranges without '
-      'job seekers challenged.'),
+    ('campaign_as_addresses', 'int', 20,
+     'Campaigns: distinct addresses without browser behaviour of one AS in a window that get its ranges without '
+     'job seekers challenged.',
      {'metavar': 'N', 'minimum': 2, 'version_added': '2.0.0'}),
 )
 

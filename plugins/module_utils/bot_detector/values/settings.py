@@ -8,7 +8,6 @@ file's key, the module's option and the role's ``bot_detector_<name>`` variable)
 default, bounds and help. The command's options (cli.py), the module's argument_spec
 and documentation fragment, the role's argument_specs, the README's tables and the
 config file's parser and writer all come from this table.
-
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +17,7 @@ import re
 from ..base.clock import format_duration, parse_duration
 from ..base.errors import bad_option
 from ..base.text import quote_item as _quote, unquote_item as _unquote
+from .answer_settings import ANSWER_ROWS, check_answers
 from .campaign_settings import CAMPAIGN_ROWS, check_campaigns
 from .checks import check_fleet, check_formats, check_server_ips
 from .log_formats import CHOICES as LOG_FORMATS, parse_overrides
@@ -48,8 +48,7 @@ KINDS = ('path', 'str', 'int', 'float', 'bool', 'list', 'dict', 'duration')
 ANSIBLE_TYPES = {'path': 'path', 'str': 'str', 'int': 'int', 'float': 'float', 'bool': 'bool', 'list': 'list',
                  'dict': 'dict', 'duration': 'raw'}
 _TRUE = ('true', 'yes', 'on', '1')
-# A role_default that is the setting's own default (a path the role's tasks also need).
-SAME = object()
+SAME = object()     # a role_default that is the setting's own default (a path the role's tasks also need)
 _FALSE = ('false', 'no', 'off', '0')
 
 
@@ -389,7 +388,7 @@ SETTINGS = (
             metavar='NAME', default_text="the host's name", group='fleet', version_added='2.0.0'),
     Setting('fleet_name', 'str', 'bot-detector', "The store's key prefix, so that several fleets share one store.",
             metavar='NAME', group='fleet', version_added='2.0.0'),
-) + tuple(Setting(*row, **options) for row, options in CAMPAIGN_ROWS)
+) + tuple(Setting(name, kind, default, text, **more) for name, kind, default, text, more in ANSWER_ROWS + CAMPAIGN_ROWS)
 
 BY_NAME = dict((s.name, s) for s in SETTINGS)
 ALIASES = dict((alias, s.name) for s in SETTINGS for alias in s.aliases)
@@ -436,6 +435,7 @@ class Settings:
         check_formats(self.log_json_fields, self.trusted_proxies)
         check_fleet(self)
         check_campaigns(self)
+        check_answers(self)
         for name, crawler in self.crawlers.items():
             try:
                 re.compile(crawler['user_agent'])
