@@ -201,3 +201,26 @@ def test_a_state_carries_the_signals_and_one_saved_without_the_profile_is_not_us
         assert warm['messages'][:-1] == cold['messages'][:-1] and warm['challenged'] == cold['challenged']
         assert [b['address'] for b in warm['blocked']] == ['192.0.2.10', '192.0.2.30']
         assert (warm['scans'][0]['mode'] == 'incremental') == bool(profile)       # else counted cold
+
+
+def test_challenges_go_to_the_challenge_list_once_and_never_to_the_blocklist(tmp_path, files):
+    """A campaign crafted to get a network of job seekers listed (16 addresses of it without
+    browser behaviour, one request each) gets it challenged at most."""
+    text = ''.join(browser('192.0.2.%d' % i, 3) for i in range(100, 140)) + rotating('192.0.2.%d', 16, 1)
+    challenge_list = tmp_path / 'challenge.txt'
+    runs = [detect(tmp_path, files, text, '--challenge-list', challenge_list, '--answer-dir', tmp_path / 'answers')
+            for dummy in range(2)]
+    for result in runs:
+        assert [e['address'] for e in result['challenged']] == ['192.0.2.0/24'] and result['blocked'] == []
+    assert 'Challenging IP address: 192.0.2.0/24 (RPH=16, network 192.0.2.0/24, 16 addresses)' in runs[0]['messages']
+    assert challenge_list.read_bytes() == b'192.0.2.0/24\n'        # the second run listed it again nowhere
+    assert files.read('blocklist') is None
+    assert mask_dates(files.read('activity_log')) == [
+        b'IP addess 192.0.2.0/24 added to the challenge list (RPH=16, network 192.0.2.0/24, 16 addresses)']
+
+
+def test_without_a_challenge_list_challenges_are_said_and_warned_about(tmp_path, files):
+    result = detect(tmp_path, files, rotating('203.0.113.%d', 16, 1))
+    assert 'Challenging IP address: 203.0.113.0/24 (RPH=16, network 203.0.113.0/24, 16 addresses)' in result['messages']
+    assert result['warnings'] == ['1 challenge decisions of the campaign profile are not listed anywhere: challenge_list '
+                                  'is not set (they never go to the blocklist)']

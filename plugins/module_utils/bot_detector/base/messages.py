@@ -47,13 +47,8 @@ def blocking(address, count, check_mode=False, note=None):
 
 
 BROWSER_SPARED = 'IP address %s behaves as a browser and will not be blocked (%d requests, %s).'
-
-
-def answering(answer, entry, check_mode=False):
-    """'Challenging 203.0.113.0/24 (420 requests, network 203.0.113.0/24, 64 addresses)': a
-    campaign's decision softer than a block."""
-    return '%s %s (%d requests, %s)' % ('Would %s' % answer if check_mode else answer.capitalize()[:-1] + 'ing',
-                                        entry['address'], entry['count'], entry['reason'])
+CHALLENGES_UNLISTED = ('%d challenge decisions of the campaign profile are not listed anywhere: challenge_list is not set '
+                       '(they never go to the blocklist)')
 
 
 def activity_added(date, address, count, note=None):

@@ -21,7 +21,7 @@ import time
 
 from ..base.clock import hour_windows
 from ..base.errors import bad_option
-from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, BROWSER_SPARED, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES,
+from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, ANSWERING, BROWSER_SPARED, CHALLENGES_UNLISTED, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES,
                              NOT_COMBINED, READ_AS, UNREADABLE_FORMAT)
 from ..base.text import printable, to_bytes, to_text
 from ..decision.addresses import entry_key, server_addresses
@@ -237,6 +237,27 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
             after()
     finally:
         writer.unlock()
+    if result.answers:
+        _list_answers(settings, result)
+
+
+def _list_answers(settings, result):
+    """The campaign profile's challenges onto the challenge list (lists/answers.py, under its own
+    lock, after the blocklist's), those not on it already; without one, only said and warned."""
+    decisions = [(to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason']))
+                 for entry in result.answers.get('challenge', ())]
+    if not settings.challenge_list:
+        for key, reason in decisions:
+            result.say(ANSWERING % ('Would challenge' if result.check_mode else 'Challenging', to_text(key), reason))
+        if decisions:
+            result.warn(CHALLENGES_UNLISTED % len(decisions))
+        return
+    from ..lists.answers import answer     # a campaign's challenges only
+    from ..lists.content import entries
+    present = set(entry_key(line) for line in entries(read_list(settings.challenge_list)))
+    fresh = [(key, reason) for key, reason in decisions if entry_key(key) not in present]
+    if fresh:
+        answer(settings, 'challenge', fresh, result.check_mode, emit=result.say, on_warning=result.warn)
 
 
 def report(settings, logs, floor=None, candidates=None, now=None, resolver=None):

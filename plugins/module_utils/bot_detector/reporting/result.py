@@ -80,11 +80,11 @@ class Result:
         self.by_verdict[verdict].append(entry)
 
     def answer(self, answer, entry):
-        """File a decision softer than a block (campaigns: a challenge), once a run per key."""
+        """File a decision softer than a block (campaigns: a challenge), once a run per key; the
+        drivers list it (run._list_answers)."""
         found = self.answers.setdefault(answer, [])
         if all(entry['address'] != other['address'] for other in found):
             found.append(entry)
-            self.say(messages.answering(answer, entry, self.check_mode))
 
     def window(self, window, records):
         self.windows.append({
