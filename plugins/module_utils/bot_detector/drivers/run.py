@@ -253,7 +253,7 @@ def _list_answers(settings, result):
             result.warn(CHALLENGES_UNLISTED % len(decisions))
         return
     from ..lists.answers import answer     # a campaign's challenges only
-    from ..lists.content import entries
+    from ..lists.content import entries     # a campaign's challenges only
     present = set(entry_key(line) for line in entries(read_list(settings.challenge_list)))
     fresh = [(key, reason) for key, reason in decisions if entry_key(key) not in present]
     if fresh:
