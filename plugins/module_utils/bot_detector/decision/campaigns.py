@@ -145,9 +145,10 @@ class Campaigns:
                     and address not in trapped and mine(address, count) and parse_address(address) is not None):
                 others.append(Decision(CHALLENGE, address, count, 'address, no browser behaviour: %s'
                                        % self.behaviour(address, count, signals)[1]))
-        # An address blocked on its own is not a network's rotation: left out of the sums.
-        blocked = set(d.key for d in list(ranked.values()) + others if d.answer == BLOCK)
-        parsed = _parsed(addresses, browsers | blocked, mine)
+        # An address over the threshold is decided on its own: left out of its network's and AS's
+        # sums. A trap hit counts towards them (one flags its address and its network's verdict).
+        alone = set(key for key, decision in ranked.items() if decision.answer == BLOCK)
+        parsed = _parsed(addresses, browsers | alone, mine)
         networks = self.networks(parsed)
         others.extend(networks)
         if self.database is not None:
