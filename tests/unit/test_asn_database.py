@@ -118,3 +118,23 @@ def test_an_as_database_needs_the_profile(tmp_path, files):
     log.write_text('')
     got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--asn-database', write_tsv(tmp_path / 'a.tsv'), log])
     assert got.returncode == 2 and b'asn_database: needs the campaign profile' in got.stderr
+
+
+def test_the_column_passes_read_a_file_as_the_row_by_row_reading(tmp_path):
+    """Ip2asn reads a well-formed file a column at a time (its speed), and falls back to a row
+    at a time to name a bad line: both give the same arrays, across several blocks."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'plugins', 'module_utils'))
+    from bot_detector.decision import asn
+    lines = ['%d.%d.%d.0\t%d.%d.%d.255\t%d\tUS\tAS %d\n' % (10 + i // 65536, i // 256 % 256, i % 256,
+                                                          10 + i // 65536, i // 256 % 256, i % 256, i % 7, i % 7)
+             for i in range(70000)]
+    lines += ['2001:db8:%x::\t2001:db8:%x:ffff:ffff:ffff:ffff:ffff\t%d\tDE\tV6\n' % (i, i, 64500 + i % 3) for i in range(3000)]
+    data = ''.join(lines).encode()
+    assert len(data) > 2 * asn.BLOCK
+    fast = asn.Ip2asn('x', data)
+    slow = asn.Ip2asn.__new__(asn.Ip2asn)
+    slow._rows('x', data)
+    assert fast.v4 == slow.v4 and fast.v6 == slow.v6 and len(fast.v4[0]) == 60000 and len(fast.v6[0]) == 3000
+    assert fast.lookup_number(4, (10 << 24) + (1 << 8) + 9) == (1, (4, (10 << 24) + 256, (10 << 24) + 511))
+    assert fast.lookup_number(4, 10 << 24) is None       # AS 0: not routed

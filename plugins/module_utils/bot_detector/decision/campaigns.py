@@ -20,6 +20,7 @@ is the address key's alone), one part of spilled counts at a time.
 
 from __future__ import absolute_import, division, print_function
 
+import socket
 import time
 from collections import Counter
 
@@ -27,7 +28,7 @@ from ..base.clock import window_start
 from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, CampaignFilter
 from ..reading.spill import parts
 from ..reading.tally import whole
-from .addresses import parse_address
+from .addresses import is_client_address
 from .rules import SpecRules, server_test
 
 __metaclass__ = type
@@ -134,7 +135,7 @@ class Campaigns:
         others = []
         for address, hits in sorted(signals[TRAP].items()):
             count = addresses.get(address, 0)
-            if address in ranked or not mine(address, count) or parse_address(address) is None:
+            if address in ranked or not mine(address, count) or address_number(address) is None:
                 continue
             browser, shown = self.behaviour(address, count, signals)
             others.append(Decision(CHALLENGE if browser else BLOCK, address, count, 'trap, %d hits, %s%s' % (
@@ -142,56 +143,58 @@ class Campaigns:
         trapped = set(decision.key for decision in others)
         for address, count in sorted(addresses.items()):
             if (self.behaviour_threshold <= count and address not in browsers and address not in ranked
-                    and address not in trapped and mine(address, count) and parse_address(address) is not None):
+                    and address not in trapped and mine(address, count) and address_number(address) is not None):
                 others.append(Decision(CHALLENGE, address, count, 'address, no browser behaviour: %s'
                                        % self.behaviour(address, count, signals)[1]))
         # An address over the threshold is decided on its own: left out of its network's and AS's
         # sums. A trap hit counts towards them (one flags its address and its network's verdict).
         alone = set(key for key, decision in ranked.items() if decision.answer == BLOCK)
-        parsed = _parsed(addresses, browsers | alone, mine)
-        networks = self.networks(parsed)
+        parsed = _numbers(addresses, browsers | alone, mine)
+        networks, decided = self.networks(parsed)
         others.extend(networks)
         if self.database is not None:
-            others.extend(self.autonomous_systems(parsed, _parsed(addresses, set(addresses) - browsers, mine),
-                                                  [_network_of(d.key) for d in networks]))
+            others.extend(self.autonomous_systems(parsed, _numbers(addresses, set(addresses) - browsers, mine), decided))
         return ranked, others
 
     def networks(self, parsed):
         """The networks' decisions: the addresses without browser behaviour (``parsed``,
-        [(ip, count)]), summed per network of each prefix length, the narrower first; a wider
-        network is judged on its addresses outside the narrower networks decided."""
-        decided, found = [], []
+        [(version, number, count)]), summed per network of each prefix length, the narrower
+        first; a wider network is judged on its addresses outside the narrower networks
+        decided. Returns (decisions, [(version, length, network number)] decided)."""
+        found, decided = [], []
         lengths = [(4, self.v4_prefix)] + [(6, length) for length in self.v6_prefixes]
         for version, length in lengths:
+            shift = BITS[version] - length
+            narrower = [(BITS[version] - other, prefix) for v, other, prefix in decided if v == version]
             sums = {}
-            for ip, count in parsed:
-                if ip.version != version or any(ip in network for network in decided):
+            for v, number, count in parsed:
+                if v != version or (narrower and any(number >> cut == prefix for cut, prefix in narrower)):
                     continue
-                network = _network(ip, length)
-                total = sums.setdefault(network, [0, 0])
+                total = sums.setdefault(number >> shift, [0, 0])
                 total[0] += count
                 total[1] += 1
-            for network, (count, distinct) in sorted(sums.items(), key=lambda item: (-item[1][0], str(item[0]))):
+            for prefix, (count, distinct) in sorted(sums.items(), key=lambda item: (-item[1][0], item[0])):
                 if (count >= self.network_threshold and distinct >= 2) or distinct >= self.network_addresses:
-                    decided.append(network)
+                    decided.append((version, length, prefix))
+                    network = _network(version, prefix << shift, length)
                     found.append(Decision(CHALLENGE, str(network).encode('ascii'), count,
                                           'network %s, %d addresses' % (network, distinct)))
-        return found
-
+        return found, decided
 
     def autonomous_systems(self, parsed, browsers, decided):
         """The ASes' decisions: the addresses without browser behaviour (``parsed``) summed
         per AS; an AS at either threshold gets challenged the ranges of it that carried them
         where no address behaved as a browser (``browsers``: the log's job seekers), each as
         its networks, less those ``decided`` already. An AS is never blocked whole."""
-        import ipaddress    # parse_address imported it already
+        import ipaddress    # the decided networks' text only
+        lookup = self.database.lookup_number
         per_as, seekers = {}, set()
-        for ip, count in browsers:
-            found = self.database.lookup(ip)
+        for version, number, count in browsers:
+            found = lookup(version, number)
             if found is not None:
                 seekers.add(found[1])
-        for ip, count in parsed:
-            found = self.database.lookup(ip)
+        for version, number, count in parsed:
+            found = lookup(version, number)
             if found is None:
                 continue
             total = per_as.setdefault(found[0], [0, 0, {}])
@@ -200,42 +203,63 @@ class Campaigns:
             carried = total[2].setdefault(found[1], [0, 0])
             carried[0] += count
             carried[1] += 1
+        decided = [_network(version, prefix << (BITS[version] - length), length) for version, length, prefix in decided]
         decisions = []
-        for number, (count, distinct, ranges) in sorted(per_as.items()):
+        for asn, (count, distinct, ranges) in sorted(per_as.items()):
             if count < self.as_threshold and distinct < self.as_addresses:
                 continue
-            name = self.database.names.get(number, '')
-            for (first, last), (carried, addresses) in sorted(ranges.items(), key=lambda item: (item[0][0].version, item[0][0])):
-                if (first, last) in seekers:
+            name = self.database.names.get(asn, '')
+            name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
+            for (version, first, last), (carried, addresses) in sorted(ranges.items()):
+                if (version, first, last) in seekers:
                     continue
+                first, last = _address(version, first), _address(version, last)
                 for network in ipaddress.summarize_address_range(first, last):
-                    if not any(network.subnet_of(other) for other in decided if other.version == network.version):
+                    if not any(network.subnet_of(other) for other in decided if other.version == version):
                         decisions.append(Decision(CHALLENGE, str(network).encode('ascii'), carried, (
                             'AS%d %s, %d addresses, %d in range %s-%s, no job seekers there'
-                            % (number, name, distinct, addresses, first, last)).replace('  ', ' ')))
+                            % (asn, name, distinct, addresses, first, last)).replace('  ', ' ')))
         return decisions
 
 
-def _parsed(addresses, left_out, mine):
-    """[(ip, count)] of the addresses (keys) not in ``left_out``, not the server's, valid."""
+BITS = {4: 32, 6: 128}
+
+
+def address_number(key):
+    """(version, integer) of a client address (is_client_address's: no leading zeros, not
+    0.0.0.0 or ::), else None: C-level parsing, thousands of addresses a decision."""
+    try:
+        text = key.decode('ascii')
+        if ':' in text:
+            number = int.from_bytes(socket.inet_pton(socket.AF_INET6, text), 'big')
+            return (6, number) if number and '%' not in text else None
+        number = int.from_bytes(socket.inet_pton(socket.AF_INET, text), 'big')
+        return (4, number) if number and is_client_address(key) else None
+    except (UnicodeDecodeError, OSError, ValueError):
+        return None
+
+
+def _numbers(addresses, left_out, mine):
+    """[(version, integer, count)] of the addresses (keys) not in ``left_out``, not the
+    server's, valid."""
     parsed = []
     for address, count in addresses.items():
         if address in left_out or not mine(address, count):
             continue
-        ip = parse_address(address)
-        if ip is not None:
-            parsed.append((ip, count))
+        found = address_number(address)
+        if found is not None:
+            parsed.append(found + (count,))
     return parsed
 
 
-def _network_of(key):
-    import ipaddress    # parse_address imported it already
-    return ipaddress.ip_network(key.decode('ascii'))
+def _address(version, number):
+    import ipaddress    # the decided networks' text only
+    return ipaddress.IPv4Address(number) if version == 4 else ipaddress.IPv6Address(number)
 
 
-def _network(ip, length):
-    import ipaddress        # parse_address imported it already
-    return ipaddress.ip_network((ip, length), strict=False)
+def _network(version, number, length):
+    import ipaddress    # the decided networks' text only
+    return ipaddress.ip_network((_address(version, number), length))
 
 
 class CampaignRules(SpecRules):
