@@ -224,3 +224,14 @@ def test_without_a_challenge_list_challenges_are_said_and_warned_about(tmp_path,
     assert 'Challenging IP address: 203.0.113.0/24 (RPH=16, network 203.0.113.0/24, 16 addresses)' in result['messages']
     assert result['warnings'] == ['1 challenge decisions of the campaign profile are not listed anywhere: challenge_list '
                                   'is not set (they never go to the blocklist)']
+
+
+def test_what_is_never_blocked_is_never_listed(tmp_path, files):
+    """The never-blocked predicate (decision/never_blocked.py): an allow-listed address keeps
+    its trap hit and its network off every list; a trusted proxy too."""
+    files.exclusions.write_bytes(b'203.0.113.9\n')
+    text = (rotating('203.0.113.%d', 16, 1) + request('203.0.113.9', TRAP) + request('192.0.2.77', TRAP)
+            + rotating('198.18.0.%d', 16, 1))
+    result = detect(tmp_path, files, text, '--trap-path', TRAP, '--trusted-proxy', '198.18.0.5')
+    assert blocked(result) == [('192.0.2.77', 1)]
+    assert challenged(result) == []

@@ -14,7 +14,8 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import ROOT
 from enforcement import Lab, detector, nginx_conf, reloaded, require_tools, served, sh, wait_for
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import exempt, nginx, sync
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import never_blocked
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import nginx, sync
 
 SNIPPET = ROOT / 'roles' / 'bot_detector' / 'files' / 'bot-detector-block.conf'
 SERVER_BLOCK = '''        listen 8080;
@@ -118,7 +119,7 @@ NETWORK = st.tuples(st.integers(0, 255), st.integers(20, 32)).map(
 def test_the_geo_file_blocks_exactly_the_blocked_less_the_exempt(blocked, allowed):
     """Random blocked and allow-listed networks (nested, overlapping, equal, wider either way):
     the file's meaning is, for every address at a network's edge, blocked and not exempt."""
-    exemptions = exempt.Exemptions([str(n).encode() for n in allowed], sync._span)   # pylint: disable=protected-access
+    exemptions = never_blocked.NeverBlocked([str(n).encode() for n in allowed])
     entries = sync.parse_entries(b''.join(b'%s\n' % str(n).encode() for n in blocked), exempt=exemptions)
     lines = nginx.render(entries).decode().splitlines()
     probes = set()

@@ -29,6 +29,7 @@ from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, CampaignFilter
 from ..reading.spill import parts
 from ..reading.tally import whole
 from .addresses import is_client_address
+from .never_blocked import never_blocked
 from .rules import SpecRules, server_test
 
 __metaclass__ = type
@@ -89,6 +90,7 @@ class Campaigns:
         self.network_addresses = settings.campaign_network_addresses
         self.v4_prefix = settings.campaign_ipv4_prefix
         self.v6_prefixes = sorted(set(settings.campaign_ipv6_prefixes), reverse=True)    # the narrower first
+        self.settings = settings
         self.as_threshold = settings.campaign_as_threshold
         self.as_addresses = settings.campaign_as_addresses
         self.database = None
@@ -154,6 +156,9 @@ class Campaigns:
         others.extend(networks)
         if self.database is not None:
             others.extend(self.autonomous_systems(parsed, _numbers(addresses, set(addresses) - browsers, mine), decided))
+        if others:      # what is never blocked (the server, loopback, the allow-list, the trusted proxies) is never listed
+            guard = never_blocked(self.settings)
+            others = [decision for decision in others if not guard.address(decision.key)]
         return ranked, others
 
     def networks(self, parsed):
