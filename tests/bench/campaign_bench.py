@@ -216,7 +216,8 @@ def main():
         parts.append(table(seed, results))
         print(parts[-1], flush=True)
     text, lines = cost(SEEDS[0])
-    parts.append('The whole hour of seed %d (%d lines), `--check`, CPU the median of %d runs each way, memory the largest:\n\n%s' % (SEEDS[0], lines, REPS, text))
+    parts.append('The whole hour of seed %d (%d lines), `--check`, CPU the median of %d runs each way, memory the largest:\n\n%s'
+                 % (SEEDS[0], lines, REPS, text))
     parts.append(asn_open())
     print(parts[-2] + parts[-1], flush=True)
     load = 'Load average at the end: %.2f.' % os.getloadavg()[0]

@@ -126,9 +126,9 @@ def test_the_column_passes_read_a_file_as_the_row_by_row_reading(tmp_path):
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'plugins', 'module_utils'))
     from bot_detector.decision import asn
-    lines = ['%d.%d.%d.0\t%d.%d.%d.255\t%d\tUS\tAS %d\n' % (10 + i // 65536, i // 256 % 256, i % 256,
-                                                          10 + i // 65536, i // 256 % 256, i % 256, i % 7, i % 7)
-             for i in range(70000)]
+    octets = [(10 + i // 65536, i // 256 % 256, i % 256) for i in range(70000)]
+    lines = ['%d.%d.%d.0\t%d.%d.%d.255\t%d\tUS\tAS %d\n' % (a + b + (i % 7, i % 7)) for i, (a, b) in
+             enumerate(zip(octets, octets))]
     lines += ['2001:db8:%x::\t2001:db8:%x:ffff:ffff:ffff:ffff:ffff\t%d\tDE\tV6\n' % (i, i, 64500 + i % 3) for i in range(3000)]
     data = ''.join(lines).encode()
     assert len(data) > 2 * asn.BLOCK

@@ -168,7 +168,7 @@ def test_the_sliding_hour_adds_the_previous_hours_share_still_inside(tmp_path, f
     got = json.loads(run_core(base + ['--sliding-hour', log]).stdout)
     assert [(e['address'], e['count'], e['window']) for e in got['blocked']] == [('192.0.2.50', 1989, 'current')]
     late = json.loads(run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', '2026-11-21 10:59:59',
-                                                   '--json', '--sliding-hour', log]).stdout)
+                                                  '--json', '--sliding-hour', log]).stdout)
     assert late['blocked'] == []        # 999 * 1 / 3600 of the previous hour: 999 in all
 
 

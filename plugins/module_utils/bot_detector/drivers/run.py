@@ -21,8 +21,8 @@ import time
 
 from ..base.clock import hour_windows
 from ..base.errors import bad_option
-from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, ANSWERING, BROWSER_SPARED, CHALLENGES_UNLISTED, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES,
-                             NOT_COMBINED, READ_AS, UNREADABLE_FORMAT)
+from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, ANSWERING, BROWSER_SPARED, CHALLENGES_UNLISTED, EXECUTION_TIME,
+                             FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES, NOT_COMBINED, READ_AS, UNREADABLE_FORMAT)
 from ..base.text import printable, to_bytes, to_text
 from ..decision.addresses import entry_key, server_addresses
 from ..decision.choice import rules_for

@@ -56,7 +56,7 @@ CAMPAIGN_ROWS = (
      'Campaigns: the prefix lengths of an IPv6 address\'s networks, each counted (the narrower first: a wider '
      'network is judged on the addresses outside the narrower ones decided).',
      {'flag': '--campaign-ipv6-prefix', 'metavar': 'LENGTH', 'minimum': 16, 'maximum': 128, 'elements': 'int',
-     'version_added': '2.0.0'}),
+      'version_added': '2.0.0'}),
     ('asn_database', 'path', None,
      'Campaigns: an offline database of autonomous systems, an ip2asn TSV file (iptoasn.com) or a MaxMind-format '
      'ASN database (GeoLite2-ASN, DB-IP ASN Lite; read with python3-maxminddb). An AS whose addresses without '
