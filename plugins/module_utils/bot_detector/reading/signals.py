@@ -101,7 +101,8 @@ class CampaignFilter:
         counter.update(signal_keys(self._signal_lines(lines, kept)))
 
 
-_SIGNAL_KEY = re.compile(b'^(' + SIGNAL + b'[a-z])[ ' + SIGNAL + b']*([^ ' + SIGNAL + b'\n]*)', re.M)
+# Each match a whole marked line: its two bytes, the first field; no '^' (tried at every byte).
+_SIGNAL_KEY = re.compile(b'(' + SIGNAL + b'[a-z])[ ' + SIGNAL + b']*([^ ' + SIGNAL + b'\n]*)[^\n]*')
 
 
 def signal_keys(marked):
