@@ -235,3 +235,16 @@ def test_what_is_never_blocked_is_never_listed(tmp_path, files):
     result = detect(tmp_path, files, text, '--trap-path', TRAP, '--trusted-proxy', '198.18.0.5')
     assert blocked(result) == [('192.0.2.77', 1)]
     assert challenged(result) == []
+
+
+@pytest.mark.parametrize('extra,fragment', [
+    (['--fleet-store', 'redis://127.0.0.1:1/0'], b'campaigns: the fleet store does not sum the campaign keys yet'),
+    (['--rules', 'precise'], b'campaigns: the campaign profile works with the spec rules for now'),
+    (['--campaign-ipv4-prefix', '7'], b'--campaign-ipv4-prefix 7: must be a whole number from 8 to 32'),
+])
+def test_what_the_profile_does_not_take_yet_is_refused(tmp_path, files, extra, fragment):
+    log = tmp_path / 'access.log'
+    log.write_text(scraper('192.0.2.10', 1000))
+    got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', NOW, '--campaigns'] + extra + [log])
+    assert got.returncode == 2 and fragment in got.stderr and got.stdout == b'', got.stderr
+    assert files.read('blocklist') is None
