@@ -123,9 +123,7 @@ def test_an_as_database_needs_the_profile(tmp_path, files):
 def test_the_column_passes_read_a_file_as_the_row_by_row_reading(tmp_path):
     """Ip2asn reads a well-formed file a column at a time (its speed), and falls back to a row
     at a time to name a bad line: both give the same arrays, across several blocks."""
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'plugins', 'module_utils'))
-    from bot_detector.decision import asn
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import asn
     octets = [(10 + i // 65536, i // 256 % 256, i % 256) for i in range(70000)]
     lines = ['%d.%d.%d.0\t%d.%d.%d.255\t%d\tUS\tAS %d\n' % (a + b + (i % 7, i % 7)) for i, (a, b) in
              enumerate(zip(octets, octets))]
