@@ -103,6 +103,7 @@ bench: setup
 	/usr/bin/python3 tests/bench/follow_bench.py
 	/usr/bin/python3 tests/bench/fleet_store_bench.py
 	$(PYTHON) tests/bench/formats_bench.py
+	/usr/bin/python3 tests/bench/campaign_bench.py
 	$(PYTHON) tests/bench/startup_bench.py --before $(STARTUP_BEFORE)
 
 # Generated documentation: the role READMEs from their argument specs, CHANGELOG.md from

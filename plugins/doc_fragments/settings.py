@@ -400,4 +400,222 @@ options:
         Default: the host config file's C(fleet_name) when set there, else bot-detector.
     type: str
     version_added: 2.0.0
+  throttle_list:
+    description:
+      - >-
+        The throttle list: addresses or CIDR networks (one a line, as the blocklist) that nginx
+        answers with HTTP 429, Retry-After and Cache-Control: no-store past throttle_rate. Appended
+        to as the blocklist is (its lock, its exemptions and width guards), never the blocklist
+        itself. Off when unset.
+      - >-
+        Default: the host config file's C(throttle_list) when set there, else off.
+    type: path
+    version_added: 2.0.0
+  challenge_list:
+    description:
+      - >-
+        The challenge list: addresses or CIDR networks (one a line) whose top-level page loads nginx
+        answers with a static page that a browser passes by itself (a signed cookie bound to its
+        address, made by the page's script); a client without JavaScript never passes. Off when
+        unset.
+      - >-
+        Default: the host config file's C(challenge_list) when set there, else off.
+    type: path
+    version_added: 2.0.0
+  answer_dir:
+    description:
+      - >-
+        The directory nginx's njs script looks in: one file per listed key (throttle/KEY,
+        challenge/KEY, its modification time the entry's expiry), made equal to the lists after
+        every change, so that nginx needs no reload for them.
+      - >-
+        Default: the host config file's C(answer_dir) when set there, else
+        /etc/nginx/bot-detector/answers.
+    type: path
+    version_added: 2.0.0
+  answer_time:
+    description:
+      - >-
+        How long an entry of the throttle or challenge list lasts after its latest addition (then it
+        expires as a ban does, with an activity log line). Seconds, or with a unit: 90m, 12h, 7d.
+      - >-
+        Default: the host config file's C(answer_time) when set there, else 1d.
+    type: raw
+    version_added: 2.0.0
+  throttle_rate:
+    description:
+      - >-
+        The rate of requests of one throttled key (address or listed network) that nginx lets
+        through (limit_req rate: NUMBERr/s or NUMBERr/m); above it, 429. Choose it above what the
+        people behind one shared address reach together.
+      - >-
+        Default: the host config file's C(throttle_rate) when set there, else 30r/m.
+    type: str
+    version_added: 2.0.0
+  throttle_burst:
+    description:
+      - >-
+        Requests above throttle_rate a throttled key may make at once before the 429s start
+        (limit_req burst).
+      - >-
+        Default: the host config file's C(throttle_burst) when set there, else 10.
+    type: int
+    version_added: 2.0.0
+  throttle_retry_after:
+    description:
+      - >-
+        The Retry-After of a 429, in seconds.
+      - >-
+        Default: the host config file's C(throttle_retry_after) when set there, else 60.
+    type: int
+    version_added: 2.0.0
+  challenge_pass_time:
+    description:
+      - >-
+        How long a passed challenge lasts (the signed cookie's expiry). Seconds, or with a unit.
+      - >-
+        Default: the host config file's C(challenge_pass_time) when set there, else 1h.
+    type: raw
+    version_added: 2.0.0
+  challenge_secret_file:
+    description:
+      - >-
+        The challenge's HMAC secret, the same on every backend behind the balancer: its first line
+        signs, a second line (the previous secret, during a rotation) is still accepted. Read by
+        nginx (njs) only.
+      - >-
+        Default: the host config file's C(challenge_secret_file) when set there, else
+        /etc/nginx/bot-detector/challenge.secret.
+    type: path
+    version_added: 2.0.0
+  answer_exempt_paths:
+    description:
+      - >-
+        Path prefixes never throttled or challenged (health checks, assets); the challenge's own
+        /.bot-detector/ always.
+      - >-
+        Default: the host config file's C(answer_exempt_paths) when set there, else '/robots.txt',
+        '/favicon.ico', '/.well-known/'.
+    type: list
+    elements: str
+    version_added: 2.0.0
+  campaigns:
+    description:
+      - >-
+        The campaign profile (see the campaigns guide): besides each address, count its network, the
+        distinct addresses of each network, trap hits and what the log shows of its behaviour
+        (assets loaded, referers), in the same pass. An address over the threshold without browser
+        behaviour or one that hit a trap is blocked; a network, an address below the threshold or
+        one that behaves as a browser is at most challenged, never blocked. Off, the reference's
+        rule alone, byte for byte.
+      - >-
+        Default: the host config file's C(campaigns) when set there, else false.
+    type: bool
+    version_added: 2.0.0
+  trap_paths:
+    description:
+      - >-
+        Campaigns: request paths no person asks for (links hidden in listing pages, paths robots.txt
+        disallows), each matched as a path prefix. One request flags its address at once. A path
+        that would match every page (/, or a prefix of a job prefix's path) is refused.
+      - >-
+        Default: the host config file's C(trap_paths) when set there, else off.
+    type: list
+    elements: str
+    version_added: 2.0.0
+  sliding_hour:
+    description:
+      - >-
+        Judge the current hour on a sliding hour, as HAProxy's http_req_rate: its count plus the
+        previous hour's weighted by the share of that hour still inside the last 60 minutes, so that
+        999 requests at :59 and 999 at :00 count as about 1998.
+      - >-
+        Default: the host config file's C(sliding_hour) when set there, else false.
+    type: bool
+    version_added: 2.0.0
+  campaign_behaviour_threshold:
+    description:
+      - >-
+        Campaigns: job-page requests in a window that get an address without browser behaviour
+        challenged, below the threshold.
+      - >-
+        Default: the host config file's C(campaign_behaviour_threshold) when set there, else 100.
+    type: int
+    version_added: 2.0.0
+  campaign_shared_threshold:
+    description:
+      - >-
+        Campaigns: job-page requests in a window that get an address with browser behaviour (many
+        people behind one carrier-grade NAT address) challenged; it is never blocked.
+      - >-
+        Default: the host config file's C(campaign_shared_threshold) when set there, else 5000.
+    type: int
+    version_added: 2.0.0
+  campaign_network_threshold:
+    description:
+      - >-
+        Campaigns: job-page requests in a window, from two or more addresses of one network without
+        browser behaviour, that get the network challenged.
+      - >-
+        Default: the host config file's C(campaign_network_threshold) when set there, else 200.
+    type: int
+    version_added: 2.0.0
+  campaign_network_addresses:
+    description:
+      - >-
+        Campaigns: distinct addresses without browser behaviour that sent job-page requests from one
+        network in a window, that get the network challenged.
+      - >-
+        Default: the host config file's C(campaign_network_addresses) when set there, else 16.
+    type: int
+    version_added: 2.0.0
+  campaign_ipv4_prefix:
+    description:
+      - >-
+        Campaigns: the prefix length of an IPv4 address's network.
+      - >-
+        Default: the host config file's C(campaign_ipv4_prefix) when set there, else 24.
+    type: int
+    version_added: 2.0.0
+  campaign_ipv6_prefixes:
+    description:
+      - >-
+        Campaigns: the prefix lengths of an IPv6 address's networks, each counted (the narrower
+        first: a wider network is judged on the addresses outside the narrower ones decided).
+      - >-
+        Default: the host config file's C(campaign_ipv6_prefixes) when set there, else 64, 48.
+    type: list
+    elements: int
+    version_added: 2.0.0
+  asn_database:
+    description:
+      - >-
+        Campaigns: an offline database of autonomous systems, an ip2asn TSV file (iptoasn.com) or a
+        MaxMind-format ASN database (GeoLite2-ASN, DB-IP ASN Lite; read with python3-maxminddb). An
+        AS whose addresses without browser behaviour reach campaign_as_threshold requests or
+        campaign_as_addresses addresses gets its ranges that carried them challenged, only those
+        where the log shows no job seekers; an AS is never blocked. The collection ships no database
+        (their licences).
+      - >-
+        Default: the host config file's C(asn_database) when set there, else off.
+    type: path
+    version_added: 2.0.0
+  campaign_as_threshold:
+    description:
+      - >-
+        Campaigns: job-page requests in a window from one AS's addresses without browser behaviour
+        that get its ranges without job seekers challenged.
+      - >-
+        Default: the host config file's C(campaign_as_threshold) when set there, else 300.
+    type: int
+    version_added: 2.0.0
+  campaign_as_addresses:
+    description:
+      - >-
+        Campaigns: distinct addresses without browser behaviour of one AS in a window that get its
+        ranges without job seekers challenged.
+      - >-
+        Default: the host config file's C(campaign_as_addresses) when set there, else 20.
+    type: int
+    version_added: 2.0.0
 '''

@@ -289,6 +289,28 @@ formats:
   type: dict
   sample: {/var/log/nginx/jobs.json: nginx_json}
   version_added: 2.0.0
+challenged:
+  description:
+    - With O(campaigns), the campaign profile's decisions softer than a block, in order, once each; they go to
+      O(challenge_list) when it is set, never to the blocklist.
+  returned: with O(campaigns)
+  type: list
+  elements: dict
+  contains:
+    address:
+      description: The address or CIDR network challenged.
+      type: str
+    count:
+      description: Its job-page requests in the window.
+      type: int
+    window:
+      description: The window, V(previous) or V(current).
+      type: str
+    reason:
+      description: Why, for instance V(network 203.0.113.0/24, 254 addresses).
+      type: str
+  sample: [{address: 203.0.113.0/24, count: 6000, window: current, reason: "network 203.0.113.0/24, 254 addresses"}]
+  version_added: 2.0.0
 counts:
   description:
     - With O(report_floor) or O(mode=report), per window name, every address with that many requests or more.

@@ -31,6 +31,9 @@ for tool in "${!package_of[@]}"; do
 done
 has_python3_redis() { [ -f /usr/lib/python3/dist-packages/redis/__init__.py ]; }
 has_python3_redis || missing+=(python3-redis)
+# The campaign profile's MaxMind-format AS databases (asn_database) are read with Debian's python3-maxminddb.
+has_python3_maxminddb() { [ -f /usr/lib/python3/dist-packages/maxminddb/__init__.py ]; }
+has_python3_maxminddb || missing+=(python3-maxminddb)
 [ ${#missing[@]} -eq 0 ] && has_locale && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "install-prereqs: missing ${missing[*]:-} ${test_locale}; install them (as root, with apt-get) and run again" >&2
@@ -65,3 +68,4 @@ if ! has_locale; then
 fi
 has_locale || { echo "install-prereqs: the ${test_locale} locale is still missing" >&2; exit 1; }
 has_python3_redis || { echo "install-prereqs: python3-redis still missing" >&2; exit 1; }
+has_python3_maxminddb || { echo "install-prereqs: python3-maxminddb still missing" >&2; exit 1; }

@@ -187,7 +187,10 @@ CRON_RUN_MODULES = {
     'bot_detector', 'bot_detector.drivers.cli', 'bot_detector.drivers.run', 'bot_detector.drivers.after_change',
     'bot_detector.base', 'bot_detector.base.clock', 'bot_detector.base.errors', 'bot_detector.base.messages', 'bot_detector.base.text',
     'bot_detector.values', 'bot_detector.values.config', 'bot_detector.values.settings', 'bot_detector.values.log_formats',
+    'bot_detector.values.answer_settings',
     'bot_detector.values.checks', 'bot_detector.lists.allow', 'bot_detector.drivers.format_hint',
+    'bot_detector.values.fleet_settings',
+    'bot_detector.values.campaign_settings',    # rows of the one table: the command's options are built from all of them
     'bot_detector.reading', 'bot_detector.reading.chunks', 'bot_detector.reading.incremental', 'bot_detector.reading.logfile',
     'bot_detector.reading.spill', 'bot_detector.reading.budget', 'bot_detector.reading.state', 'bot_detector.reading.saves', 'bot_detector.reading.tally',
     'bot_detector.decision', 'bot_detector.decision.addresses', 'bot_detector.decision.choice', 'bot_detector.decision.rules',

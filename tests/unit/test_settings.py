@@ -151,7 +151,14 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'log_format': 'auto', 'log_formats': ['/srv/a b.log=nginx_json', '/srv/c=caddy'],
               'log_json_fields': {'address': 'real_ip'}, 'trusted_proxies': ['10.0.0.0/8', '::1'],
               'haproxy_user_agent_capture': 2, 'fleet_store': 'redis://bd@store:6379/1?cluster=no',
-              'fleet_store_password_file': '/srv/fleet pw', 'fleet_host': 'web-7.example', 'fleet_name': 'jobs-eu'}
+              'fleet_store_password_file': '/srv/fleet pw', 'fleet_host': 'web-7.example', 'fleet_name': 'jobs-eu',
+              'campaigns': True, 'trap_paths': ['/jobs/x y/', '/hidden'], 'sliding_hour': True,
+              'campaign_behaviour_threshold': 50, 'campaign_shared_threshold': 4000, 'campaign_network_threshold': 300,
+              'campaign_network_addresses': 8, 'campaign_ipv4_prefix': 22, 'campaign_ipv6_prefixes': [56, 40],
+              'asn_database': '/srv/ip2asn v4.tsv', 'campaign_as_threshold': 500, 'campaign_as_addresses': 30,
+              'throttle_list': '/srv/t list', 'challenge_list': '/srv/c', 'answer_dir': '/srv/answers', 'answer_time': 7200,
+              'throttle_rate': '5r/s', 'throttle_burst': 0, 'throttle_retry_after': 30, 'challenge_pass_time': 600,
+              'challenge_secret_file': '/srv/secret', 'answer_exempt_paths': ['/healthz', '/static/']}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'
     path.write_text(format_config(values, header='# managed'))

@@ -41,13 +41,19 @@ SPILL_DROPPED = ('memory for counts full (%(limit)d distinct addresses): the cou
 # The activity log line of an addition; a note marks a decision not taken by this host's
 # own count: 'RPH=3000 (fleet)'.
 ACTIVITY_ADDED = '%(date)s | IP addess %(address)s added to the block list, RPH=%(count)d%(note)s'
-ACTIVITY_ADDED_PATTERN = br' \| IP addess (\S+) added to the block list, RPH=(\d+)(?: \((\w+)\))?$'
+# A campaign's block says why, in words ('RPH=120 (trap, 1 hits, no browser behaviour: 0 assets, 0 referers)').
+ACTIVITY_ADDED_PATTERN = br' \| IP addess (\S+) added to the block list, RPH=(\d+)(?: \((\w+)\)| \([^()]* [^()]*\))?$'
 
 
 def blocking(address, count, check_mode=False, note=None):
     """'Blocking IP address: <ip> (<count> requests)', the spec's line; check mode says 'Would block'."""
     return '%s IP address: %s (%d requests%s)' % (
         'Would block' if check_mode else 'Blocking', address, count, ', %s' % note if note else '')
+
+
+BROWSER_SPARED = 'IP address %s behaves as a browser and will not be blocked (%d requests, %s).'
+CHALLENGES_UNLISTED = ('%d challenge decisions of the campaign profile are not listed anywhere: challenge_list is not set '
+                       '(they never go to the blocklist)')
 
 
 def activity_added(date, address, count, note=None):
@@ -176,3 +182,21 @@ def status_enforcement(state, date_format):
         'in sync' if state['in_sync'] else 'not in sync with the blocklist', state['entries'],
         'entry' if state['entries'] == 1 else 'entries',
         'an unknown time' if state['loaded_epoch'] is None else date_format(state['loaded_epoch'])))
+
+
+# The answers softer than a block (lists/answers.py): their own activity lines, which the
+# blocklist's history does not read as additions or removals of the blocklist.
+ACTIVITY_ANSWERED = '%(date)s | IP addess %(address)s added to the %(answer)s list (%(reason)s)'
+ACTIVITY_ANSWERED_PATTERN = br' \| IP addess (\S+) added to the (throttle|challenge) list \(([^)]*)\)$'
+ACTIVITY_UNANSWERED = '%(date)s | IP addess %(address)s removed from the %(answer)s list (%(reason)s)'
+ACTIVITY_UNANSWERED_PATTERN = br' \| IP addess (\S+) removed from the (throttle|challenge) list \(([^)]*)\)$'
+ANSWERING = '%s IP address: %s (%s)'
+ANSWER_REFUSED = '%s list: %s refused: %s'
+ANSWER_NOT_LISTED = 'IP address %s is not in the %s list.'
+STATUS_ANSWER_HEADING = '%s list %s: %d %s'
+STATUS_ANSWER_ENTRY = '%s  added %s (%s); %s'
+
+
+def unanswering(kind, address, check_mode=False):
+    """'Unthrottling IP address: <ip>' ('Would unchallenge ...' in check mode)."""
+    return '%s IP address: %s' % (('Would un%s' % kind) if check_mode else 'Un%sing' % kind[:-1], address)

@@ -12,6 +12,9 @@ __metaclass__ = type
 
 
 def rules_for(settings, resolver=None):
+    if getattr(settings, 'campaigns', False):
+        from .campaigns import CampaignRules    # the campaign profile only: a default run loads none of it
+        return CampaignRules(settings, resolver)
     if settings.rules == 'precise':
         from .precise import PreciseRules       # precise mode only: a spec run loads none of it
         return PreciseRules(settings, resolver)

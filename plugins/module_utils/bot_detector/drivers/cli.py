@@ -99,6 +99,15 @@ def build_parser():
                         help='instead of a detection run (no LOG): remove the blocklist lines equal to ADDR, under the '
                              "run's lock, keeping every other line, the file's owner and mode; each removal is one "
                              'activity log line. Repeat for several.')
+    for kind, what in (('throttle', 'answered with HTTP 429 past throttle_rate'),
+                       ('challenge', "whose page loads are answered with the browser check")):
+        parser.add_argument('--' + kind, action='append', metavar='ADDR',
+                            help='instead of a detection run (no LOG): put ADDR (an address or CIDR network) on the %s '
+                                 'list (%s_list), %s, until answer_time after; one activity log line each. '
+                                 'Repeat for several.' % (kind, kind, what))
+    parser.add_argument('--nginx-snippet', choices=('http', 'server', 'js', 'page'),
+                        help="print the nginx configuration the answers need for the settings given: the http block's "
+                             "part, the server block's, the njs script or the challenge page; reads and writes nothing")
     parser.add_argument('--status', action='store_true',
                         help='instead of a detection run: each blocklist entry with when and why it was added and '
                              'when it expires; with LOG, also the top addresses of the current windows against the '
@@ -161,7 +170,11 @@ def _main(argv):
         parser.error('--unblock takes no LOG and no --status')
     if args.enforce_now and (args.log or args.status or args.unblock or args.check):
         parser.error('--enforce-now takes no LOG, --status, --unblock or --check')
-    if not args.log and not args.unblock and not args.status and not args.enforce_now:
+    hand = [kind for kind in ('throttle', 'challenge') if getattr(args, kind)]
+    if (hand or args.nginx_snippet) and (args.log or args.status or args.unblock or args.enforce_now or args.follow
+                                         or len(hand) + bool(args.nginx_snippet) > 1):
+        parser.error('--throttle, --challenge and --nginx-snippet take no LOG, no other action and not each other')
+    if not args.log and not args.unblock and not args.status and not args.enforce_now and not hand and not args.nginx_snippet:
         for line in USAGE_LINES:   # docs/contract.md, rule 1: three lines on standard output, exit 1
             emit(line)
         return EXIT_SPEC_ERROR
@@ -183,6 +196,14 @@ def _main(argv):
                 parser.error('--enforce-now: setting enforcement is none (set it to nftables or nginx)')
             from .after_change import enforce_now      # --enforce-now only
             result = enforce_now(settings, emit=None if args.json else emit, on_warning=warn)
+        elif args.nginx_snippet:
+            from ..enforce.answers_nginx import snippet     # --nginx-snippet only
+            sys.stdout.write(snippet(settings, args.nginx_snippet))
+            return EXIT_OK
+        elif hand:
+            from .answers import answer_by_hand     # --throttle, --challenge only
+            result = answer_by_hand(settings, hand[0], getattr(args, hand[0]), check_mode=args.check,
+                                    emit=None if args.json else emit, on_warning=warn)
         elif args.unblock:
             from .unblock import unblock      # --unblock only
             result = unblock(settings, args.unblock, check_mode=args.check, emit=None if args.json else emit,

@@ -21,12 +21,12 @@ import time
 
 from ..base.clock import hour_windows
 from ..base.errors import bad_option
-from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, EXECUTION_TIME, FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES,
-                             NOT_COMBINED, READ_AS, UNREADABLE_FORMAT)
+from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, ANSWERING, BROWSER_SPARED, CHALLENGES_UNLISTED, EXECUTION_TIME,
+                             FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES, NOT_COMBINED, READ_AS, UNREADABLE_FORMAT)
 from ..base.text import printable, to_bytes, to_text
 from ..decision.addresses import entry_key, server_addresses
 from ..decision.choice import rules_for
-from ..decision.rules import BELOW_THRESHOLD, BLOCK, counts_at_least, counts_of, decide
+from ..decision.rules import ALLOW_LISTED, BELOW_THRESHOLD, BLOCK, INVALID, counts_at_least, counts_of, decide
 from ..lists.allow import read_exclusions
 from ..lists.content import count_lines, read_list
 from ..lists.writer import BlocklistWriter, removal_pending
@@ -179,29 +179,41 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
             problem = save(settings.state_dir, states, settings.state_budget)
             for line in problem.split('\n') if problem else ():
                 result.warn(line)
-    decide_and_append(result, settings, rules, counts, server_ips, after=save_states)
+    decide_and_append(result, settings, rules, counts, server_ips, after=save_states, now=now)
     result.rules = rules.name
     result.verifications = rules.verifications
     result.duration = int(time.time()) - start
     result.say(EXECUTION_TIME % result.duration)
 
 
-def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=True, after=None, records_under=True):
+def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=True, after=None, records_under=True, now=None):
     """The one decision step (rules 5.3.7 to 6), a run's and a follower's (follow.py): under
     the lock, the lists read (expired bans removed first, with ``expire_bans``), each
     window's ranked records judged, each block appended; then ``after()``, still under the
     lock, after the appends: a state saved there by a process killed before it keeps the
     old one, which costs a cold start or a re-read, never a count. Without
     ``records_under`` (a follower, which shows no record), the records under the threshold
-    may be left out of the ranking: they get no verdict, and leaving them out changes none."""
+    may be left out of the ranking: they get no verdict, and leaving them out changes none.
+    With the campaign profile (rules.campaigns), each window's other keys are judged too;
+    with ``sliding_hour``, the current window's counts are the sliding hour's at ``now``."""
     # Ranked before the lock: the ranking reads no list, and the precise rules' crawler
     # verification (DNS, up to dns_budget seconds) must not hold the lock.
     at_least = None if records_under else settings.threshold
     fleet = getattr(counts, 'fleet_records', {})        # with a fleet store: per window, the fleet's own records
-    ranked = [(window, rules.examined(counter, server_ips, settings.top, at_least)) for window, counter in counts]
+    windows = list(counts)
+    if getattr(settings, 'sliding_hour', False):
+        from ..decision.campaigns import sliding, sliding_weight    # the sliding hour only
+        windows[-1] = (windows[-1][0], sliding(whole(windows[0][1]), whole(windows[-1][1]), sliding_weight(now)))
+    campaigns = getattr(rules, 'campaigns', None)
+    if campaigns is not None and result.answers is None:
+        result.answers = {}
+    ranked = []
+    for window, counter in windows:
+        records = rules.examined(counter, server_ips, settings.top, at_least)
+        ranked.append((window, records, campaigns.judge(whole(counter), records, server_ips) if campaigns else ({}, ())))
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     try:
-        for window, records in ranked:
+        for window, records, (judged, others) in ranked:
             result.say(window.heading)
             fleet_records = fleet_beside(records, fleet.get(window.stamp, ()), settings.threshold)
             result.window(window, records + fleet_records)
@@ -209,11 +221,48 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 verdict = decide(count, key, settings.threshold, lists)
                 if verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
-                    _act(result, writer, lists, verdict, key, entry, 'fleet' if (count, key) in fleet_records else None)
+                    note = 'fleet' if (count, key) in fleet_records else None
+                    if verdict == BLOCK and key in judged:
+                        note = judged[key].reason
+                        if judged[key].answer is None:
+                            result.say(BROWSER_SPARED % (entry['address'], count, note))
+                            continue
+                        if judged[key].answer != BLOCK:
+                            result.answer(judged[key].answer, dict(entry, reason=note))
+                            continue
+                    _act(result, writer, lists, verdict, key, entry, note)
+            for decision in others:
+                entry = {'address': to_text(decision.key), 'count': decision.count, 'window': window.name}
+                verdict = lists.verdict(decision.key) if b'/' not in decision.key else BLOCK
+                if decision.answer == BLOCK or verdict in (ALLOW_LISTED, INVALID):
+                    _act(result, writer, lists, verdict, decision.key, entry, decision.reason)
+                elif verdict == BLOCK:      # not to the blocklist: a challenge list of its own
+                    result.answer(decision.answer, dict(entry, reason=decision.reason))
         if after is not None:
             after()
     finally:
         writer.unlock()
+    if result.answers:
+        _list_answers(settings, result)
+
+
+def _list_answers(settings, result):
+    """The campaign profile's challenges onto the challenge list (lists/answers.py, under its own
+    lock, after the blocklist's), those not on it already; without one, only said and warned."""
+    decisions = [(to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason']))
+                 for entry in result.answers.get('challenge', ())]
+    if not settings.challenge_list:
+        for key, reason in decisions:
+            result.say(ANSWERING % ('Would challenge' if result.check_mode else 'Challenging', to_text(key), reason))
+        if decisions:
+            result.warn(CHALLENGES_UNLISTED % len(decisions))
+        return
+    from ..lists.answers import answer     # a campaign's challenges only
+    from ..lists.content import entries     # a campaign's challenges only
+    present = set(entry_key(line) for line in entries(read_list(settings.challenge_list)))
+    fresh = [(key, reason) for key, reason in decisions if entry_key(key) not in present]
+    if fresh:
+        answer(settings, 'challenge', fresh, result.check_mode, emit=result.say, on_warning=result.warn)
 
 
 def fleet_beside(records, fleet_records, threshold):
@@ -330,7 +379,7 @@ def reported_counts(rules, counts, server_ips, floor):
     for window, counter in counts:
         if rules.name == 'spec':
             reported[window.name] = dict((printable(to_text(key)), count) for key, count in
-                                         counts_at_least(whole(counter), server_ips, floor).items())
+                                         counts_at_least(whole(counter), server_ips, floor).items() if key[:1] != b'\t')  # no campaign signal
         else:
             reported[window.name] = _key_counts(rules, counter, server_ips, floor=floor)
     return reported

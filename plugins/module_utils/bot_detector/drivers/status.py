@@ -15,10 +15,12 @@ from ..base.clock import date_default_format
 from ..base.errors import BotDetectorError
 from ..base.text import printable, to_text
 from ..decision.rules import decide
+from ..lists.answers import listed
 from ..lists.content import read_list
 from ..lists.expiry import bans
 from ..lists.writer import lock_directory
 from ..reading.spill import Session
+from ..values.answer_settings import ANSWERS
 from .follower_state import running
 from .run import count_logs
 
@@ -37,6 +39,7 @@ class Status:
         self.followers = []
         self.enforcement_state = None     # enforce/state.py (not 'enforcement': a sync's, whose exit status is 4)
         self.fleet_store = None     # with fleet_store: fleet_store_status()
+        self.answers = {}           # {answer: [entry]} of each answer list set (lists/answers.py)
 
     def warn(self, line):
         self.warnings.append(line)
@@ -51,6 +54,8 @@ class Status:
             output['enforcement'] = self.enforcement_state
         if self.fleet_store is not None:
             output['fleet_store'] = self.fleet_store
+        if self.answers:
+            output['answers'] = self.answers
         return printable(output)
 
     def lines(self):
@@ -67,6 +72,13 @@ class Status:
                 verdict = messages.STATUS_VERDICTS[record['verdict']]
                 out.append(messages.STATUS_RECORD % (record['count'], record['percent'], record['address'],
                                                      '  ' + verdict if verdict else ''))
+        for kind, found in sorted(self.answers.items()):
+            out.append(messages.STATUS_ANSWER_HEADING % (kind.capitalize(), found['list'], len(found['entries']),
+                                                         'entry' if len(found['entries']) == 1 else 'entries'))
+            for entry in found['entries']:
+                expires = 'never expires' if entry['expires'] is None else 'expires %s' % date_default_format(entry['expires'])
+                out.append(messages.STATUS_ANSWER_ENTRY % (entry['address'], entry['added'] or 'by hand', entry['reason'] or '',
+                                                           expires))
         if self.enforcement_state is not None:
             out.append(messages.status_enforcement(self.enforcement_state, date_default_format))
         if self.fleet_store is not None:
@@ -110,6 +122,10 @@ def status(settings, logs=(), now=None, resolver=None):
             'state': entry_state(settings, ban, wall),
         })
         report.entries.append(entry)
+    for kind in ANSWERS:
+        if getattr(settings, kind + '_list'):
+            report.answers[kind] = {'list': getattr(settings, kind + '_list'),
+                                    'entries': [entry.as_dict() for entry in listed(settings, kind)]}
     if settings.enforcement != 'none':
         from ..enforce.state import enforcement_state     # with enforcement only
         report.enforcement_state = enforcement_state(settings, content)

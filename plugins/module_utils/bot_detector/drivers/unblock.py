@@ -6,12 +6,15 @@ run's lock, with the lists' removal step (lists/removal.py); then what follows a
 
 from __future__ import absolute_import, division, print_function
 
-from ..base.messages import NOT_LISTED, UNBLOCK_REASON, unblocking
+from ..base.messages import NOT_LISTED, UNBLOCK_REASON, unanswering, unblocking
 from ..base.text import to_text
+from ..lists.answers import unanswer
 from ..lists.removal import remove, wanted_addresses
 from ..lists.writer import BlocklistWriter
 from ..reporting.result import Result
+from ..values.answer_settings import ANSWERS
 from .after_change import recorded
+from .answers import sync_answers
 
 __metaclass__ = type
 
@@ -22,6 +25,7 @@ def unblock(settings, addresses, check_mode=False, emit=None, on_warning=None):
     result = Result(check_mode, emit, on_warning)
     wanted = wanted_addresses(addresses)
     result.unblocked, result.not_listed = [], []
+    answered = set()
     with recorded(settings, result):
         writer = BlocklistWriter(settings.blocklist, settings.activity_log, settings.lock_timeout)
         if not check_mode:
@@ -30,6 +34,14 @@ def unblock(settings, addresses, check_mode=False, emit=None, on_warning=None):
             removed = remove(writer, wanted, lambda address: UNBLOCK_REASON, result, check_mode)[0]
         finally:
             writer.unlock()
+        for kind in ANSWERS:        # the softer answers' lists too: unblock means no answer at all
+            if getattr(settings, kind + '_list'):
+                for address, lines in unanswer(settings, kind, wanted, check_mode).items():
+                    result.unblocked.append({'address': to_text(address), 'lines': lines, 'answer': kind})
+                    result.say(unanswering(kind, to_text(address), check_mode))
+                    answered.add(address)
+        if answered and not check_mode:
+            sync_answers(settings)
         for address in wanted:
             if address in removed:
                 result.unblocked.append({'address': to_text(address), 'lines': removed[address]})
@@ -37,7 +49,7 @@ def unblock(settings, addresses, check_mode=False, emit=None, on_warning=None):
         text = to_text(address)
         if address in removed:
             result.say(unblocking(text, check_mode))
-        else:
+        elif address not in answered:
             result.say(NOT_LISTED % text)
             result.not_listed.append(text)
     return result

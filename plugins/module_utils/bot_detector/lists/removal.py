@@ -104,7 +104,7 @@ def without(content, wanted):
     return b''.join(kept), removed, indexes
 
 
-def remove(writer, wanted, reason_of, result, check_mode):
+def remove(writer, wanted, reason_of, result, check_mode, line_of=activity_removed):
     """Remove the lines that are one of ``wanted`` from the writer's blocklist (the caller
     holds the lock unless ``check_mode``), each address removed logged first, its reason
     ``reason_of(address)``. Returns ({address: lines removed}, the content after); files
@@ -151,7 +151,7 @@ def remove(writer, wanted, reason_of, result, check_mode):
                 if activity_fd is None:     # checked before anything is written, as for an addition
                     activity_fd = writer.open_for_append(writer.activity_log, create=False)
                 date = date_default_format()
-                lines = [to_bytes(activity_removed(date, to_text(address), reason_of(address))) + b'\n'
+                lines = [to_bytes(line_of(date, to_text(address), reason_of(address))) + b'\n'
                          for address in wanted if address in removed and address not in logged]
 
                 last = attempt == REWRITE_ATTEMPTS - 1

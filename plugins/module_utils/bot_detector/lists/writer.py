@@ -210,7 +210,11 @@ class BlocklistWriter:
         opened, an absent one's directory checked) before either is written, and when the
         activity line then fails, the blocklist line is taken back (take_back). ``note``
         (fleet, sync) marks a decision not taken by this host's own count: 'RPH=3000 (fleet)'."""
-        entry = to_bytes(activity_added(date_default_format(), to_text(address), count, note)) + b'\n'
+        self.append(address, to_bytes(activity_added(date_default_format(), to_text(address), count, note)) + b'\n')
+
+    def append(self, address, entry):
+        """Append ``address`` (bytes) to the list and ``entry`` (its activity line, bytes ending in a
+        newline) to the activity log, both or neither, as block() says."""
         activity_fd = self.open_for_append(self.activity_log, create=False)
         try:
             blocklist_fd = self.open_for_append(self.blocklist)

@@ -58,7 +58,9 @@ TOP_ENTRIES = 100             # an hour's first entries kept apart: enough to ra
 # What decides which lines are counted and how, and which files are read: a state made
 # under other values is not used.
 COUNTING_SETTINGS = ('rules', 'job_prefixes', 'search_engine', 'crawlers', 'rotated', 'seek', 'seek_margin')
-FORMAT_SETTINGS = ('log_format', 'log_formats', 'log_json_fields', 'trusted_proxies', 'haproxy_user_agent_capture')
+# The formats' and the campaign profile's counting settings (signals and traps are counted keys), only when set.
+FORMAT_SETTINGS = ('log_format', 'log_formats', 'log_json_fields', 'trusted_proxies', 'haproxy_user_agent_capture',
+                   'campaigns', 'trap_paths')
 
 
 class StateError(Exception):

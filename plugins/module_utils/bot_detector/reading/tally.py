@@ -190,9 +190,10 @@ class Tally:
             if self.reader is not None:
                 self.reader.failed(example or b'')      # too long to decode (chunks.LONG_LINE_READ)
             return
+        count = getattr(self.line_filter, 'count_stand_in', self.line_filter.count_into)     # campaigns: no signals
         for stamp, counter in self.counters.items():
             if stamp in found:
-                self.line_filter.count_into([stand_in], counter)
+                count([stand_in], counter)
         self.within_budget()
 
     def window_counts(self, windows):

@@ -50,6 +50,7 @@ class Result:
         self.not_listed = None
         self.enforcement = None      # with enforcement: the last sync's status (enforce/sync.Status.as_dict)
         self.unreadable_lists = None     # once the lists are read: {list: why} of those that could not be (allow.py)
+        self.answers = None          # campaigns: {answer: [entry]} of the decisions softer than a block
         self.fleet = None            # with fleet_store: {store (no password), host, up, decisions_received} (drivers/fleet.py)
 
     @property
@@ -72,10 +73,18 @@ class Result:
             self.block_lines.append(messages.blocking(entry['address'], entry['count'], self.check_mode, note))
             self.say(self.block_lines[-1])
             self.appended.append(key)
-            self.additions[note or 'own'] = self.additions.get(note or 'own', 0) + 1
+            reason = note if note in ('fleet', 'sync') else 'own'     # a campaign's block is this host's own
+            self.additions[reason] = self.additions.get(reason, 0) + 1
         else:
             self.say(_VERDICT_LINES[verdict](entry))
         self.by_verdict[verdict].append(entry)
+
+    def answer(self, answer, entry):
+        """File a decision softer than a block (campaigns: a challenge), once a run per key; the
+        drivers list it (run._list_answers)."""
+        found = self.answers.setdefault(answer, [])
+        if all(entry['address'] != other['address'] for other in found):
+            found.append(entry)
 
     def window(self, window, records):
         self.windows.append({
@@ -114,6 +123,8 @@ class Result:
             extra['formats'] = self.formats     # log_format auto: {log: the format detected}
         if self.fleet is not None:
             extra['fleet'] = self.fleet
+        if self.answers is not None:
+            extra['challenged'] = self.answers.get('challenge', [])
         return printable(dict(extra, **{
             'changed': self.changed,
             'check_mode': self.check_mode,

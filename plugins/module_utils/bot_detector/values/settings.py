@@ -8,7 +8,6 @@ file's key, the module's option and the role's ``bot_detector_<name>`` variable)
 default, bounds and help. The command's options (cli.py), the module's argument_spec
 and documentation fragment, the role's argument_specs, the README's tables and the
 config file's parser and writer all come from this table.
-
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +17,9 @@ import re
 from ..base.clock import format_duration, parse_duration
 from ..base.errors import bad_option
 from ..base.text import quote_item as _quote, unquote_item as _unquote
+from .answer_settings import ANSWER_ROWS, check_answers
+from .campaign_settings import CAMPAIGN_ROWS, check_campaigns
+from .fleet_settings import FLEET_ROWS
 from .checks import check_fleet, check_formats, check_server_ips
 from .log_formats import CHOICES as LOG_FORMATS, parse_overrides
 
@@ -47,8 +49,7 @@ KINDS = ('path', 'str', 'int', 'float', 'bool', 'list', 'dict', 'duration')
 ANSIBLE_TYPES = {'path': 'path', 'str': 'str', 'int': 'int', 'float': 'float', 'bool': 'bool', 'list': 'list',
                  'dict': 'dict', 'duration': 'raw'}
 _TRUE = ('true', 'yes', 'on', '1')
-# A role_default that is the setting's own default (a path the role's tasks also need).
-SAME = object()
+SAME = object()     # a role_default that is the setting's own default (a path the role's tasks also need)
 _FALSE = ('false', 'no', 'off', '0')
 
 
@@ -380,19 +381,7 @@ SETTINGS = (
     Setting('nginx_reload_command', 'str', 'nginx -s reload',
             'nginx enforcement: the command that reloads nginx after a passed test.', metavar='COMMAND',
             group='enforcement', version_added='2.0.0'),
-    Setting('fleet_store', 'str', None,
-            'Share counts with the fleet through Redis or Valkey (follow mode, state_dir runs): '
-            'redis://[USER[:PASSWORD]@]HOST:PORT/DB, rediss:// (TLS) or unix://PATH?db=DB; ?cluster=yes for a '
-            'Redis Cluster. Never shown with its password; a password holding / ? # [ ] is percent-encoded '
-            '(or in fleet_store_password_file). Off when unset.', metavar='URL', group='fleet', version_added='2.0.0'),
-    Setting('fleet_store_password_file', 'path', None, "The fleet store's password, read from this file (its first line).",
-            metavar='PATH', group='fleet', version_added='2.0.0'),
-    Setting('fleet_host', 'str', None, "This host's name in the fleet (its counts in the store kept per log of this machine).",
-            metavar='NAME', default_text="the host's name", group='fleet', version_added='2.0.0'),
-    Setting('fleet_name', 'str', 'bot-detector', "The store's key prefix, so that several fleets share one store "
-            "(no * ? [ ] \\ { } : or blanks: its ACL user's key pattern and the keys' hash tag would read them).",
-            metavar='NAME', group='fleet', version_added='2.0.0'),
-)
+) + tuple(Setting(name, kind, default, text, **more) for name, kind, default, text, more in FLEET_ROWS + ANSWER_ROWS + CAMPAIGN_ROWS)
 
 BY_NAME = dict((s.name, s) for s in SETTINGS)
 ALIASES = dict((alias, s.name) for s in SETTINGS for alias in s.aliases)
@@ -438,6 +427,8 @@ class Settings:
         check_server_ips(self.server_ips)
         check_formats(self.log_json_fields, self.trusted_proxies)
         check_fleet(self)
+        check_campaigns(self)
+        check_answers(self)
         for name, crawler in self.crawlers.items():
             try:
                 re.compile(crawler['user_agent'])

@@ -1,0 +1,218 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Autonomous systems from an offline database (setting ``asn_database``; issue 45): which AS
+and which of its ranges an address is in.
+
+Two formats, told by their first bytes: the ip2asn TSV files iptoasn.com publishes (one range
+a line, ``range_start range_end AS_number country AS_description``, IPv4 and IPv6, sorted),
+held as sorted arrays (array module: starts, ends, AS numbers; IPv6 by the first 64 bits of
+its ranges' bounds), and a MaxMind-format database (GeoLite2-ASN, DB-IP's ASN Lite) read in
+place through Debian's python3-maxminddb, imported only here, only when such a file is set
+(under ``python3 -S`` its dist-packages is added to the path then, as for redis-py).
+
+A file that is a link, not a regular file, larger than MAX_BYTES, truncated, unsorted or not
+a database is refused with one line naming it (exit status 2), before any log is read."""
+
+from __future__ import absolute_import, division, print_function
+
+import operator
+import os
+import socket
+import stat
+import sys
+from array import array
+from bisect import bisect_right
+from functools import partial
+from itertools import compress, repeat
+from operator import contains, ge, gt, itemgetter, not_
+
+from ..base.errors import bad_option
+
+__metaclass__ = type
+
+DEBIAN_PACKAGES = '/usr/lib/python3/dist-packages'
+MAX_BYTES = 256 * 1024 * 1024       # ip2asn-combined is about 30 MB, GeoLite2-ASN about 10 MB
+MMDB_MARKER = b'\xab\xcd\xefMaxMind.com'
+
+
+def _refuse(path, why):
+    return bad_option('asn_database: %s: %s' % (path, why))
+
+
+def open_database(path):
+    """The database in ``path``, checked: an Ip2asn or an Mmdb."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+    except OSError as exc:
+        raise _refuse(path, 'a symbolic link (give the file itself)' if os.path.islink(path) else exc.strerror or str(exc))
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise _refuse(path, 'not a regular file')
+    with os.fdopen(fd, 'rb') as handle:
+        if info.st_size > MAX_BYTES:
+            raise _refuse(path, 'larger than %d MiB (%d bytes): not an AS database' % (MAX_BYTES >> 20, info.st_size))
+        if info.st_size == 0:
+            raise _refuse(path, 'empty')
+        head = handle.read(4096)
+        handle.seek(max(0, info.st_size - 128 * 1024))
+        tail = handle.read()
+        if MMDB_MARKER in tail:
+            return Mmdb(path)
+        if b'\0' in head:
+            raise _refuse(path, 'not an ip2asn TSV file or a MaxMind database')
+        handle.seek(0)
+        return Ip2asn(path, handle.read())
+
+
+BLOCK = 1 << 20            # bytes of whole rows converted at a time: bounded memory
+
+
+class Ip2asn:
+    """An ip2asn TSV file as sorted arrays. ``lookup_number(version, number)``: (AS number,
+    its range) or None (not routed, AS 0)."""
+
+    def __init__(self, path, data):
+        if not data.endswith(b'\n'):
+            raise _refuse(path, 'truncated (its last line has no end)')
+        self.v4 = (array('I'), array('I'), array('I'))
+        self.v6 = (array('Q'), array('Q'), array('I'))
+        self.names = {}
+        try:
+            if self._blocks(data):
+                return
+        except (OSError, ValueError, OverflowError):
+            pass
+        self._rows(path, data)      # the line at fault, found and named line by line
+
+    def _blocks(self, data):
+        """The file read BLOCK bytes of whole rows at a time, each a column at a time, by C-level
+        passes (iptoasn.com's 500,000 rows in about a second); False when a row is not five
+        fields or out of order (the slow path names it)."""
+        at = 0
+        while at < len(data):
+            end = data.find(b'\n', min(at + BLOCK, len(data) - 1)) + 1
+            rows = data.count(b'\n', at, end)
+            fields = data[at:end - 1].replace(b'\t', b'\n').split(b'\n')
+            at = end
+            if len(fields) != 5 * rows:
+                return False
+            starts, ends = fields[0::5], fields[1::5]
+            numbers = array('I', map(int, fields[2::5]))
+            six = list(map(contains, starts, repeat(b':')))
+            for table, version in ((self.v4, 4), (self.v6, 6)):
+                chosen = list(map(operator.and_, map(bool, numbers), six if version == 6 else map(not_, six)))
+                if not any(chosen):
+                    continue
+                for column, texts in ((table[0], starts), (table[1], ends)):
+                    joined = b'\n'.join(texts if all(chosen) else compress(texts, chosen))
+                    texts = joined.decode('ascii').split('\n')
+                    if version == 4:
+                        if joined.count(b'.') != 3 * len(texts) or b':' in joined:
+                            return False
+                        packed = map(socket.inet_aton, texts)
+                    else:
+                        packed = map(itemgetter(slice(0, 8)), map(partial(socket.inet_pton, socket.AF_INET6), texts))
+                    grown = array(column.typecode)
+                    grown.frombytes(b''.join(packed))
+                    if sys.byteorder == 'little':
+                        grown.byteswap()
+                    column.extend(grown)
+                table[2].extend(compress(numbers, chosen))
+            self.names.update(zip(numbers, fields[4::5]))
+        for first, last, dummy in (self.v4, self.v6):
+            if not all(map(ge, last, first)) or not all(map(gt, first[1:], last[:-1])):
+                return False
+        return True
+
+    def _rows(self, path, data):
+        self.v4 = (array('I'), array('I'), array('I'))
+        self.v6 = (array('Q'), array('Q'), array('I'))
+        self.names = {}
+        inet_pton, af6 = socket.inet_pton, socket.AF_INET6
+        from_bytes = int.from_bytes
+        for number, line in enumerate(data.split(b'\n')[:-1], 1):
+            fields = line.split(b'\t')
+            try:
+                if len(fields) != 5:
+                    raise ValueError('%d fields, not 5' % len(fields))
+                start, end, asn = fields[0], fields[1], int(fields[2])
+                if not 0 <= asn < 2 ** 32:
+                    raise ValueError('AS number out of range')
+                if b':' in start:
+                    table = self.v6
+                    low, high = from_bytes(inet_pton(af6, start.decode('ascii'))[:8], 'big'), \
+                        from_bytes(inet_pton(af6, end.decode('ascii'))[:8], 'big')
+                else:
+                    table = self.v4
+                    low, high = from_bytes(socket.inet_aton(start.decode('ascii')), 'big'), \
+                        from_bytes(socket.inet_aton(end.decode('ascii')), 'big')
+                    if start.count(b'.') != 3 or end.count(b'.') != 3:
+                        raise ValueError('not an IPv4 address')
+            except (ValueError, OSError, UnicodeDecodeError) as exc:
+                raise _refuse(path, 'line %d is not range_start range_end AS_number country AS_description (%s)'
+                              % (number, exc))
+            if high < low or (table[1] and low <= table[1][-1]):
+                raise _refuse(path, 'line %d: ranges must be sorted and apart' % number)
+            if asn:
+                table[0].append(low)
+                table[1].append(high)
+                table[2].append(asn)
+                if asn not in self.names:
+                    self.names[asn] = fields[4]
+        if not self.v4[0] and not self.v6[0]:
+            raise _refuse(path, 'no range of an AS')
+
+    def lookup_number(self, version, number):
+        """(AS number, its range as (version, first, last) integers) of the address
+        ``number`` (an integer of IP ``version``), or None (not routed, AS 0)."""
+        if version == 4:
+            (starts, ends, numbers), key = self.v4, number
+        else:
+            (starts, ends, numbers), key = self.v6, number >> 64
+        at = bisect_right(starts, key) - 1
+        if at < 0 or key > ends[at]:
+            return None
+        if version == 4:
+            return numbers[at], (4, starts[at], ends[at])
+        return numbers[at], (6, starts[at] << 64, (ends[at] << 64) | (2 ** 64 - 1))
+
+
+class Mmdb:
+    """A MaxMind-format ASN database, read in place (memory-mapped)."""
+
+    def __init__(self, path):
+        try:
+            import maxminddb    # only a run with an mmdb file set: Debian's python3-maxminddb
+        except ImportError:
+            if DEBIAN_PACKAGES not in sys.path and os.path.isdir(DEBIAN_PACKAGES):
+                sys.path.append(DEBIAN_PACKAGES)       # python3 -S: no site-packages
+            try:
+                import maxminddb    # only a run with an mmdb file set, now from Debian's packages
+            except ImportError:
+                raise _refuse(path, 'a MaxMind database needs the maxminddb module (Debian: python3-maxminddb)')
+        self.path = path
+        try:
+            self.reader = maxminddb.open_database(path, maxminddb.MODE_MMAP)
+            kind = self.reader.metadata().database_type
+        except Exception as exc:  # pylint: disable=broad-except
+            raise _refuse(path, 'not a MaxMind database (%s)' % exc)
+        if 'ASN' not in kind.upper():
+            raise _refuse(path, 'a MaxMind database of %s, not of autonomous systems' % kind)
+        self.names = {}
+
+    def lookup_number(self, version, number):
+        """As Ip2asn.lookup_number."""
+        import ipaddress    # a MaxMind database only: its reader takes the address as text
+        ip = ipaddress.IPv4Address(number) if version == 4 else ipaddress.IPv6Address(number)
+        try:
+            record, length = self.reader.get_with_prefix_len(str(ip))
+        except Exception as exc:  # pylint: disable=broad-except
+            raise bad_option('asn_database: %s: damaged (%s)' % (self.path, exc))
+        if not isinstance(record, dict) or not record.get('autonomous_system_number'):
+            return None
+        network = ipaddress.ip_network((ip, length), strict=False)
+        asn = int(record['autonomous_system_number'])
+        self.names.setdefault(asn, record.get('autonomous_system_organization') or '')
+        return asn, (version, int(network.network_address), int(network.broadcast_address))

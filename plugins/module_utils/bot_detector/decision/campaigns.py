@@ -1,0 +1,283 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The campaign profile's decisions (setting ``campaigns``; issue 45): each window's counts
+(addresses and their signals, reading/signals.py) judged by key, each decision with its
+answer and why.
+
+- address over ``threshold`` among the top ``top`` (the reference's rule): block, unless the
+  address behaves as a browser (many people behind one carrier NAT address): then nothing
+  below ``campaign_shared_threshold``, a challenge at or over it;
+- trap hit: block; from an address that behaves as a browser, a challenge;
+- address without browser behaviour at or over ``campaign_behaviour_threshold``: a challenge;
+- network (IPv4 /24, IPv6 /64 and /48 by default) whose addresses without browser behaviour
+  sent ``campaign_network_threshold`` job-page requests (from two or more addresses), or
+  ``campaign_network_addresses`` distinct such addresses: a challenge, never a block.
+
+Networks and distinct addresses are sums over the address keys, all of them (the top cut
+is the address key's alone), one part of spilled counts at a time.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import socket
+import time
+from collections import Counter
+
+from ..base.clock import window_start
+from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, CampaignFilter
+from ..reading.spill import parts
+from ..reading.tally import whole
+from .addresses import is_client_address
+from .never_blocked import never_blocked
+from .rules import SpecRules, server_test
+
+__metaclass__ = type
+
+BLOCK, CHALLENGE = 'block', 'challenge'
+
+
+class Decision:
+    """One key's decision: ``answer`` (block or challenge), ``key`` (bytes: an address or a
+    network), ``count`` (its job-page requests in the window) and ``reason`` (text)."""
+
+    def __init__(self, answer, key, count, reason):
+        self.answer, self.key, self.count, self.reason = answer, key, count, reason
+
+    def __repr__(self):
+        return 'Decision(%r, %r, %d, %r)' % (self.answer, self.key, self.count, self.reason)
+
+
+def split(counter):
+    """(Counter of the address keys, {signal: {address: count}}) of one window's counts."""
+    addresses, signals = Counter(), {ASSET: {}, REFERRED: {}, TRAP: {}}
+    for part in parts(counter):
+        for key, count in part.items():
+            if key[:1] == SIGNAL:
+                signals.setdefault(key[:2], {})[key[2:]] = count
+            else:
+                addresses[key] = count
+    return addresses, signals
+
+
+def sliding(previous, current, weight):
+    """HAProxy's http_req_rate estimate of the last 60 minutes per key: the current hour's
+    count plus the previous hour's weighted by ``weight``, the share of that hour still inside
+    them (whole requests, rounded down)."""
+    estimate = Counter()
+    for part in parts(current):
+        estimate.update(part)
+    if weight > 0:
+        for part in parts(previous):
+            estimate.update(dict((key, int(count * weight)) for key, count in part.items() if int(count * weight)))
+    return estimate
+
+
+def sliding_weight(now=None):
+    """The share of the previous clock hour still inside the 60 minutes up to ``now``."""
+    now = time.time() if now is None else now
+    return max(0.0, 3600 - (now - window_start(now))) / 3600.0
+
+
+class Campaigns:
+    """The profile's thresholds and its judgement of one window."""
+
+    def __init__(self, settings):
+        self.threshold = settings.threshold
+        self.behaviour_threshold = settings.campaign_behaviour_threshold
+        self.shared_threshold = settings.campaign_shared_threshold
+        self.network_threshold = settings.campaign_network_threshold
+        self.network_addresses = settings.campaign_network_addresses
+        self.v4_prefix = settings.campaign_ipv4_prefix
+        self.v6_prefixes = sorted(set(settings.campaign_ipv6_prefixes), reverse=True)    # the narrower first
+        self.settings = settings
+        self.as_threshold = settings.campaign_as_threshold
+        self.as_addresses = settings.campaign_as_addresses
+        self.database = None
+        if settings.asn_database:
+            from .asn import open_database      # an AS database set only
+            self.database = open_database(settings.asn_database)
+
+    def line_filter(self, base, settings):
+        return CampaignFilter(base, settings.trap_paths or (), settings.search_engine)
+
+    @staticmethod
+    def behaviour(address, count, signals):
+        """What the log shows of ``address``'s behaviour: (browser, text). A browser loaded
+        assets after its pages (half as many as its job pages at least) and came to half of
+        them by a referer at least."""
+        assets, referred = signals[ASSET].get(address, 0), signals[REFERRED].get(address, 0)
+        browser = assets >= max(1, count / 2.0) and referred * 2 >= count
+        return browser, '%d assets, %d referers' % (assets, referred)
+
+    def judge(self, counter, records, server_ips):
+        """A window's decisions: {address: Decision} for the ranked ``records`` over the
+        threshold (the reference's rule, answered by behaviour; answer None: spared), and
+        the other decisions, [Decision]."""
+        addresses, signals = split(counter)
+        is_server = server_test(server_ips)
+
+        def mine(address, count):
+            return is_server is None or not is_server(count, address)
+        browsers = set()
+        for address, count in addresses.items():
+            if self.behaviour(address, count, signals)[0]:
+                browsers.add(address)
+        ranked = {}
+        for count, address in records:
+            if count < self.threshold:
+                continue
+            browser, shown = self.behaviour(address, count, signals)
+            if not browser:
+                ranked[address] = Decision(BLOCK, address, count, 'address, no browser behaviour: %s' % shown)
+            elif count >= self.shared_threshold:
+                ranked[address] = Decision(CHALLENGE, address, count, 'shared address, browser behaviour: %s' % shown)
+            else:
+                ranked[address] = Decision(None, address, count, 'shared address, browser behaviour: %s' % shown)
+        others = []
+        for address, hits in sorted(signals[TRAP].items()):
+            count = addresses.get(address, 0)
+            if address in ranked or not mine(address, count) or address_number(address) is None:
+                continue
+            browser, shown = self.behaviour(address, count, signals)
+            others.append(Decision(CHALLENGE if browser else BLOCK, address, count, 'trap, %d hits, %s%s' % (
+                hits, 'browser behaviour: ' if browser else 'no browser behaviour: ', shown)))
+        trapped = set(decision.key for decision in others)
+        for address, count in sorted(addresses.items()):
+            if (self.behaviour_threshold <= count and address not in browsers and address not in ranked
+                    and address not in trapped and mine(address, count) and address_number(address) is not None):
+                others.append(Decision(CHALLENGE, address, count, 'address, no browser behaviour: %s'
+                                       % self.behaviour(address, count, signals)[1]))
+        # An address over the threshold is decided on its own: left out of its network's and AS's
+        # sums. A trap hit counts towards them (one flags its address and its network's verdict).
+        alone = set(key for key, decision in ranked.items() if decision.answer == BLOCK)
+        parsed = _numbers(addresses, browsers | alone, mine)
+        networks, decided = self.networks(parsed)
+        others.extend(networks)
+        if self.database is not None:
+            others.extend(self.autonomous_systems(parsed, _numbers(addresses, set(addresses) - browsers, mine), decided))
+        if others:      # what is never blocked (the server, loopback, the allow-list, the trusted proxies) is never listed
+            guard = never_blocked(self.settings)
+            others = [decision for decision in others if not guard.address(decision.key)]
+        return ranked, others
+
+    def networks(self, parsed):
+        """The networks' decisions: the addresses without browser behaviour (``parsed``,
+        [(version, number, count)]), summed per network of each prefix length, the narrower
+        first; a wider network is judged on its addresses outside the narrower networks
+        decided. Returns (decisions, [(version, length, network number)] decided)."""
+        found, decided = [], []
+        lengths = [(4, self.v4_prefix)] + [(6, length) for length in self.v6_prefixes]
+        for version, length in lengths:
+            shift = BITS[version] - length
+            narrower = [(BITS[version] - other, prefix) for v, other, prefix in decided if v == version]
+            sums = {}
+            for v, number, count in parsed:
+                if v != version or (narrower and any(number >> cut == prefix for cut, prefix in narrower)):
+                    continue
+                total = sums.setdefault(number >> shift, [0, 0])
+                total[0] += count
+                total[1] += 1
+            for prefix, (count, distinct) in sorted(sums.items(), key=lambda item: (-item[1][0], item[0])):
+                if (count >= self.network_threshold and distinct >= 2) or distinct >= self.network_addresses:
+                    decided.append((version, length, prefix))
+                    network = _network(version, prefix << shift, length)
+                    found.append(Decision(CHALLENGE, str(network).encode('ascii'), count,
+                                          'network %s, %d addresses' % (network, distinct)))
+        return found, decided
+
+    def autonomous_systems(self, parsed, browsers, decided):
+        """The ASes' decisions: the addresses without browser behaviour (``parsed``) summed
+        per AS; an AS at either threshold gets challenged the ranges of it that carried them
+        where no address behaved as a browser (``browsers``: the log's job seekers), each as
+        its networks, less those ``decided`` already. An AS is never blocked whole."""
+        import ipaddress    # the decided networks' text only
+        lookup = self.database.lookup_number
+        per_as, seekers = {}, set()
+        for version, number, count in browsers:
+            found = lookup(version, number)
+            if found is not None:
+                seekers.add(found[1])
+        for version, number, count in parsed:
+            found = lookup(version, number)
+            if found is None:
+                continue
+            total = per_as.setdefault(found[0], [0, 0, {}])
+            total[0] += count
+            total[1] += 1
+            carried = total[2].setdefault(found[1], [0, 0])
+            carried[0] += count
+            carried[1] += 1
+        decided = [_network(version, prefix << (BITS[version] - length), length) for version, length, prefix in decided]
+        decisions = []
+        for asn, (count, distinct, ranges) in sorted(per_as.items()):
+            if count < self.as_threshold and distinct < self.as_addresses:
+                continue
+            name = self.database.names.get(asn, '')
+            name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
+            for (version, first, last), (carried, addresses) in sorted(ranges.items()):
+                if (version, first, last) in seekers:
+                    continue
+                first, last = _address(version, first), _address(version, last)
+                for network in ipaddress.summarize_address_range(first, last):
+                    if not any(network.subnet_of(other) for other in decided if other.version == version):
+                        decisions.append(Decision(CHALLENGE, str(network).encode('ascii'), carried, (
+                            'AS%d %s, %d addresses, %d in range %s-%s, no job seekers there'
+                            % (asn, name, distinct, addresses, first, last)).replace('  ', ' ')))
+        return decisions
+
+
+BITS = {4: 32, 6: 128}
+
+
+def address_number(key):
+    """(version, integer) of a client address (is_client_address's: no leading zeros, not
+    0.0.0.0 or ::), else None: C-level parsing, thousands of addresses a decision."""
+    try:
+        text = key.decode('ascii')
+        if ':' in text:
+            number = int.from_bytes(socket.inet_pton(socket.AF_INET6, text), 'big')
+            return (6, number) if number and '%' not in text else None
+        number = int.from_bytes(socket.inet_pton(socket.AF_INET, text), 'big')
+        return (4, number) if number and is_client_address(key) else None
+    except (UnicodeDecodeError, OSError, ValueError):
+        return None
+
+
+def _numbers(addresses, left_out, mine):
+    """[(version, integer, count)] of the addresses (keys) not in ``left_out``, not the
+    server's, valid."""
+    parsed = []
+    for address, count in addresses.items():
+        if address in left_out or not mine(address, count):
+            continue
+        found = address_number(address)
+        if found is not None:
+            parsed.append(found + (count,))
+    return parsed
+
+
+def _address(version, number):
+    import ipaddress    # the decided networks' text only
+    return ipaddress.IPv4Address(number) if version == 4 else ipaddress.IPv6Address(number)
+
+
+def _network(version, number, length):
+    import ipaddress    # the decided networks' text only
+    return ipaddress.ip_network((_address(version, number), length))
+
+
+class CampaignRules(SpecRules):
+    """The spec rules with the campaign profile: the same address key and ranking (its
+    signals set aside first), the profile's judgement beside it (``campaigns``)."""
+
+    def __init__(self, settings, resolver=None):
+        super(CampaignRules, self).__init__(settings, resolver)
+        self.campaigns = Campaigns(settings)
+        self.line_filter = self.campaigns.line_filter(self.line_filter, settings)
+
+    def examined(self, counter, server_ips, top, at_least=None, wanted=None):
+        addresses = split(whole(counter))[0]        # a state's Prefix ranks signals too: read in full
+        if wanted is not None:
+            addresses = Counter(dict((key, count) for key, count in addresses.items() if wanted(key)))
+        return super(CampaignRules, self).examined(addresses, server_ips, top, at_least)

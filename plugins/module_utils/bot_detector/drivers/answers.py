@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``--throttle ADDR`` and ``--challenge ADDR``: decisions written by hand, put on the answer
+lists (lists/answers.py), then the answers' directory that nginx reads made equal to the
+lists (enforce/answer_files.py); and ``--nginx-snippet``: the nginx configuration they need."""
+
+from __future__ import absolute_import, division, print_function
+
+from ..base.text import printable
+from ..lists.answers import answer
+
+__metaclass__ = type
+
+
+class AnswerResult:
+    """What a hand-written answer run did, for --json and the exit status."""
+
+    def __init__(self, kind, done):
+        self.kind, self.done = kind, done
+        self.enforcement = None
+
+    def as_dict(self):
+        return printable(dict(self.done, answer=self.kind, changed=bool(self.done['added'] or self.done['renewed']
+                                                                          or self.done['expired'])))
+
+
+def answer_by_hand(settings, kind, addresses, check_mode=False, emit=None, on_warning=None):
+    """Put ``addresses`` on ``kind``'s list as decisions by hand; then sync the answers' directory."""
+    done = answer(settings, kind, [(address, None) for address in addresses], check_mode, emit, on_warning)
+    result = AnswerResult(kind, done)
+    if not check_mode:
+        sync_answers(settings)
+    return result
+
+
+def sync_answers(settings):
+    """The answers' directory made equal to the lists (nginx's njs reads it)."""
+    from ..enforce.answer_files import sync     # a change to an answer list only
+    return sync(settings)

@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) jobboard.bot_detector contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The lists of the answers softer than a block (``throttle_list``, ``challenge_list``): one
+address or CIDR network a line, as the blocklist, with its guarantees: appended to under the
+blocklist writer's lock (one lock per list file), never rewritten except by a removal
+(removal.py: unblock, expiry), each addition and removal one activity log line of its own
+wording (base/messages.py: the blocklist's history does not read them), the exempt addresses
+and the width guards refused. An entry lasts ``answer_time`` after its latest addition.
+
+``answer(settings, kind, decisions)`` is the one way in: the command's hand-written
+decisions (``--throttle ADDR``, ``--challenge ADDR``) and the detection's call it."""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+import time
+
+from ..base.clock import date_default_format, format_duration
+from ..base.errors import bad_option
+from ..base.messages import (ACTIVITY_ANSWERED, ACTIVITY_ANSWERED_PATTERN, ACTIVITY_UNANSWERED,
+                             ACTIVITY_UNANSWERED_PATTERN, ANSWER_REFUSED, ANSWERING)
+from ..base.text import to_bytes, to_text
+from ..decision.addresses import entry_key, server_addresses
+from ..decision.ranges import BITS, network, spelling
+from ..values.answer_settings import ANSWERS
+from .content import entries, read_list
+from .history import ADDED, REMOVED, Event, History
+from .removal import remove
+from .writer import BlocklistWriter
+
+__metaclass__ = type
+
+_ADDED = re.compile(ACTIVITY_ANSWERED_PATTERN)
+_REMOVED = re.compile(ACTIVITY_UNANSWERED_PATTERN)
+LOOPBACK = (b'127.0.0.0/8', b'::1')
+HAND_REASON = 'by hand'
+VERBS = {'throttle': 'Throttling', 'challenge': 'Challenging'}
+EXPIRED_REASON = 'expired after %s'
+
+
+def list_path(settings, kind):
+    """The path of the ``kind`` answer's list; a bad option when it is not set."""
+    if kind not in ANSWERS:
+        raise bad_option('unknown answer %r: one of %s' % (kind, ', '.join(ANSWERS)))
+    path = getattr(settings, kind + '_list')
+    if not path:
+        raise bad_option('%s_list: not set; the %s answer needs its list' % (kind, kind))
+    return path
+
+
+def span(text):
+    """(version, prefix length, first address) of an entry's text, None when it is not one."""
+    return network(to_bytes(text))
+
+
+class Exempt:
+    """What is never throttled or challenged, as never blocked: the server's addresses, loopback,
+    the allow-list's addresses and networks, the trusted proxies. ``why(span)``: the reason an
+    entry overlapping one of them is refused, or None."""
+
+    def __init__(self, settings):
+        servers = server_addresses() if settings.server_ips is None else [to_bytes(ip) for ip in settings.server_ips]
+        allowed = entries(read_list(settings.exclusions_file, strict=True))
+        self.spans = []
+        for lines, what in ((LOOPBACK, 'loopback'), (servers, "the server's address"), (allowed, 'allow-listed'),
+                            ([to_bytes(p) for p in settings.trusted_proxies or ()], 'a trusted proxy')):
+            for line in lines:
+                found = network(line)
+                if found is not None:
+                    self.spans.append((found[0], _first_last(found), what))
+
+    def why(self, found):
+        first, last = _first_last(found)
+        for version, (low, high), what in self.spans:
+            if version == found[0] and first <= high and low <= last:
+                return 'it is or holds an address never answered (%s)' % what
+        return None
+
+
+def _first_last(found):
+    version, length, first = found
+    return first, first + (1 << (BITS[version] - length)) - 1
+
+
+class AnswerHistory(History):
+    """The activity log's additions to and removals from the answer lists (its rotated files
+    too), per list and address."""
+
+    def _read(self, content):
+        for line in content.split(b'\n'):
+            line = line.rstrip(b'\r')
+            for kind, pattern in ((ADDED, _ADDED), (REMOVED, _REMOVED)):
+                match = pattern.search(line)
+                if match is not None:
+                    address, answer, reason = match.groups()
+                    event = Event(kind, address, line[:match.start()], self.dates, reason=reason.decode('ascii', 'replace'))
+                    self.events.setdefault((answer.decode('ascii'), entry_key(address)), []).append(event)
+                    break
+
+    def latest(self, kind, address):
+        """The addition that put ``address`` on ``kind``'s list as it is now, or None."""
+        events = self.events.get((kind, entry_key(address)))
+        if events and events[-1].kind == ADDED:
+            return events[-1]
+        return None
+
+
+class Entry:
+    """One entry of an answer list: its address or network, its latest addition, when it expires
+    (None: never, added by hand to the file or its date unreadable)."""
+
+    def __init__(self, kind, address, addition, answer_time):
+        self.kind, self.address, self.addition = kind, address, addition
+        epoch = addition.epoch if addition is not None else None
+        self.expires = None if epoch is None else epoch + answer_time
+
+    def due(self, now):
+        return self.expires is not None and self.expires <= now
+
+    def as_dict(self):
+        return {'address': to_text(self.address), 'answer': self.kind, 'expires': self.expires,
+                'added': to_text(self.addition.date) if self.addition else None,
+                'reason': self.addition.reason if self.addition else None}
+
+
+def listed(settings, kind, history=None):
+    """The entries of ``kind``'s list, in order, each an Entry."""
+    history = history or AnswerHistory(settings.activity_log)
+    content = read_list(list_path(settings, kind), strict=True)
+    return [Entry(kind, address, history.latest(kind, address), settings.answer_time) for address in entries(content)]
+
+
+def _refusal(settings, exempt, text):
+    found = span(text)
+    if found is None:
+        return None, 'not an address or CIDR network'
+    version, length, first = found
+    least = settings.enforcement_min_prefix_v4 if version == 4 else settings.enforcement_min_prefix_v6
+    if length < least:
+        return found, 'wider than a /%d (enforcement_min_prefix_v%d)' % (least, version)
+    return found, exempt.why(found)
+
+
+def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=None, now=None):
+    """Put each of ``decisions`` [(address or network, reason)] on ``kind``'s list, under its lock:
+    expired entries taken off first, then a new entry appended with its activity line; one
+    already listed gets only the activity line (its expiry starts again). An entry refused
+    (not an address, exempt, too wide) is a warning naming it. Returns
+    {'added': [...], 'renewed': [...], 'refused': [...], 'expired': [...]}."""
+    path = list_path(settings, kind)
+    say = emit or (lambda line: None)
+    warn = on_warning or (lambda line: None)
+    exempt = Exempt(settings)
+    done = {'added': [], 'renewed': [], 'refused': [], 'expired': []}
+    writer = BlocklistWriter(path, settings.activity_log, settings.lock_timeout)
+    if not check_mode:
+        writer.lock()
+    try:
+        done['expired'] = expire(settings, kind, writer, check_mode, now)
+        present = set(entry_key(line) for line in entries(read_list(path, strict=True)))
+        for address, reason in decisions:
+            found, why = _refusal(settings, exempt, address)
+            if why:
+                warn(ANSWER_REFUSED % (kind, to_text(address), why))
+                done['refused'].append(to_text(address))
+                continue
+            key = spelling(*found)
+            line = to_bytes(ACTIVITY_ANSWERED % {'date': date_default_format(), 'address': to_text(key),
+                                                 'answer': kind, 'reason': reason or HAND_REASON}) + b'\n'
+            renewed = entry_key(key) in present
+            say(ANSWERING % ('Would %s' % kind if check_mode else VERBS[kind], to_text(key), reason or HAND_REASON))
+            if not check_mode:
+                if renewed:
+                    writer.append_line(settings.activity_log, line, fsync=True)
+                else:
+                    writer.append(key, line)
+                present.add(entry_key(key))
+            done['renewed' if renewed else 'added'].append(to_text(key))
+    finally:
+        writer.unlock()
+    return done
+
+
+class _Removal:
+    """What removal.remove files its lines with (a run's Result has more)."""
+
+    def __init__(self):
+        self.blocklist_before, self.removed_indexes, self.blocklist_lines = None, [], 0
+
+
+def _unanswered(kind):
+    def line(date, address, reason):
+        return ACTIVITY_UNANSWERED % {'date': date, 'address': address, 'answer': kind, 'reason': reason}
+    return line
+
+
+def expire(settings, kind, writer, check_mode=False, now=None):
+    """Take the entries of ``kind``'s list whose time ran out off it (the caller holds the lock),
+    each with its activity line. Returns their texts."""
+    now = time.time() if now is None else now
+    due = [entry for entry in listed(settings, kind) if entry.due(now)]
+    if not due or check_mode:
+        return [to_text(entry.address) for entry in due]
+    reason = EXPIRED_REASON % format_duration(settings.answer_time)
+    removed = remove(writer, [entry.address for entry in due], lambda address: reason, _Removal(), False,
+                     line_of=_unanswered(kind))[0]
+    return [to_text(entry.address) for entry in due if entry.address in removed]
+
+
+def unanswer(settings, kind, addresses, check_mode=False):
+    """``--unblock`` for ``kind``'s list: the lines equal to one of ``addresses`` (bytes) removed,
+    under its lock. Returns {address: lines removed}."""
+    writer = BlocklistWriter(list_path(settings, kind), settings.activity_log, settings.lock_timeout)
+    if not check_mode:
+        writer.lock()
+    try:
+        return remove(writer, addresses, lambda address: 'unblock', _Removal(), check_mode,
+                      line_of=_unanswered(kind))[0]
+    finally:
+        writer.unlock()

@@ -1,0 +1,150 @@
+"""The answer lists (issue 46): throttle_list and challenge_list written with the blocklist's
+guarantees: the lock, append-only, the exemptions, the width guards, expiry, --unblock,
+--status; and the answers' directory nginx reads (enforce/answer_files.py)."""
+import os
+import time
+
+import pytest
+
+from conftest import run_core
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import answer_files
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists import answers
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+
+SERVER = '10.9.9.9'
+
+
+@pytest.fixture
+def lists(files, tmp_path):
+    files.base.mkdir(parents=True, exist_ok=True)
+    files.throttle = tmp_path / 'files' / 'throttle.txt'
+    files.challenge = tmp_path / 'files' / 'challenge.txt'
+    files.answer_dir = tmp_path / 'answers'
+    files.exclusions.write_bytes(b'198.51.100.7\n2001:db8:aaaa::/48\n')
+    files.blocklist.write_bytes(b'192.0.2.1\n')
+    return files
+
+
+def options(files):
+    return files.options() + ['--throttle-list', files.throttle, '--challenge-list', files.challenge,
+                              '--answer-dir', files.answer_dir, '--server-ip', SERVER, '--trusted-proxy', '172.16.0.0/12']
+
+
+def settings_of(files, **more):
+    return Settings(blocklist=str(files.blocklist), exclusions_file=str(files.exclusions),
+                    activity_log=str(files.activity_log), throttle_list=str(files.throttle),
+                    challenge_list=str(files.challenge), answer_dir=str(files.answer_dir), server_ips=[SERVER], **more)
+
+
+def test_hand_decisions_are_appended_with_their_activity_lines(lists):
+    got = run_core(options(lists) + ['--challenge', '203.0.113.7', '--challenge', '2001:db8:1:2::/64'])
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == (b'Challenging IP address: 203.0.113.7 (by hand)\n'
+                          b'Challenging IP address: 2001:db8:1:2::/64 (by hand)\n')
+    assert lists.challenge.read_bytes() == b'203.0.113.7\n2001:db8:1:2::/64\n'
+    activity = lists.activity_log.read_bytes().splitlines()
+    assert [line.split(b' | ')[1] for line in activity] == [
+        b'IP addess 203.0.113.7 added to the challenge list (by hand)',
+        b'IP addess 2001:db8:1:2::/64 added to the challenge list (by hand)']
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n'        # never the blocklist
+    assert not lists.throttle.exists()
+    again = run_core(options(lists) + ['--challenge', '203.0.113.7'])
+    assert again.returncode == 0, again.stderr
+    assert lists.challenge.read_bytes() == b'203.0.113.7\n2001:db8:1:2::/64\n'     # listed once; its time starts again
+    assert lists.activity_log.read_bytes().count(b'203.0.113.7 added to the challenge list') == 2
+
+
+def test_an_operators_list_is_appended_to_never_rewritten(lists):
+    lists.throttle.write_bytes(b'# by hand\n203.0.113.0/24')        # no newline at its end
+    got = run_core(options(lists) + ['--throttle', '198.51.100.9'])
+    assert got.returncode == 0, got.stderr
+    assert lists.throttle.read_bytes() == b'# by hand\n203.0.113.0/24\n198.51.100.9\n'
+
+
+@pytest.mark.parametrize('entry,why', [
+    ('127.0.0.1', 'loopback'), ('::1', 'loopback'), (SERVER, "the server's address"),
+    ('198.51.100.7', 'allow-listed'), ('198.51.100.0/24', 'allow-listed'),      # a network holding an allow-listed address
+    ('2001:db8:aaaa:1::/64', 'allow-listed'), ('172.20.1.1', 'a trusted proxy'),
+    ('10.0.0.0/7', 'wider than a /8 (enforcement_min_prefix_v4)'), ('2001:db8::/31', 'wider than a /32'),
+    ('not-an-address', 'not an address or CIDR network'), ('203.0.113.300', 'not an address'),
+])
+def test_what_is_never_blocked_is_never_answered_either(lists, entry, why):
+    for kind in ('throttle', 'challenge'):
+        got = run_core(options(lists) + ['--' + kind, entry])
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == b''
+        assert got.stderr.startswith(b'bot-detector: warning: %s list: %s refused: ' % (kind.encode(), entry.encode()))
+        assert why.encode() in got.stderr
+        assert not getattr(lists, kind).exists()
+    assert not lists.activity_log.exists()
+
+
+def test_a_list_must_be_set_and_must_not_be_the_blocklist(lists):
+    got = run_core(lists.options() + ['--throttle', '203.0.113.7'])
+    assert got.returncode == 2 and got.stderr == b'bot-detector: error: throttle_list: not set; the throttle answer needs its list\n'
+    got = run_core(lists.options() + ['--challenge-list', lists.blocklist, '--challenge', '203.0.113.7'])
+    assert got.returncode == 2 and b'challenge_list: must not be the blocklist' in got.stderr
+    got = run_core(options(lists) + ['--throttle-rate', '10 per second', '--throttle', '203.0.113.7'])
+    assert got.returncode == 2 and b"throttle_rate: must be a rate as nginx writes it" in got.stderr
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n' and not lists.activity_log.exists()
+
+
+def test_unblock_takes_an_address_off_every_list_keeping_the_other_lines(lists):
+    for kind, address in (('throttle', '203.0.113.7'), ('throttle', '203.0.113.8'), ('challenge', '203.0.113.7')):
+        assert run_core(options(lists) + ['--' + kind, address]).returncode == 0
+    got = run_core(options(lists) + ['--unblock', '203.0.113.7'])
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == b'Unthrottling IP address: 203.0.113.7\nUnchallenging IP address: 203.0.113.7\n'
+    assert lists.throttle.read_bytes() == b'203.0.113.8\n'
+    assert lists.challenge.read_bytes() == b''
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n'
+    assert b'203.0.113.7 removed from the throttle list (unblock)' in lists.activity_log.read_bytes()
+    assert sorted(os.listdir(lists.answer_dir / 'throttle')) == ['4-cb007108']
+    assert os.listdir(lists.answer_dir / 'challenge') == []
+    # the blocklist's own unblock is as before
+    got = run_core(options(lists) + ['--unblock', '192.0.2.1'])
+    assert got.stdout == b'Unblocking IP address: 192.0.2.1\n' and lists.blocklist.read_bytes() == b''
+
+
+def test_status_shows_the_answer_entries_and_their_expiry(lists):
+    assert run_core(options(lists) + ['--challenge', '203.0.113.7', '--answer-time', '2h']).returncode == 0
+    got = run_core(options(lists) + ['--status', '--json'])
+    assert got.returncode == 0, got.stderr
+    import json
+    doc = json.loads(got.stdout)
+    entry, = doc['answers']['challenge']['entries']
+    assert entry['address'] == '203.0.113.7' and entry['reason'] == 'by hand'
+    assert abs(entry['expires'] - (time.time() + 86400)) < 120        # answer_time of the status run: 1d
+    text = run_core(options(lists) + ['--status']).stdout
+    assert b'Challenge list %s: 1 entry' % str(lists.challenge).encode() in text
+    assert b'203.0.113.7  added ' in text
+
+
+def test_entries_expire_after_answer_time_with_their_own_line(lists):
+    settings = settings_of(lists, answer_time=3600)
+    answers.answer(settings, 'throttle', [('203.0.113.7', 'campaign 7'), ('203.0.113.8', None)])
+    later = time.time() + 3600 + 60
+    report = answer_files.sync(settings, now=later)         # past the time, nginx no longer answers it...
+    assert report['files'] == {'throttle': 0, 'challenge': 0}
+    done = answers.answer(settings, 'throttle', [('203.0.113.8', None)], now=later)     # ...and the next change takes it off
+    assert done['expired'] == ['203.0.113.7', '203.0.113.8'] and done['added'] == ['203.0.113.8']
+    assert lists.throttle.read_bytes() == b'203.0.113.8\n'
+    assert lists.activity_log.read_bytes().count(b'removed from the throttle list (expired after 1h)') == 2
+
+
+def test_the_answer_directory_holds_one_file_per_key_its_expiry_as_mtime(lists):
+    settings = settings_of(lists, answer_time=7200)
+    answers.answer(settings, 'challenge', [('203.0.113.7', None), ('203.0.112.0/22', None), ('2001:db8:5::/64', None),
+                                           ('2001:db8:6::/63', None)])
+    lists.challenge.write_bytes(lists.challenge.read_bytes() + b'192.0.2.99\n')        # by hand: never expires
+    report = answer_files.sync(settings)
+    names = sorted(os.listdir(lists.answer_dir / 'challenge'))
+    assert names == sorted(['4-cb007107', '4-cb0070', '4-cb0071', '4-cb0072', '4-cb0073', '4-c00002 63'.replace(' ', ''),
+                            '6-20010db800050000', '6-20010db800060000', '6-20010db800060001'])
+    assert report['files']['challenge'] == len(names)
+    mtime = os.stat(lists.answer_dir / 'challenge' / '4-cb007107').st_mtime
+    assert abs(mtime - (time.time() + 7200)) < 120
+    assert os.stat(lists.answer_dir / 'challenge' / '4-c0000263').st_mtime == answer_files.NEVER
+    lists.challenge.write_bytes(b'')        # emptied by hand: the files go
+    answer_files.sync(settings)
+    assert os.listdir(lists.answer_dir / 'challenge') == []

@@ -1,0 +1,138 @@
+"""Autonomous systems from an offline database (issue 45, asn_database): an ip2asn TSV file
+and a MaxMind-format database written here (the latter with mmdb-writer, read by the command
+through Debian's python3-maxminddb), judged the same; hostile files refused with one line,
+exit status 2, nothing written."""
+import json
+import os
+
+import pytest
+
+from conftest import run_core
+from test_campaigns import NOW, browser, scraper
+
+ASES = [  # (first, last, AS, name): seekers' ISP, a proxy network's AS, a cloud with IPv6
+    ('10.0.0.0', '10.31.255.255', 64500, 'RESIDENTIAL-ISP'),
+    ('10.128.0.0', '10.143.255.255', 65536, 'ELSEWHERE'),
+    ('10.144.0.0', '10.159.255.255', 65537, 'ELSEWHERE-TOO'),
+    ('2001:db8:ffff::', '2001:db8:ffff:ffff:ffff:ffff:ffff:ffff', 64511, 'CLOUD'),
+]
+NETWORKS = {64500: ['10.0.0.0/11'], 65536: ['10.128.0.0/12'], 65537: ['10.144.0.0/12'], 64511: ['2001:db8:ffff::/48']}
+
+
+def write_tsv(path):
+    path.write_text(''.join('%s\t%s\t%d\tDE\t%s\n' % row for row in ASES))
+    return path
+
+
+def write_mmdb(path):
+    from mmdb_writer import MMDBWriter
+    from netaddr import IPSet
+    writer = MMDBWriter(ip_version=6, database_type='GeoLite2-ASN', languages=['en'], description='test',
+                        ipv4_compatible=True)
+    for first, last, number, name in ASES:
+        writer.insert_network(IPSet(NETWORKS[number]), {'autonomous_system_number': number,
+                                                        'autonomous_system_organization': name})
+    writer.to_db_file(str(path))
+    return path
+
+
+DATABASES = {'tsv': lambda tmp: write_tsv(tmp / 'ip2asn.tsv'), 'mmdb': lambda tmp: write_mmdb(tmp / 'asn.mmdb')}
+
+
+def campaign(proxies):
+    """``proxies`` addresses of AS65536 (one job page each, one /24 each: no network reaches its
+    thresholds), as many in the seekers' ISP, and job seekers there."""
+    text = ''.join(scraper('10.128.%d.9' % i, 1) for i in range(proxies))
+    text += ''.join(scraper('10.1.%d.9' % i, 1) for i in range(proxies))
+    return text + ''.join(browser('10.2.%d.7' % i, 2) for i in range(30))
+
+
+def detect(tmp_path, files, text, database, *extra):
+    log = tmp_path / 'access.log'
+    log.write_text(text)
+    return run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', NOW, '--campaigns', '--json',
+                                       '--asn-database', database] + list(extra) + [log])
+
+
+@pytest.mark.parametrize('kind', sorted(DATABASES))
+@pytest.mark.parametrize('proxies', [20, 19])
+def test_an_as_gets_its_ranges_without_seekers_challenged_never_blocked(tmp_path, files, kind, proxies):
+    got = detect(tmp_path, files, campaign(proxies), DATABASES[kind](tmp_path))
+    assert got.returncode == 0, got.stderr
+    result = json.loads(got.stdout)
+    expected = [('10.128.0.0/12', proxies, 'AS65536 ELSEWHERE, 20 addresses, 20 in range 10.128.0.0-10.143.255.255, '
+                 'no job seekers there')] if proxies == 20 else []
+    # The seekers' ISP carried as many proxy addresses: never listed, whatever its count.
+    assert [(e['address'], e['count'], e['reason']) for e in result['challenged']] == expected
+    assert result['blocked'] == [] and files.read('blocklist') is None
+
+
+@pytest.mark.parametrize('kind', sorted(DATABASES))
+def test_ipv6_ranges_by_either_format(tmp_path, files, kind):
+    text = ''.join(scraper('2001:db8:ffff:%x::1' % i, 15) for i in range(1, 21))
+    result = json.loads(detect(tmp_path, files, text, DATABASES[kind](tmp_path), '--campaign-ipv6-prefix', '64').stdout)
+    assert [e['address'] for e in result['challenged']] == ['2001:db8:ffff::/48']
+
+
+def hostile(tmp_path):
+    good = write_tsv(tmp_path / 'good.tsv').read_bytes()
+    mmdb = write_mmdb(tmp_path / 'good.mmdb').read_bytes()
+    cases = {
+        'truncated': (good[:len(good) // 2], 'truncated'),
+        'a missing field': (good.replace(b'\tDE', b''), 'line 1 is not range_start range_end AS_number'),
+        'unsorted': (b''.join(reversed(good.splitlines(True))), 'ranges must be sorted and apart'),
+        'not a database': (b'\x89PNG\r\n\x1a\n' + b'\0' * 64, 'not an ip2asn TSV file or a MaxMind database'),
+        'text': (b'hello\n', 'line 1 is not range_start range_end AS_number'),
+        # Its metadata whole, its tree cut: found at the first lookup, still before any list is read.
+        'an mmdb cut short': (mmdb[:200] + mmdb[-300:], 'damaged ('),
+        'empty': (b'', 'empty'),
+    }
+    for name, (data, fragment) in sorted(cases.items()):
+        path = tmp_path / name.replace(' ', '-')
+        path.write_bytes(data)
+        yield name, path, fragment
+    huge = tmp_path / 'huge'
+    with open(str(huge), 'wb') as out:
+        out.truncate(300 * 1024 * 1024)     # sparse: no disk used
+    yield 'huge', huge, 'larger than 256 MiB'
+    link = tmp_path / 'link.tsv'
+    os.symlink(str(tmp_path / 'good.tsv'), str(link))
+    yield 'a symlink', link, 'a symbolic link'
+    yield 'a directory', tmp_path, 'not a regular file'
+    yield 'missing', tmp_path / 'absent.tsv', 'No such file or directory'
+
+
+def test_a_hostile_database_is_one_clear_error_and_nothing_is_written(tmp_path, files):
+    text = scraper('192.0.2.10', 1000) + campaign(20)
+    for name, path, fragment in hostile(tmp_path):
+        got = detect(tmp_path, files, text, path)
+        assert got.returncode == 2, (name, got.stderr)
+        assert got.stderr.decode().count('\n') == 1 and 'asn_database: %s: ' % path in got.stderr.decode(), name
+        assert fragment in got.stderr.decode(), (name, got.stderr)
+        assert got.stdout == b'', name
+        assert files.read('blocklist') is None and files.read('activity_log') is None, name
+
+
+def test_an_as_database_needs_the_profile(tmp_path, files):
+    log = tmp_path / 'access.log'
+    log.write_text('')
+    got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--asn-database', write_tsv(tmp_path / 'a.tsv'), log])
+    assert got.returncode == 2 and b'asn_database: needs the campaign profile' in got.stderr
+
+
+def test_the_column_passes_read_a_file_as_the_row_by_row_reading(tmp_path):
+    """Ip2asn reads a well-formed file a column at a time (its speed), and falls back to a row
+    at a time to name a bad line: both give the same arrays, across several blocks."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import asn
+    octets = [(10 + i // 65536, i // 256 % 256, i % 256) for i in range(70000)]
+    lines = ['%d.%d.%d.0\t%d.%d.%d.255\t%d\tUS\tAS %d\n' % (a + b + (i % 7, i % 7)) for i, (a, b) in
+             enumerate(zip(octets, octets))]
+    lines += ['2001:db8:%x::\t2001:db8:%x:ffff:ffff:ffff:ffff:ffff\t%d\tDE\tV6\n' % (i, i, 64500 + i % 3) for i in range(3000)]
+    data = ''.join(lines).encode()
+    assert len(data) > 2 * asn.BLOCK
+    fast = asn.Ip2asn('x', data)
+    slow = asn.Ip2asn.__new__(asn.Ip2asn)
+    slow._rows('x', data)
+    assert fast.v4 == slow.v4 and fast.v6 == slow.v6 and len(fast.v4[0]) == 60000 and len(fast.v6[0]) == 3000
+    assert fast.lookup_number(4, (10 << 24) + (1 << 8) + 9) == (1, (4, (10 << 24) + 256, (10 << 24) + 511))
+    assert fast.lookup_number(4, 10 << 24) is None       # AS 0: not routed

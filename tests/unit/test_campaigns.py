@@ -1,0 +1,250 @@
+"""The campaign profile (issue 45): each key, signal and the sliding hour on small logs
+written here, each at its threshold and one request short of it, through the command as a
+real process. The expected lines are written out by hand from the profile's rules."""
+import json
+import os
+
+import pytest
+
+from conftest import mask_dates, run_core
+
+NOW = '2026-11-21 10:50:00'         # UTC; the current hour is 21/Nov/2026:10
+SITE = 'https://jobs.example'
+TRAP = '/jobs/featured-x/'
+AGENT = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'
+
+
+def request(address, path, minute=10, second=0, referer='-', hour=10):
+    return '%s - - [21/Nov/2026:%02d:%02d:%02d +0000] "GET %s HTTP/1.1" 200 512 "%s" "%s"\n' % (
+        address, hour, minute, second, path, referer, AGENT)
+
+
+def scraper(address, pages, minute=10, hour=10):
+    """``pages`` job pages, no assets, no referer."""
+    return ''.join(request(address, '/job/%d' % i, minute + i % 30, i % 60, hour=hour) for i in range(pages))
+
+
+def browser(address, pages, minute=10):
+    """``pages`` job pages, each with a referer from the site and its assets."""
+    lines = []
+    for i in range(pages):
+        page = '/job/%d' % (i * 7)
+        lines.append(request(address, page, minute + i % 30, i % 60, SITE + '/jobs/?q=cook'))
+        lines.append(request(address, '/static/app.css', minute + i % 30, i % 60, SITE + page))
+        lines.append(request(address, '/static/logo.png', minute + i % 30, i % 60, SITE + page))
+    return ''.join(lines)
+
+
+def detect(tmp_path, files, text, *extra):
+    log = tmp_path / 'access.log'
+    log.write_text(text)
+    got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', NOW, '--campaigns', '--json']
+                   + list(extra) + [log])
+    assert got.returncode == 0, got.stderr
+    return json.loads(got.stdout)
+
+
+def challenged(result):
+    return sorted((entry['address'], entry['count'], entry['reason']) for entry in result['challenged'])
+
+
+def blocked(result):
+    return sorted((entry['address'], entry['count']) for entry in result['blocked'])
+
+
+def test_an_address_over_the_threshold_without_browser_behaviour_is_blocked_saying_why(tmp_path, files):
+    result = detect(tmp_path, files, scraper('192.0.2.10', 1000) + scraper('192.0.2.11', 999))
+    assert blocked(result) == [('192.0.2.10', 1000)]
+    assert mask_dates(files.read('activity_log')) == [
+        b'IP addess 192.0.2.10 added to the block list, RPH=1000 (address, no browser behaviour: 0 assets, 0 referers)']
+    assert ('192.0.2.11', 999, 'address, no browser behaviour: 0 assets, 0 referers') in challenged(result)
+    assert files.read('blocklist') == b'192.0.2.10\n'
+
+
+def test_a_shared_address_with_browser_behaviour_is_never_blocked(tmp_path, files):
+    result = detect(tmp_path, files, browser('100.64.0.7', 1200) + browser('100.64.0.8', 1199),
+                    '--campaign-shared-threshold', '1200')
+    assert blocked(result) == [] and files.read('blocklist') is None
+    assert challenged(result) == [('100.64.0.7', 1200, 'shared address, browser behaviour: 2400 assets, 1200 referers')]
+    assert ('IP address 100.64.0.8 behaves as a browser and will not be blocked (1199 requests, shared address, '
+            'browser behaviour: 2398 assets, 1199 referers).') in result['messages']
+
+
+def test_behaviour_alone_is_a_challenge_from_its_threshold(tmp_path, files):
+    result = detect(tmp_path, files, scraper('192.0.2.20', 100) + scraper('192.0.2.21', 99) + browser('192.0.2.22', 300))
+    assert challenged(result) == [('192.0.2.20', 100, 'address, no browser behaviour: 0 assets, 0 referers')]
+    assert blocked(result) == []
+
+
+def rotating(prefix, addresses, each):
+    return ''.join(scraper(prefix % i, each) for i in range(1, addresses + 1))
+
+
+@pytest.mark.parametrize('addresses,each,decided', [
+    (10, 20, True),          # 200 requests from 10 addresses: the network's threshold
+    (10, 19, False),         # 190
+    (16, 1, True),           # 16 distinct addresses: the distinct addresses' threshold
+    (15, 1, False),
+])
+def test_a_network_is_challenged_by_its_requests_or_its_distinct_addresses(tmp_path, files, addresses, each, decided):
+    result = detect(tmp_path, files, rotating('203.0.113.%d', addresses, each) + rotating('198.51.100.%d', 9, 22)[:-1])
+    expected = [('203.0.113.0/24', addresses * each, 'network 203.0.113.0/24, %d addresses' % addresses)] if decided else []
+    assert challenged(result) == expected
+    assert blocked(result) == [] and files.read('blocklist') is None
+
+
+def test_one_request_short_of_the_networks_threshold_decides_nothing(tmp_path, files):
+    log = rotating('203.0.113.%d', 10, 20)
+    short = log[:log.rindex('\n', 0, len(log) - 1) + 1]         # the last line dropped: 199
+    assert challenged(detect(tmp_path, files, short)) == []
+
+
+def test_browsers_do_not_count_towards_their_network(tmp_path, files):
+    result = detect(tmp_path, files, ''.join(browser('198.51.100.%d' % i, 30) for i in range(2, 40)))
+    assert challenged(result) == [] and blocked(result) == []
+
+
+def test_ipv6_networks_the_narrower_first_the_wider_on_the_rest(tmp_path, files):
+    one_64 = ''.join(scraper('2001:db8:1:1::%x' % i, 1) for i in range(1, 17))
+    spread_48 = ''.join(scraper('2001:db8:2:%x::1' % i, 1) for i in range(1, 17))
+    result = detect(tmp_path, files, one_64 + spread_48)
+    assert challenged(result) == [
+        ('2001:db8:1:1::/64', 16, 'network 2001:db8:1:1::/64, 16 addresses'),
+        ('2001:db8:2::/48', 16, 'network 2001:db8:2::/48, 16 addresses')]
+
+
+def test_a_trap_hit_blocks_its_address_and_from_a_browser_is_a_challenge(tmp_path, files):
+    text = (request('192.0.2.30', TRAP + '7') + scraper('192.0.2.31', 3) + browser('192.0.2.32', 4)
+            + request('192.0.2.32', TRAP + '7') + request('192.0.2.33', TRAP[:-1]))
+    result = detect(tmp_path, files, text, '--trap-path', TRAP)
+    # The trap is under /jobs/: its request is a job page's too.
+    assert blocked(result) == [('192.0.2.30', 1)]
+    assert challenged(result) == [('192.0.2.32', 5, 'trap, 1 hits, browser behaviour: 8 assets, 4 referers')]
+    assert mask_dates(files.read('activity_log')) == [
+        b'IP addess 192.0.2.30 added to the block list, RPH=1 (trap, 1 hits, no browser behaviour: 0 assets, 0 referers)']
+
+
+def test_a_bots_trap_hit_is_not_counted(tmp_path, files):
+    text = request('192.0.2.40', TRAP).replace(AGENT, 'ExampleBot/1.0')
+    assert blocked(detect(tmp_path, files, text, '--trap-path', TRAP)) == []
+
+
+@pytest.mark.parametrize('path,fragment', [
+    ('/', b"trap_paths: '/' would match every page"),
+    ('/job', b"trap_paths: '/job' would match every page under /job/"),
+    ('/stellen', b"would match every page under /stellen/"),
+    ('jobs/x', b'is not a request path'),
+])
+def test_trap_paths_that_match_every_page_are_refused(tmp_path, files, path, fragment):
+    log = tmp_path / 'access.log'
+    log.write_text(scraper('192.0.2.10', 1000))
+    got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', NOW, '--campaigns', '--trap-path', path, log])
+    assert got.returncode == 2 and fragment in got.stderr and got.stdout == b''
+    assert files.read('blocklist') is None and files.read('activity_log') is None
+
+
+def test_trap_paths_need_the_profile(tmp_path, files):
+    log = tmp_path / 'access.log'
+    log.write_text('')
+    got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--trap-path', TRAP, log])
+    assert got.returncode == 2 and b'trap_paths: needs the campaign profile' in got.stderr
+
+
+def test_the_servers_address_is_never_decided(tmp_path, files):
+    result = detect(tmp_path, files, scraper('198.51.100.1', 1000) + request('198.51.100.1', TRAP), '--trap-path', TRAP)
+    assert blocked(result) == [] and challenged(result) == []
+
+
+def test_the_sliding_hour_adds_the_previous_hours_share_still_inside(tmp_path, files):
+    """999 requests at 09:59 and 999 at 10:00: at 10:00:30, 999 * (3570 / 3600) = 990 of the
+    previous hour are still inside the last 60 minutes: 1989 in all."""
+    text = (''.join(request('192.0.2.50', '/job/%d' % i, 59, i % 60, hour=9) for i in range(999))
+            + ''.join(request('192.0.2.50', '/job/%d' % i, 0, i % 30, hour=10) for i in range(999)))
+    log = tmp_path / 'access.log'
+    log.write_text(text)
+    base = files.options() + ['--server-ip', '198.51.100.1', '--now', '2026-11-21 10:00:30', '--json']
+    plain = json.loads(run_core(base + [log]).stdout)
+    assert plain['blocked'] == []
+    got = json.loads(run_core(base + ['--sliding-hour', log]).stdout)
+    assert [(e['address'], e['count'], e['window']) for e in got['blocked']] == [('192.0.2.50', 1989, 'current')]
+    late = json.loads(run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', '2026-11-21 10:59:59',
+                                                  '--json', '--sliding-hour', log]).stdout)
+    assert late['blocked'] == []        # 999 * 1 / 3600 of the previous hour: 999 in all
+
+
+def test_the_same_decisions_when_the_counts_spill(tmp_path, files):
+    text = (rotating('203.0.113.%d', 10, 20) + scraper('192.0.2.10', 1000) + request('192.0.2.30', TRAP)
+            + browser('100.64.0.7', 1001) + ''.join(browser('10.%d.0.1' % i, 2) for i in range(200)))
+    first = detect(tmp_path, files, text, '--trap-path', TRAP)
+    files.blocklist.unlink()
+    spilled = detect(tmp_path, files, text, '--trap-path', TRAP, '--count-budget', '50')
+    assert blocked(first) == blocked(spilled) == [('192.0.2.10', 1000), ('192.0.2.30', 1)]
+    assert challenged(first) == challenged(spilled) == [('203.0.113.0/24', 200, 'network 203.0.113.0/24, 10 addresses')]
+
+
+def test_a_state_carries_the_signals_and_one_saved_without_the_profile_is_not_used(tmp_path, files):
+    """A state saved by a run with the profile decides as a cold run; one saved without it
+    (no signals counted) starts cold."""
+    text = (rotating('203.0.113.%d', 10, 20) + scraper('192.0.2.10', 1000) + request('192.0.2.30', TRAP)
+            + browser('100.64.0.7', 1001))
+    log = tmp_path / 'access.log'
+    log.write_text(text)
+    base = files.options() + ['--server-ip', '198.51.100.1', '--now', NOW, '--json', '--trap-path', TRAP]
+    for profile in (['--campaigns', '--trap-path', TRAP], []):
+        state = tmp_path / ('state%d' % len(profile))
+        state.mkdir()
+        saved = run_core(base[:-2] + profile + ['--state-dir', state, '--blocklist', tmp_path / 'other', log])
+        assert saved.returncode == 0, saved.stderr
+        assert os.listdir(str(state))
+        warm = json.loads(run_core(base + ['--campaigns', '--state-dir', state, '--check', log]).stdout)
+        cold = json.loads(run_core(base + ['--campaigns', '--check', log]).stdout)
+        assert warm['messages'][:-1] == cold['messages'][:-1] and warm['challenged'] == cold['challenged']
+        assert [b['address'] for b in warm['blocked']] == ['192.0.2.10', '192.0.2.30']
+        assert (warm['scans'][0]['mode'] == 'incremental') == bool(profile)       # else counted cold
+
+
+def test_challenges_go_to_the_challenge_list_once_and_never_to_the_blocklist(tmp_path, files):
+    """A campaign crafted to get a network of job seekers listed (16 addresses of it without
+    browser behaviour, one request each) gets it challenged at most."""
+    text = ''.join(browser('192.0.2.%d' % i, 3) for i in range(100, 140)) + rotating('192.0.2.%d', 16, 1)
+    challenge_list = tmp_path / 'challenge.txt'
+    runs = [detect(tmp_path, files, text, '--challenge-list', challenge_list, '--answer-dir', tmp_path / 'answers')
+            for dummy in range(2)]
+    for result in runs:
+        assert [e['address'] for e in result['challenged']] == ['192.0.2.0/24'] and result['blocked'] == []
+    assert 'Challenging IP address: 192.0.2.0/24 (RPH=16, network 192.0.2.0/24, 16 addresses)' in runs[0]['messages']
+    assert challenge_list.read_bytes() == b'192.0.2.0/24\n'        # the second run listed it again nowhere
+    assert files.read('blocklist') is None
+    assert mask_dates(files.read('activity_log')) == [
+        b'IP addess 192.0.2.0/24 added to the challenge list (RPH=16, network 192.0.2.0/24, 16 addresses)']
+
+
+def test_without_a_challenge_list_challenges_are_said_and_warned_about(tmp_path, files):
+    result = detect(tmp_path, files, rotating('203.0.113.%d', 16, 1))
+    assert 'Challenging IP address: 203.0.113.0/24 (RPH=16, network 203.0.113.0/24, 16 addresses)' in result['messages']
+    assert result['warnings'] == ['1 challenge decisions of the campaign profile are not listed anywhere: challenge_list '
+                                  'is not set (they never go to the blocklist)']
+
+
+def test_what_is_never_blocked_is_never_listed(tmp_path, files):
+    """The never-blocked predicate (decision/never_blocked.py): an allow-listed address keeps
+    its trap hit and its network off every list; a trusted proxy too."""
+    files.exclusions.write_bytes(b'203.0.113.9\n')
+    text = (rotating('203.0.113.%d', 16, 1) + request('203.0.113.9', TRAP) + request('192.0.2.77', TRAP)
+            + rotating('198.18.0.%d', 16, 1))
+    result = detect(tmp_path, files, text, '--trap-path', TRAP, '--trusted-proxy', '198.18.0.5')
+    assert blocked(result) == [('192.0.2.77', 1)]
+    assert challenged(result) == []
+
+
+@pytest.mark.parametrize('extra,fragment', [
+    (['--fleet-store', 'redis://127.0.0.1:1/0'], b'campaigns: the fleet store does not sum the campaign keys yet'),
+    (['--rules', 'precise'], b'campaigns: the campaign profile works with the spec rules for now'),
+    (['--campaign-ipv4-prefix', '7'], b'--campaign-ipv4-prefix 7: must be a whole number from 8 to 32'),
+])
+def test_what_the_profile_does_not_take_yet_is_refused(tmp_path, files, extra, fragment):
+    log = tmp_path / 'access.log'
+    log.write_text(scraper('192.0.2.10', 1000))
+    got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', NOW, '--campaigns'] + extra + [log])
+    assert got.returncode == 2 and fragment in got.stderr and got.stdout == b'', got.stderr
+    assert files.read('blocklist') is None
