@@ -167,7 +167,7 @@ def followers():
         try:
             with open(os.path.join(directory, name), 'rb') as handle:
                 doc = json.loads(handle.read().decode('utf-8'))
-        except (OSError, IOError, ValueError):
+        except (OSError, IOError, ValueError, RecursionError):     # RecursionError: nested too deep
             continue
         doc['running'] = running(os.path.join(directory, name[:-len('.json')] + '.pid'))
         found.append(doc)
