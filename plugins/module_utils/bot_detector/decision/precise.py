@@ -373,8 +373,13 @@ class PreciseRules:
                                        'verified': self.verified[(field, crawler)]})
 
     @staticmethod
-    def lists(blocklist_content, exclusions_content):
-        return NetworkLists(blocklist_content, exclusions_content)
+    def lists(blocklist_content, exclusions):
+        """``exclusions``: the list's content, or its Networks (parse_exclusions) kept from before."""
+        return NetworkLists(blocklist_content, exclusions)
+
+    # The exclusion list as the precise rules read it: parsed once while the file is unchanged
+    # (lists.allow.read_exclusions), not at each of a follower's decisions.
+    parse_exclusions = Networks
 
 
 class NetworkLists:
@@ -383,7 +388,7 @@ class NetworkLists:
 
     def __init__(self, blocklist, exclusions):
         self.blocked = Networks(blocklist)
-        self.excluded = Networks(exclusions)
+        self.excluded = exclusions if isinstance(exclusions, Networks) else Networks(exclusions)
 
     def verdict(self, key):
         """The verdict on a record at or over the threshold."""
