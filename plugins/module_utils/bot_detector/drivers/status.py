@@ -157,7 +157,7 @@ def followers():
     [{pid, logs, running, behind_seconds, behind_bytes, updated, decided}]."""
     found = []
     try:
-        directory = lock_directory()
+        directory = lock_directory(create=False)      # --status writes nothing: not even this directory
         names = sorted(os.listdir(directory))
     except (OSError, BotDetectorError):
         return found
