@@ -186,6 +186,22 @@ def test_activity_dates_read_back_as_gnu_date_wrote_them_in_the_runs_locale(tz, 
             assert read_back(text.decode('utf-8'), tz, lc_all) == b'%d' % epoch, (text, lc_all)
 
 
+@pytest.mark.parametrize('lc_all', ['C.UTF-8', GERMAN])
+@pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin'])
+def test_every_day_of_a_month_and_the_dst_nights_read_back(tz, lc_all):
+    """The dates `date` prints on each faked day (tests/fakeclock.py: a one-digit day, a year's
+    end, a skipped and a repeated hour) read back as their instants, in one reader's process."""
+    require_german_locale()
+    texts = [gnu_date(epoch, tz, lc_all).decode('utf-8') for epoch in fakeclock.NOW_EPOCHS]
+    code = ('import sys; from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import '
+            'DateReader; reader = DateReader(); print(" ".join(str(reader.epoch(t.encode("utf-8", "surrogateescape"))) '
+            'for t in sys.argv[1:]))')
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith('LC_') and k != 'LANG')
+    env.update(TZ=tz, LC_ALL=lc_all, PYTHONPATH=os.pathsep.join(sys.path))
+    got = subprocess.run([sys.executable, '-c', code] + texts, stdout=subprocess.PIPE, env=env, check=True).stdout.split()
+    assert list(zip(texts, got)) == list(zip(texts, [b'%d' % epoch for epoch in fakeclock.NOW_EPOCHS]))
+
+
 def test_a_date_in_another_locale_or_zone_or_no_date_is_not_read():
     """Read only as the run's own locale or C renders it, in this host's zone or UTC: a German
     date read by a C run, a zone the host does not have, a date with a wrong weekday or
