@@ -4,6 +4,7 @@
 # everything it starts (the command, date(1), the reference) on a clock faked by libfaketime:
 # a test that passes here holds whatever today's date and hour. Prints one line a day, and the
 # failures; exits 1 when a day failed. Not part of make test (about a minute a day per file).
+# FAKED_DAYS, a grep -E pattern, picks the days by name (2026-12-1, dst-).
 #   tests/tools/on-faked-days.sh tests/unit/test_expiry.py tests/unit/test_status.py
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -12,6 +13,7 @@ library=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
 python=${PYTHON:-.venv/bin/python}
 failed=0
 while read -r name epoch; do
+    [ -z "${FAKED_DAYS:-}" ] || grep -qE -- "$FAKED_DAYS" <<<"$name" || continue
     faketime=$(printf '%+d' $(( epoch - $(date +%s) )))
     started=$(LD_PRELOAD="$library" FAKETIME="$faketime" date -u '+%a %d %b %Y %H:%M:%S UTC')
     out=$(LD_PRELOAD="$library" FAKETIME="$faketime" "$python" -m pytest -q -p no:cacheprovider "$@" 2>&1)
