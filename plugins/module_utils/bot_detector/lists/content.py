@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) jobboard.bot_detector contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reading the list files, and ensuring entries in one (the address_list module)."""
+"""Reading the list files (what is made of one kept while the file is unchanged: parsed_list),
+and ensuring entries in one (the address_list module)."""
 
 from __future__ import absolute_import, division, print_function
 
