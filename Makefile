@@ -95,6 +95,7 @@ bench: setup
 	@[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
 	$(PYTHON) tests/bench/run_bench.py
 	$(PYTHON) tests/bench/precise_bench.py
+	$(PYTHON) tests/bench/allow_list_bench.py
 	$(PYTHON) tests/bench/churn_bench.py
 	$(PYTHON) tests/bench/busy_bench.py
 	$(BIN)/python tests/bench/fleet_bench.py

@@ -21,9 +21,9 @@ options:
   exclusions_file:
     description:
       - >-
-        The allow-list: an address found in it is never blocked. A missing file counts as empty; one
-        that cannot be read too (as the reference), with a warning, except with precise rules (exit
-        status 3).
+        The allow-list: an address found in it is never blocked. A missing file, or /dev/null,
+        counts as empty; one that cannot be read too (as the reference), with a warning, except with
+        precise rules (exit status 3).
       - >-
         Default: the host config file's C(exclusions_file) when set there, else
         /etc/ipexcludedlist.txt.

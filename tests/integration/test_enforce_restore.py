@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import CORE
+from loadfactor import Slowdown
 from enforcement import Lab, detector, host_ruleset, require_tools, served, sh, table_of, the_table, wait_for
 
 PORT = 8080
@@ -97,9 +98,10 @@ def test_a_follower_restores_a_lost_table_within_seconds(lab, tmp_path):
         wait_for(lambda: in_sync(tmp_path) == 0, 15)
         assert scraper_served(lab) == 200
         sh('ip', 'netns', 'exec', lab.server, 'nft', 'delete', 'table', *table_of(tmp_path / 'blocklist').split())
+        load = Slowdown()
         started = time.time()
-        wait_for(lambda: in_sync(tmp_path) == 1, 15)
-        assert scraper_served(lab) is None and time.time() - started < 12
+        wait_for(lambda: in_sync(tmp_path) == 1, load.bound(15))
+        assert scraper_served(lab) is None and time.time() - started < load.bound(12), load.factor
         assert proc.poll() is None
     finally:
         proc.send_signal(signal.SIGTERM)

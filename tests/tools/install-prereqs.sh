@@ -6,7 +6,8 @@
 # and ip for the enforcement tests (namespaces, a scratch nginx), logrotate for follow mode's
 # rotation tests, redis-server and redis-cli, and valkey-server on Debian 13 (a scratch fleet store, one server and a cluster, that
 # the fleet tests start themselves) and Debian's python3-redis (the command's client under
-# `python3 -S` on hosts). Anything still missing
+# `python3 -S` on hosts), faketime (libfaketime: the date-dependent tests run date(1) and the command
+# on a faked clock, every day of a month and DST nights, tests/fakeclock.py). Anything still missing
 # afterwards is an error, never a skipped test.
 # Debian's prometheus and nginx packages would start (and enable) their servers: only the
 # programs are wanted, so the install runs under a policy-rc.d that forbids starting services
@@ -14,7 +15,8 @@
 set -euo pipefail
 declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales
                         [promtool]=prometheus [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2 [logrotate]=logrotate
-                        [redis-server]=redis-server [redis-cli]=redis-tools)
+                        [redis-server]=redis-server [redis-cli]=redis-tools
+                        [faketime]=faketime)
 # Valkey where Debian has it (13 and later): the fleet tests run against it as against Redis.
 debian_major=0
 if grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then

@@ -16,6 +16,7 @@ import pytest
 
 import loggen
 from conftest import CORE, Files, require_root
+from loadfactor import Slowdown
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -98,16 +99,18 @@ def test_silent_resolver_neither_holds_the_lock_nor_the_run(tmp_path):
         "$2" "$1/race.py" "$2" "$3" "$1/files" "$1/access.log" "$4"
     ''')
     env = dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8')
+    load = Slowdown()
     got = subprocess.run(['unshare', '--net', '--mount', '--propagation', 'private', '--fork', '--kill-child',
                           'sh', '-c', script, 'sh', str(tmp_path), sys.executable, str(CORE), NOW],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120, check=False)
     assert got.returncode == 0 and ready.exists(), got.stderr
     race = json.loads(got.stdout)
-    # The unblock did not wait for the lookups.
-    assert race['unblock_rc'] == 0 and race['unblock_took'] < 5, race
+    # The unblock did not wait for the lookups: the run still ran when it ended (its time, bounded
+    # as the machine's load allows, says the same on an idle machine).
+    assert race['unblock_rc'] == 0 and race['unblock_took'] < load.bound(5), (race, load.factor)
     assert race['detect_running_after_unblock'], race
     # The run ended within its DNS budget (4 s), not 300 lookups x 0.5 s one after another.
-    assert race['run_rc'] == 0 and race['run_took'] < 4 + 10, race
+    assert race['run_rc'] == 0 and race['run_took'] < 4 + load.bound(10), (race, load.factor)
     doc = json.loads(race['run_out'])
     failed = [v for v in doc['verifications'] if v['verified'] is False]
     unresolved = [v for v in doc['verifications'] if v['verified'] is None]

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+import fakeclock
 import loggen
 from conftest import CORE, in_timezone, mask_duration, run_core
 from test_activity_date import GERMAN, require_german_locale
@@ -185,6 +186,22 @@ def test_activity_dates_read_back_as_gnu_date_wrote_them_in_the_runs_locale(tz, 
             assert read_back(text.decode('utf-8'), tz, lc_all) == b'%d' % epoch, (text, lc_all)
 
 
+@pytest.mark.parametrize('lc_all', ['C.UTF-8', GERMAN])
+@pytest.mark.parametrize('tz', ['UTC', 'Europe/Berlin'])
+def test_every_day_of_a_month_and_the_dst_nights_read_back(tz, lc_all):
+    """The dates `date` prints on each faked day (tests/fakeclock.py: a one-digit day, a year's
+    end, a skipped and a repeated hour) read back as their instants, in one reader's process."""
+    require_german_locale()
+    texts = [gnu_date(epoch, tz, lc_all).decode('utf-8') for epoch in fakeclock.NOW_EPOCHS]
+    code = ('import sys; from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import '
+            'DateReader; reader = DateReader(); print(" ".join(str(reader.epoch(t.encode("utf-8", "surrogateescape"))) '
+            'for t in sys.argv[1:]))')
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith('LC_') and k != 'LANG')
+    env.update(TZ=tz, LC_ALL=lc_all, PYTHONPATH=os.pathsep.join(sys.path))
+    got = subprocess.run([sys.executable, '-c', code] + texts, stdout=subprocess.PIPE, env=env, check=True).stdout.split()
+    assert list(zip(texts, got)) == list(zip(texts, [b'%d' % epoch for epoch in fakeclock.NOW_EPOCHS]))
+
+
 def test_a_date_in_another_locale_or_zone_or_no_date_is_not_read():
     """Read only as the run's own locale or C renders it, in this host's zone or UTC: a German
     date read by a C run, a zone the host does not have, a date with a wrong weekday or
@@ -198,11 +215,26 @@ def test_a_date_in_another_locale_or_zone_or_no_date_is_not_read():
         assert read_back(text, 'Europe/Berlin', GERMAN) == b'None', text
 
 
-def test_entries_added_under_the_german_locale_expire_under_it_and_stay_under_another(tmp_path, files, quiet_log):
+# de_DE.UTF-8's date format (glibc's date_fmt '%a %-d. %b %H:%M:%S %Z %Y'), spelt out here.
+GERMAN_WEEKDAYS = ('Mo', 'Di', 'Mi', 'Do', 'Fr', 'Sa', 'So')
+GERMAN_MONTHS = ('Jan', 'Feb', 'M\u00e4r', 'Apr', 'Mai', 'Jun', 'Jul', 'Aug', 'Sep', 'Okt', 'Nov', 'Dez')
+
+
+def german_date(epoch, tz):
+    """What `date` prints at ``epoch`` in zone ``tz`` under de_DE.UTF-8: 'Sa 5. Dez 15:31:25 CET 2026'."""
+    t = in_timezone(tz, lambda: time.localtime(epoch))
+    return ('%s %d. %s %02d:%02d:%02d %s %d' % (GERMAN_WEEKDAYS[t.tm_wday], t.tm_mday, GERMAN_MONTHS[t.tm_mon - 1],
+                                                t.tm_hour, t.tm_min, t.tm_sec, t.tm_zone, t.tm_year)).encode('utf-8')
+
+
+@pytest.mark.parametrize('faked_now', fakeclock.NOW_EPOCHS, ids=fakeclock.NOW_IDS)
+def test_entries_added_under_the_german_locale_expire_under_it_and_stay_under_another(tmp_path, files, quiet_log, faked_now):
     """The product's own run writes the activity date in German (LC_TIME=de_DE.UTF-8); a run in
     that locale reads it and expires the entry, a run in the C locale cannot read it and
-    keeps the entry, --status saying so."""
+    keeps the entry, --status saying so. On every day of a month and Europe/Berlin's DST
+    nights (a faked clock: one-digit days, a year's end, a skipped and a repeated hour)."""
     require_german_locale()
+    faked_clock = fakeclock.FakeClock(faked_now)
     log = tmp_path / 'scraper.log'
     log.write_bytes(in_timezone('Europe/Berlin', lambda: loggen.planted_log(NOW_EPOCH, previous={'203.0.113.7': 1450})))
     german = dict((k, v) for k, v in os.environ.items() if not k.startswith('LC_') and k != 'LANG')
@@ -211,13 +243,17 @@ def test_entries_added_under_the_german_locale_expire_under_it_and_stay_under_an
 
     def run(env, *args):
         return subprocess.run([sys.executable, str(CORE)] + [str(a) for a in files.options() + list(args)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, check=False)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=faked_clock.env(env), check=False)
+    faked = subprocess.run(['date', '+%s'], stdout=subprocess.PIPE, env=faked_clock.env(german), check=True).stdout
+    assert abs(int(faked) - faked_now) < 60, (faked, faked_now)           # the clock is faked indeed
     now = ['--server-ip', '10.0.0.5', '--now', '@%d' % NOW_EPOCH]
+    before = int(faked_clock.now())
     blocked = run(german, *(now + [log]))
+    after = int(faked_clock.now()) + 1
     assert blocked.returncode == 0 and b'Blocking IP address: 203.0.113.7 (1450 requests)' in blocked.stdout
     date = files.read('activity_log').split(b' | ')[0]
-    assert re.match(br'^(Mo|Di|Mi|Do|Fr|Sa|So) [ \d]\d\. ', date), date       # 'So 22. Nov ...': German
-    time.sleep(1.1)                 # the ban of one second is over
+    assert date in [german_date(second, 'Europe/Berlin') for second in range(before, after + 1)], date
+    faked_clock.advance(5)               # the ban of one second is over
     kept = run(c_locale, *(now + ['--ban-time', '1', quiet_log]))
     assert kept.returncode == 0 and b'Unblocking' not in kept.stdout and files.read('blocklist') == b'203.0.113.7\n'
     status = json.loads(run(c_locale, '--status', '--json', '--ban-time', '1').stdout)

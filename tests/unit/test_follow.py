@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings as hsettings, strateg
 import loggen
 from test_metrics import metrics
 from conftest import CORE, Files, in_timezone, run_core, run_reference
+from loadfactor import Slowdown
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import follower_state
 
 START = 1795258200          # 2026-11-21 10:50:00 UTC: the windows 09 and 10
@@ -239,24 +240,33 @@ def test_a_log_that_does_not_exist_yet_behind_a_link(tmp_path):
 
 
 def test_windows_move_at_the_top_of_the_hour(tmp_path):
-    """Started 8 s before 11:00: lines of 11:xx written early count once 11:00 comes (no new
-    line needed); lines of 09:xx written after it never count (09 is no window then)."""
-    files, log = setup(tmp_path)
-    log.parent.mkdir()
-    top = START + 600
-    early = lines('203.0.113.6', 60, top + 10)
-    log.write_bytes(early)
-    with Following(tmp_path, files, log, now=top - 8) as follower:
-        assert blocked(files) == [] and time.time() - follower.started < 7
-        wait_for(lambda: blocked(files) == [b'203.0.113.6'], 12, 'the new windows')
-        assert time.time() - follower.started >= 8
-        late = lines('203.0.113.7', 60, top - 3600 - 300)
-        follower.mark()
-        with open(str(log), 'ab') as handle:
-            handle.write(late)
-        follower.caught_up()
-        assert blocked(files) == [b'203.0.113.6']
-        assert blocked(files) == reference_blocks(tmp_path, early + late, top + 20)
+    """Started LEAD s before 11:00 (8 s; more when the machine is so loaded that the follower's
+    first decision came after 11:00 on its clock): lines of 11:xx written early count once 11:00
+    comes (no new line needed); lines of 09:xx written after it never count (09 is no window then)."""
+    top, lead = START + 600, 8
+    for attempt in range(3):
+        base = tmp_path / ('attempt-%d' % attempt)
+        files, log = setup(base)
+        log.parent.mkdir(parents=True)
+        early = lines('203.0.113.6', 60, top + 10)
+        log.write_bytes(early)
+        with Following(base, files, log, now=top - lead) as follower:
+            first, took = blocked(files), time.time() - follower.started
+            if took >= lead - 1:            # decided too late to see the old windows: a loaded machine
+                lead = int(3 * took) + 8
+                continue
+            assert first == []
+            wait_for(lambda: blocked(files) == [b'203.0.113.6'], lead + 12, 'the new windows')
+            assert time.time() - follower.started >= lead      # not before 11:00 on its clock
+            late = lines('203.0.113.7', 60, top - 3600 - 300)
+            follower.mark()
+            with open(str(log), 'ab') as handle:
+                handle.write(late)
+            follower.caught_up()
+            assert blocked(files) == [b'203.0.113.6']
+            assert blocked(files) == reference_blocks(base, early + late, top + 20)
+            return
+    raise AssertionError('the follower never decided %d s before the top of the hour (load too high)' % lead)
 
 
 def test_unblock_and_lists_while_following(tmp_path):
@@ -286,8 +296,9 @@ def test_sigterm_ends_it_with_its_state(tmp_path):
         with open(str(log), 'ab') as handle:
             handle.write(lines('203.0.113.10', 10))
         sent = time.time()
-        assert follower.stop() == 0
-        assert time.time() - sent < 5
+        with Slowdown() as load:
+            assert follower.stop() == 0
+            assert time.time() - sent < load.bound(5)
         names = [n for n in os.listdir(str(follower.state_dir)) if n.startswith('follow-')]
         doc = read_state(follower.state_dir / names[0])
         assert doc['positions'][0]['current']['offset'] == os.path.getsize(str(log))
@@ -378,9 +389,10 @@ def test_status_says_whether_a_follower_runs(tmp_path):
     log.parent.mkdir()
     log.write_bytes(lines('203.0.113.11', 10))
     with Following(tmp_path, files, log) as follower:
+        follower.caught_up()        # its first status may predate its reading (a loaded machine): behind until then
         proc = run_core(files.options() + ['--status'])
         mine = [line for line in proc.stdout.split(b'\n') if str(log).encode() in line]
-        assert mine == [mine[0]] and b'(pid %d): running, 0 s and 0 bytes behind' % follower.proc.pid in mine[0]
+        assert mine == [mine[0]] and b'(pid %d): running, 0 s and 0 bytes behind' % follower.proc.pid in mine[0], mine
         follower.stop()         # stopped: its files removed, no longer listed (issue 39, section 4)
         proc = run_core(files.options() + ['--status'])
         assert str(log).encode() not in proc.stdout, proc.stdout
@@ -452,7 +464,7 @@ def test_a_scraper_is_blocked_within_2_s_of_a_copytruncate_that_follows_a_rename
     files, log = setup(tmp_path)
     log.parent.mkdir()
     log.write_bytes(b'')
-    with Following(tmp_path, files, log) as follower:
+    with Following(tmp_path, files, log) as follower, Slowdown() as load:
         writer = open(str(log), 'ab')
         writer.write(lines('203.0.113.1', THRESHOLD - 1))
         writer.flush()
@@ -472,7 +484,7 @@ def test_a_scraper_is_blocked_within_2_s_of_a_copytruncate_that_follows_a_rename
         crossing = time.time()
         writer.write(lines('203.0.113.1', 1))
         writer.flush()
-        wait_for(lambda: blocked(files) == [b'203.0.113.1'], 6, 'blocking 203.0.113.1')
+        wait_for(lambda: blocked(files) == [b'203.0.113.1'], load.bound(6), 'blocking 203.0.113.1')
         first = time.time() - crossing
         logrotate(tmp_path, log, 'create')
         writer.close()
@@ -480,7 +492,7 @@ def test_a_scraper_is_blocked_within_2_s_of_a_copytruncate_that_follows_a_rename
         crossing = time.time()
         writer.write(lines('203.0.113.2', 1))
         writer.flush()
-        wait_for(lambda: blocked(files) == [b'203.0.113.1', b'203.0.113.2'], 6, 'blocking 203.0.113.2')
+        wait_for(lambda: blocked(files) == [b'203.0.113.1', b'203.0.113.2'], load.bound(6), 'blocking 203.0.113.2')
         second = time.time() - crossing
         writer.close()
-        assert first < 2.0 and second < 2.0, (first, second)
+        assert first < load.bound(2.0) and second < load.bound(2.0), (first, second, load.factor)

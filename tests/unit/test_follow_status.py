@@ -9,6 +9,7 @@ import time
 
 import test_follow as follow
 from conftest import CORE, run_core
+from loadfactor import Slowdown
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import follower_state
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists import writer
 
@@ -24,6 +25,7 @@ def test_status_lists_a_follower_from_its_start(tmp_path):
     files, log = follow.setup(tmp_path)
     log.parent.mkdir()
     log.write_bytes(follow.lines('203.0.113.50', 3))
+    load = Slowdown()
     started = time.time()
     proc = _start(tmp_path, files, log)
     try:
@@ -37,7 +39,7 @@ def test_status_lists_a_follower_from_its_start(tmp_path):
             proc.kill()
             proc.wait()
         proc.stderr.close()
-    assert took < 2.0, took
+    assert took < load.bound(2.0), (took, load.factor)      # 2 s on an idle machine; its first 5 s, before
 
 
 def test_stopped_followers_and_runs_leave_no_files_in_the_lock_directory(tmp_path):

@@ -5,11 +5,11 @@ random appended lines (addresses alone, next to listed ones or to each other, al
 exempt, networks, junk), and one addition to a 200,000-entry blocklist timed against a load."""
 import ipaddress
 import random
-import time
 
 from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import run_core
+from loadfactor import children_cpu_seconds
 from test_nginx_exemptions import geo_value
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import nginx, sync
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
@@ -65,22 +65,22 @@ def test_one_addition_to_200000_entries_costs_a_fraction_of_a_load(tmp_path):
     options = ['--blocklist', tmp_path / 'blocklist', '--activity-log', tmp_path / 'activity', '--exclusions', tmp_path / 'allow',
                '--server-ip', '192.0.2.1', '--enforcement', 'nginx', '--nginx-geo-file', tmp_path / 'blocked.conf',
                '--nginx-test-command', 'true', '--nginx-reload-command', 'true']
-    start = time.perf_counter()
+    start = children_cpu_seconds()
     load = run_core(options + ['--enforce-now'])
-    whole = time.perf_counter() - start
+    whole = children_cpu_seconds() - start
     assert load.returncode == 0, load
     before = (tmp_path / 'blocked.conf').read_text().splitlines()
     with open(str(tmp_path / 'blocklist'), 'a') as f:
         f.write('198.51.100.77\n')
-    start = time.perf_counter()
+    start = children_cpu_seconds()
     (tmp_path / 'access.log').write_text('')
     added = run_core(options + [tmp_path / 'access.log'])      # a run that blocks nothing syncs what was appended
-    one = time.perf_counter() - start
+    one = children_cpu_seconds() - start
     assert added.returncode == 0, added
     after = (tmp_path / 'blocked.conf').read_text().splitlines()
     assert after[2:] == before[2:] + ['198.51.100.77 1;']
     assert after[1].split()[3] == str(int(before[1].split()[3]) + 1)        # the entries count
-    assert one < whole / 3, (one, whole)
+    assert one < whole / 3, (one, whole)        # CPU seconds: wall time varies with the machine's load
 
 
 def test_a_change_nginx_would_not_see_writes_the_header_without_a_reload(tmp_path):
@@ -122,8 +122,8 @@ def test_a_sync_already_in_sync_does_not_parse_a_large_allow_list(tmp_path):
                    '--server-ip', '192.0.2.1', '--enforcement', 'nginx', '--nginx-geo-file', tmp_path / ('%s.conf' % name),
                    '--nginx-test-command', 'true', '--nginx-reload-command', 'true']
         assert run_core(options + ['--enforce-now']).returncode == 0
-        start = time.perf_counter()
+        start = children_cpu_seconds()
         run = run_core(options + [tmp_path / 'access.log'])
-        times[name] = time.perf_counter() - start
+        times[name] = children_cpu_seconds() - start
         assert run.returncode == 0, run
-    assert times['big'] < times['empty'] + 0.6, times
+    assert times['big'] < times['empty'] + 0.6, times       # CPU seconds: the same on a loaded machine

@@ -3,6 +3,7 @@ reverse and forward DNS (with an injected resolver: no network), exact and CIDR 
 matching, IPv6 /64 grouping."""
 import ipaddress
 import json
+import threading
 import time
 
 import pytest
@@ -239,10 +240,19 @@ class SlowResolver(FakeResolver):
     def __init__(self, delay):
         super(SlowResolver, self).__init__()
         self.delay = delay
+        self.guard = threading.Lock()
+        self.running = self.most_at_once = 0
 
     def reverse(self, address):
-        self.calls.append(('reverse', address))
-        time.sleep(self.delay)
+        with self.guard:
+            self.calls.append(('reverse', address))
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        try:
+            time.sleep(self.delay)
+        finally:
+            with self.guard:
+                self.running -= 1
         raise OSError('no answer')
 
 
@@ -261,11 +271,10 @@ def claimers(number, requests, agent=GOOGLEBOT):
 
 def test_verification_is_parallel_and_bounded_in_lookups(tmp_path):
     resolver = SlowResolver(0.3)
-    started = time.monotonic()
     doc, files = run(tmp_path, claimers(60, 20) + lines('2001:db8:1:2::ff', 10), resolver=resolver, threshold=100,
                      ipv6_prefix=64, dns_lookups=40)
-    elapsed = time.monotonic() - started
-    assert len(resolver.calls) == 40 and elapsed < 40 * 0.3 / 2      # sequential would take 12 s
+    # Parallel: lookups overlap (counted, not timed: a wall-clock bound fails on a loaded machine).
+    assert len(resolver.calls) == 40 and 2 <= resolver.most_at_once <= precise.WORKERS
     failed = [v for v in doc['verifications'] if v['verified'] is False]
     unresolved = [v for v in doc['verifications'] if v['verified'] is None]
     assert len(failed) == 40 and len(unresolved) == 20
@@ -278,7 +287,9 @@ def test_verification_is_bounded_in_time(tmp_path):
     resolver = SlowResolver(1.0)
     started = time.monotonic()
     doc, files = run(tmp_path, claimers(200, 20), resolver=resolver, threshold=100, ipv6_prefix=64, dns_budget=1.5)
-    assert time.monotonic() - started < 5
+    # Without the budget: 200 lookups of 1 s, 16 at a time, 13 s at least. The budget's 1.5 s and
+    # the lookups still running (1 s) leave room for the run's own CPU time on a loaded machine.
+    assert time.monotonic() - started < 10
     failed = [v for v in doc['verifications'] if v['verified'] is False]
     unresolved = [v for v in doc['verifications'] if v['verified'] is None]
     assert len(failed) + len(unresolved) == 200 and 0 < len(failed) < 200

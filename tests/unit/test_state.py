@@ -116,6 +116,9 @@ def damaged_files():
         'head not hex': with_header(good, lambda h: h['files'][0].update(head='zz')),
         'now missing': with_header(good, lambda h: h.pop('now')),
         'bytes after': good + b'{}\n',
+        # Deeper than Python's json reads (RecursionError, not ValueError): open, and closed in a field.
+        'nested deep': b'[' * 100000 + b'\n' + header_and_sections(good)[1],
+        'a field nested deep': b'{"format": %s}\n' % (b'[' * 100000 + b']' * 100000) + header_and_sections(good)[1],
         'a stamp twice': with_header(good, lambda h: h['files'][0]['sections'].__setitem__(1, dict(
             h['files'][0]['sections'][1], stamp=stamp))),
     }
@@ -136,6 +139,7 @@ def forged_sections():
         'wide claim key': forged_section(good, counts_part(b'', [], [['\u20ac', 'g', 1]])),
         'claims not a list': forged_section(good, b'{}\na\n' + struct.pack('<Q', 1)),
         'claims not json': forged_section(good, b'cos\na\n' + struct.pack('<Q', 1)),
+        'claims nested deep': forged_section(good, b'[' * 100000 + b'\na\n' + struct.pack('<Q', 1)),
     }
 
 
@@ -155,6 +159,7 @@ def forged_tops():
         'complete as text': forged_section(good, top_part({'complete': 'yes', 'keys': ['a'], 'counts': [5]}), 'top'),
         'more keys': forged_section(good, top_part({'complete': False, 'keys': ['a', 'b'], 'counts': [5]}), 'top'),
         'not an object': forged_section(good, top_part([]), 'top'),
+        'nested deep': forged_section(good, b'[' * 100000 + b'\n', 'top'),
     }
 
 

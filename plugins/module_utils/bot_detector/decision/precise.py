@@ -374,13 +374,22 @@ class PreciseRules:
             self.verifications.append({'address': to_text(field), 'crawler': crawler,
                                        'verified': self.verified[(field, crawler)]})
 
-    def lists(self, blocklist_content, exclusions_content):
-        """The lists; allow-list lines wider than the enforcement's limits spare no one, as in
-        the enforcement (decision/never_blocked.py), named by ``too_wide_warning``."""
-        exclusions_content, wide = without_too_wide(exclusions_content, self.min_prefix)
-        lists = NetworkLists(blocklist_content, exclusions_content)
+    def lists(self, blocklist_content, exclusions):
+        """The lists. ``exclusions``: the allow-list's content, or what parse_exclusions made of it
+        (kept while the file is unchanged). Its lines wider than the enforcement's limits spare no
+        one, as in the enforcement (decision/never_blocked.py), named by ``too_wide_warning``."""
+        content, networks = exclusions if isinstance(exclusions, tuple) else (exclusions, None)
+        narrower, wide = without_too_wide(content, self.min_prefix)
+        lists = NetworkLists(blocklist_content, networks if networks is not None and not wide else narrower)
         lists.too_wide_warning = too_wide_warning('precise rules', wide, self.min_prefix)
         return lists
+
+    @staticmethod
+    def parse_exclusions(content):
+        """The allow-list as the precise rules read it, made once while the file is unchanged
+        (lists.allow.read_exclusions), not at each of a follower's decisions: its content (for the
+        width guard, which finds its few CIDR lines at C speed) and its Networks."""
+        return content, Networks(content)
 
 
 class NetworkLists:
@@ -389,7 +398,7 @@ class NetworkLists:
 
     def __init__(self, blocklist, exclusions):
         self.blocked = Networks(blocklist)
-        self.excluded = Networks(exclusions)
+        self.excluded = exclusions if isinstance(exclusions, Networks) else Networks(exclusions)
 
     def verdict(self, key):
         """The verdict on a record at or over the threshold."""

@@ -265,7 +265,7 @@ class Follower:
 
     def _start(self, now):
         self._move_windows(now)
-        doc, counts = load(self.state_path, self.settings.state_budget)
+        doc, counts = load(self.state_path, self.settings.state_budget, self.warn)
         if self._resume(doc, counts):
             return
         settings = self.settings

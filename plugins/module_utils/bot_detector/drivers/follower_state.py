@@ -141,14 +141,18 @@ def dump(path, doc, counters, max_bytes=None):
     atomic_write(path, pieces())
 
 
-def load(path, max_bytes=None):
+def load(path, max_bytes=None, warn=None):
     """(doc, {stamp: [(key, count)]}) of a state file; (None, None) when there is none, it
-    cannot be read, or it is larger than ``max_bytes``."""
+    cannot be read, it is larger than ``max_bytes``, or it is damaged (then ``warn`` is told:
+    the follower reads cold rather than die at every start)."""
     try:
         with open(path, 'rb') as handle:
             if max_bytes is not None and os.fstat(handle.fileno()).st_size > max_bytes:
                 return None, None
             header, rest = (handle.read().split(b'\n', 1) + [b''])[:2]
+    except (OSError, IOError):
+        return None, None
+    try:
         doc = json.loads(header.decode('utf-8'))
         if doc.get('format') != FORMAT:
             return None, None
@@ -160,7 +164,10 @@ def load(path, max_bytes=None):
                 count, key = entry.split(b' ', 1)
                 entries.append((key, int(count)))
         return doc, counts
-    except (OSError, IOError, ValueError, AttributeError):
+    # RecursionError: a header nested deeper than Python's json reads (a ValueError it is not).
+    except (ValueError, AttributeError, TypeError, RecursionError):
+        if warn is not None:
+            warn(messages.STATE_IGNORED % (path, 'not a state a follower writes'))
         return None, None
 
 

@@ -119,7 +119,8 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
     else:
         writer.check()      # what the lock would fail on, without taking it
     try:
-        exclusions = read_exclusions(settings, result)      # first: precise rules stop here, nothing changed
+        # first: precise rules stop here, nothing changed; their parsed list is kept while the file is unchanged
+        exclusions = read_exclusions(settings, result, getattr(rules, 'parse_exclusions', None))
         content = read_list(settings.blocklist)
         result.blocklist_before = content
         if expire_bans and settings.ban_time is not None:

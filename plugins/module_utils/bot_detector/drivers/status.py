@@ -177,7 +177,7 @@ def followers():
     [{pid, logs, running, behind_seconds, behind_bytes, updated, decided}]."""
     found = []
     try:
-        directory = lock_directory()
+        directory = lock_directory(create=False)      # --status writes nothing: not even this directory
         names = sorted(os.listdir(directory))
     except (OSError, BotDetectorError):
         return found
@@ -187,7 +187,7 @@ def followers():
         try:
             with open(os.path.join(directory, name), 'rb') as handle:
                 doc = json.loads(handle.read().decode('utf-8'))
-        except (OSError, IOError, ValueError):
+        except (OSError, IOError, ValueError, RecursionError):     # RecursionError: nested too deep
             continue
         doc['running'] = running(os.path.join(directory, name[:-len('.json')] + '.pid'))
         found.append(doc)

@@ -159,7 +159,8 @@ def _nft(args, text=None):
 
 def _record(settings):
     """The file beside the run's lock that records the last good load (JSON, see _write_record)."""
-    return lock_file(settings.blocklist)[:-len('.lock')] + '.nft'
+    # create=False: a sync took the lock (made the directory) first; --status only reads.
+    return lock_file(settings.blocklist, create=False)[:-len('.lock')] + '.nft'
 
 
 record_path = _record       # --status reads when it was written (state.py)

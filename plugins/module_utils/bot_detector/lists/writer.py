@@ -58,13 +58,15 @@ def lock_directory(create=True):
     return path
 
 
-def lock_file(blocklist):
-    """The lock file of every run that appends to ``blocklist``, however the path is spelled."""
+def lock_file(blocklist, create=True):
+    """The lock file of every run that appends to ``blocklist``, however the path is spelled;
+    without ``create`` (what only reads beside it: --status) its directory is neither made nor
+    changed."""
     # CRC-32 and Adler-32 of the path: hashlib's import (OpenSSL's start) costs a cron run
     # tens of milliseconds; two paths sharing a key would only share a lock.
     name = to_bytes(os.path.realpath(blocklist))
     key = '%08x%08x' % (zlib.crc32(name) & 0xffffffff, zlib.adler32(name) & 0xffffffff)
-    return os.path.join(lock_directory(), 'blocklist-%s.lock' % key)
+    return os.path.join(lock_directory(create), 'blocklist-%s.lock' % key)
 
 
 class BlocklistWriter:

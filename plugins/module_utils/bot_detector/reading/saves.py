@@ -154,7 +154,7 @@ def loads(data, log):
     cut = data.find(b'\n')
     try:
         doc = json.loads(data[:cut if cut != -1 else len(data)].decode('utf-8'))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:     # RecursionError: nested too deep
         raise StateError('not JSON (%s)' % exc)
     found = doc.get('format') if isinstance(doc, dict) else None
     if found != FORMAT:

@@ -316,7 +316,7 @@ _NO_TOP = b'{"complete":false,"keys":[],"counts":[]}\n'
 def _top_entries(raw, where):
     try:
         doc = json.loads(raw.decode('ascii'))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:     # RecursionError: nested too deep
         raise StateError('%s: not JSON (%s)' % (where, exc))
     complete, keys, counts = (typed_field(doc, 'complete', bool, where), typed_field(doc, 'keys', list, where),
                               typed_field(doc, 'counts', list, where))
@@ -353,7 +353,7 @@ def _section_counter(raw, where):
         raise StateError('%s: counts without their claims and keys lines' % where)
     try:
         claims = json.loads(raw[:cut].decode('ascii'))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:     # RecursionError: nested too deep
         raise StateError('%s: claims not JSON (%s)' % (where, exc))
     if not isinstance(claims, list):
         raise StateError('%s: claims not a list' % where)

@@ -225,8 +225,8 @@ SETTINGS = (
             'The blocklist to search and append to, one address per line; the firewall reads it.',
             metavar='PATH', role_default=SAME),
     Setting('exclusions_file', 'path', '/etc/ipexcludedlist.txt',
-            'The allow-list: an address found in it is never blocked. A missing file counts as empty; one that '
-            'cannot be read too (as the reference), with a warning, except with precise rules (exit status 3).',
+            'The allow-list: an address found in it is never blocked. A missing file, or /dev/null, counts as empty; one '
+            'that cannot be read too (as the reference), with a warning, except with precise rules (exit status 3).',
             flag='--exclusions', metavar='PATH', aliases=('exclusions',), role_default=SAME),
     Setting('activity_log', 'path', '/var/log/bot-detector.log',
             'The activity log: one line per addition.', metavar='PATH', role_default=SAME),
