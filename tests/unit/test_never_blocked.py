@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.never_blocked import (
     NeverBlocked, never_blocked)
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import never_blocked as never_blocked_module
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
 
 V4 = st.integers(min_value=1, max_value=(1 << 32) - 1)
@@ -217,3 +218,22 @@ def test_an_allow_list_typo_spares_no_one_in_the_precise_detection(tmp_path):
     assert (tmp_path / 'blocklist').read_text() == '192.0.2.20\n'
     assert "allow-list line or trusted proxy is wider than a /8 of IPv4 or a /32 of IPv6 and spares no one: '192.0.2.20/0'" \
         in run.stderr.decode()
+
+
+def test_an_unchanged_allow_list_is_parsed_once_per_process_and_a_changed_one_again():
+    """A follower syncs every few seconds beside a large allow-list: the spans of the same lines are
+    kept (issue 44 item 9), and a change to any line is parsed again."""
+    calls = []
+
+    def counting_span(line):
+        calls.append(line)
+        return never_blocked_module.span(line)
+    content = b'\n'.join(b'198.51.%d.%d' % (i // 256, i % 256) for i in range(2000)) + b'\n'
+    first = NeverBlocked([b'192.0.2.1'], content, counting_span).spans
+    parsed = len(calls)
+    assert parsed >= 2000
+    again = NeverBlocked([b'192.0.2.1'], content, counting_span)
+    assert again.spans == first and len(calls) == parsed
+    assert again.address(b'198.51.7.207') and not again.address(b'198.51.8.0')
+    changed = NeverBlocked([b'192.0.2.1'], content + b'198.51.8.0\n', counting_span)
+    assert changed.address(b'198.51.8.0') and len(calls) > parsed

@@ -107,6 +107,11 @@ def merge(spans):
     return [tuple(piece) for piece in merged]
 
 
+# The spans of the last few NeverBlocked built, by (key, span_of): a long-running process (a
+# follower) parses an unchanged allow-list once. Few: one a blocklist, a config's lists.
+_KEPT, _KEEP = {}, 4
+
+
 class NeverBlocked:
     """The never-blocked spans of each version (merged), from ``lines`` (the server's addresses,
     loopback: always taken) and ``bounded`` (the allow-list's lines and the trusted proxies: taken
@@ -125,7 +130,11 @@ class NeverBlocked:
 
     @property
     def spans(self):
-        """{4: [(first, last)], 6: [...]}, sorted and merged."""
+        """{4: [(first, last)], 6: [...]}, sorted and merged; kept for the process while the lines
+        are the same (their digest, ``key``): a follower's sync every few seconds beside a
+        100,000-line allow-list reads and hashes it, and parses it only when it changed."""
+        if self._spans is None and (self.key, self._span_of) in _KEPT:
+            self._spans, self._too_wide = _KEPT[(self.key, self._span_of)]
         if self._spans is None:
             found = {4: [], 6: []}
             for bounded, lines in ((False, self._lines), (True, self._bounded.split(b'\n'))):
@@ -141,6 +150,9 @@ class NeverBlocked:
                         continue
                     found[version].append((first, last))
             self._spans = {version: merge(found[version]) for version in (4, 6)}
+            if len(_KEPT) >= _KEEP:
+                _KEPT.pop(next(iter(_KEPT)))
+            _KEPT[(self.key, self._span_of)] = (self._spans, self._too_wide)
         return self._spans
 
     @property
