@@ -429,6 +429,16 @@ options:
         /etc/nginx/bot-detector/answers.
     type: path
     version_added: 2.0.0
+  nginx_answers_dir:
+    description:
+      - >-
+        Where nginx finds the njs script (answers.js) and the challenge page (challenge.html) that
+        --nginx-snippet js and --nginx-snippet page print (the role installs them there).
+      - >-
+        Default: the host config file's C(nginx_answers_dir) when set there, else
+        /etc/nginx/bot-detector.
+    type: path
+    version_added: 2.0.0
   answer_time:
     description:
       - >-

@@ -154,7 +154,8 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'fleet_store_password_file': '/srv/fleet pw', 'fleet_host': 'web-7.example', 'fleet_name': 'jobs-eu',
               'throttle_list': '/srv/t list', 'challenge_list': '/srv/c', 'answer_dir': '/srv/answers', 'answer_time': 7200,
               'throttle_rate': '5r/s', 'throttle_burst': 0, 'throttle_retry_after': 30, 'challenge_pass_time': 600,
-              'challenge_secret_file': '/srv/secret', 'answer_exempt_paths': ['/healthz', '/static/']}
+              'challenge_secret_file': '/srv/secret', 'answer_exempt_paths': ['/healthz', '/static/'],
+              'nginx_answers_dir': '/srv/nginx'}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'
     path.write_text(format_config(values, header='# managed'))

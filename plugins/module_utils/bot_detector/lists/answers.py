@@ -33,6 +33,7 @@ __metaclass__ = type
 
 _ADDED = re.compile(ACTIVITY_ANSWERED_PATTERN)
 _REMOVED = re.compile(ACTIVITY_UNANSWERED_PATTERN)
+_UNSAFE = re.compile(r'[^\x20-\x27\x2a-\x7e]')       # anything but printable ASCII without ( and )
 LOOPBACK = (b'127.0.0.0/8', b'::1')
 HAND_REASON = 'by hand'
 VERBS = {'throttle': 'Throttling', 'challenge': 'Challenging'}
@@ -145,7 +146,8 @@ def _refusal(settings, exempt, text):
 def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=None, now=None):
     """Put each of ``decisions`` [(address or network, reason)] on ``kind``'s list, under its lock:
     expired entries taken off first, then a new entry appended with its activity line; one
-    already listed gets only the activity line (its expiry starts again). An entry refused
+    already listed gets only the activity line (its expiry starts again); the whole batch is one
+    append to each file, the list's taken back when the activity log's fails. An entry refused
     (not an address, exempt, too wide) is a warning naming it. Returns
     {'added': [...], 'renewed': [...], 'refused': [...], 'expired': [...]}."""
     path = list_path(settings, kind)
@@ -159,6 +161,7 @@ def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=No
     try:
         done['expired'] = expire(settings, kind, writer, check_mode, now)
         present = set(entry_key(line) for line in entries(read_list(path, strict=True)))
+        new, lines = [], []
         for address, reason in decisions:
             found, why = _refusal(settings, exempt, address)
             if why:
@@ -166,17 +169,22 @@ def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=No
                 done['refused'].append(to_text(address))
                 continue
             key = spelling(*found)
+            reason = _UNSAFE.sub('_', reason) if reason else reason     # one line, readable back by its pattern
             line = to_bytes(ACTIVITY_ANSWERED % {'date': date_default_format(), 'address': to_text(key),
                                                  'answer': kind, 'reason': reason or HAND_REASON}) + b'\n'
             renewed = entry_key(key) in present
             say(ANSWERING % ('Would %s' % kind if check_mode else VERBS[kind], to_text(key), reason or HAND_REASON))
-            if not check_mode:
-                if renewed:
-                    writer.append_line(settings.activity_log, line, fsync=True)
-                else:
-                    writer.append(key, line)
-                present.add(entry_key(key))
+            lines.append(line)
+            if not renewed:
+                new.append(key)
+            present.add(entry_key(key))
             done['renewed' if renewed else 'added'].append(to_text(key))
+        if check_mode or not lines:
+            return done
+        if new:     # one write and one fsync each for the whole batch: the entries, then their lines
+            writer.append(b'\n'.join(new), b''.join(lines))
+        else:
+            writer.append_line(settings.activity_log, b''.join(lines), fsync=True)
     finally:
         writer.unlock()
     return done

@@ -35,6 +35,10 @@ ANSWER_ROWS = (
      'modification time the entry\'s expiry), made equal to the lists after every change, so that nginx needs no '
      'reload for them.',
      dict(metavar='DIR', **_GROUP)),
+    ('nginx_answers_dir', 'path', '/etc/nginx/bot-detector',
+     'Where nginx finds the njs script (answers.js) and the challenge page (challenge.html) that --nginx-snippet js '
+     'and --nginx-snippet page print (the role installs them there).',
+     dict(metavar='DIR', **_GROUP)),
     ('answer_time', 'duration', 86400,
      'How long an entry of the throttle or challenge list lasts after its latest addition (then it expires as a '
      'ban does, with an activity log line). Seconds, or with a unit: 90m, 12h, 7d.',
