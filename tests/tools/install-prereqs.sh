@@ -6,7 +6,9 @@
 # and ip for the enforcement tests (namespaces, a scratch nginx), logrotate for follow mode's
 # rotation tests, redis-server and redis-cli, and valkey-server on Debian 13 (a scratch fleet store, one server and a cluster, that
 # the fleet tests start themselves) and Debian's python3-redis (the command's client under
-# `python3 -S` on hosts). Anything still missing
+# `python3 -S` on hosts), and for the answers' tests Debian's njs module (libnginx-mod-http-js),
+# chromium with its chromium-driver and python3-selenium (a real browser at the challenge,
+# driver and browser matched by packaging: nothing downloads a browser). Anything still missing
 # afterwards is an error, never a skipped test.
 # Debian's prometheus and nginx packages would start (and enable) their servers: only the
 # programs are wanted, so the install runs under a policy-rc.d that forbids starting services
@@ -14,7 +16,7 @@
 set -euo pipefail
 declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales
                         [promtool]=prometheus [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2 [logrotate]=logrotate
-                        [redis-server]=redis-server [redis-cli]=redis-tools)
+                        [redis-server]=redis-server [redis-cli]=redis-tools [chromium]=chromium [chromedriver]=chromium-driver)
 # Valkey where Debian has it (13 and later): the fleet tests run against it as against Redis.
 debian_major=0
 if grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
@@ -31,6 +33,10 @@ for tool in "${!package_of[@]}"; do
 done
 has_python3_redis() { [ -f /usr/lib/python3/dist-packages/redis/__init__.py ]; }
 has_python3_redis || missing+=(python3-redis)
+has_njs() { [ -f /usr/lib/nginx/modules/ngx_http_js_module.so ]; }
+has_njs || missing+=(libnginx-mod-http-js)
+has_python3_selenium() { [ -f /usr/lib/python3/dist-packages/selenium/__init__.py ]; }
+has_python3_selenium || missing+=(python3-selenium)
 [ ${#missing[@]} -eq 0 ] && has_locale && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "install-prereqs: missing ${missing[*]:-} ${test_locale}; install them (as root, with apt-get) and run again" >&2
@@ -65,3 +71,5 @@ if ! has_locale; then
 fi
 has_locale || { echo "install-prereqs: the ${test_locale} locale is still missing" >&2; exit 1; }
 has_python3_redis || { echo "install-prereqs: python3-redis still missing" >&2; exit 1; }
+has_njs || { echo "install-prereqs: libnginx-mod-http-js still missing" >&2; exit 1; }
+has_python3_selenium || { echo "install-prereqs: python3-selenium still missing" >&2; exit 1; }
