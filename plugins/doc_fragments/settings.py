@@ -505,4 +505,53 @@ options:
     type: list
     elements: str
     version_added: 2.0.0
+  answer_address:
+    description:
+      - >-
+        The answer to the reference's per-address rule (an address over the threshold): block (the
+        blocklist, as the reference), throttle or challenge (the throttle or challenge list, which
+        must be set).
+      - >-
+        Default: the host config file's C(answer_address) when set there, else block.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
+  answer_trap:
+    description:
+      - >-
+        The answer to a trap hit (campaign detection).
+      - >-
+        Default: the host config file's C(answer_trap) when set there, else block.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
+  answer_network:
+    description:
+      - >-
+        The answer to a network's verdict (campaign detection): people and scrapers may share a
+        network, so at most a challenge by default.
+      - >-
+        Default: the host config file's C(answer_network) when set there, else challenge.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
+  answer_as:
+    description:
+      - >-
+        The answer to an autonomous system's verdict (campaign detection): its ranges that carried
+        the campaign.
+      - >-
+        Default: the host config file's C(answer_as) when set there, else challenge.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
+  answer_shared:
+    description:
+      - >-
+        The answer to a shared address with browser behaviour (a NAT address).
+      - >-
+        Default: the host config file's C(answer_shared) when set there, else challenge.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
 '''

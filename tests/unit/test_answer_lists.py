@@ -148,3 +148,27 @@ def test_the_answer_directory_holds_one_file_per_key_its_expiry_as_mtime(lists):
     lists.challenge.write_bytes(b'')        # emptied by hand: the files go
     answer_files.sync(settings)
     assert os.listdir(lists.answer_dir / 'challenge') == []
+
+
+def test_the_per_address_rule_can_answer_with_a_challenge_instead_of_a_block(lists, tmp_path):
+    import loggen
+    now, epoch = '2026-11-21 04:13:43', 1795234423
+    log = tmp_path / 'access.log'
+    log.write_bytes(loggen.planted_log(epoch, previous={'203.0.113.7': 1450, '203.0.113.8': 900}))
+    got = run_core(options(lists) + ['--now', now, '--answer-address', 'challenge', log])
+    assert got.returncode == 0, got.stderr
+    assert b'Challenging IP address: 203.0.113.7 (RPH=1450)' in got.stdout
+    assert b'Blocking' not in got.stdout
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n'        # never blocked for it
+    assert lists.challenge.read_bytes() == b'203.0.113.7\n'
+    assert os.listdir(lists.answer_dir / 'challenge') == ['4-cb007107']
+    # by default the rule blocks, as the reference
+    got = run_core(options(lists) + ['--now', now, log])
+    assert b'Blocking IP address: 203.0.113.7 (1450 requests)' in got.stdout
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.7\n'
+
+
+def test_an_answer_without_its_list_is_refused(lists, tmp_path):
+    got = run_core(lists.options() + ['--answer-address', 'throttle', tmp_path / 'none.log'])
+    assert got.returncode == 2
+    assert got.stderr == b'bot-detector: error: answer_address: throttle needs throttle_list\n'

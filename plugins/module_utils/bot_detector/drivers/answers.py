@@ -34,6 +34,15 @@ def answer_by_hand(settings, kind, addresses, check_mode=False, emit=None, on_wa
     return result
 
 
+def answer_decisions(result, settings, kind, decisions):
+    """A run's decisions [(key, reason)] put on ``kind``'s list (the run's Result says them and
+    their warnings), then the answers' directory synced."""
+    done = answer(settings, kind, decisions, result.check_mode, result.say, result.warn)
+    result.answers = dict(done, answer=kind)
+    if not result.check_mode:
+        sync_answers(settings)
+
+
 def sync_answers(settings):
     """The answers' directory made equal to the lists (nginx's njs reads it)."""
     from ..enforce.answer_files import sync     # a change to an answer list only

@@ -196,15 +196,21 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     fleet = getattr(counts, 'fleet', {})        # with a fleet store: per window, the keys the fleet's sums decide
     ranked = [(window, rules.examined(counter, server_ips, settings.top, at_least)) for window, counter in counts]
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
+    softer = []
     try:
         for window, records in ranked:
             result.say(window.heading)
             result.window(window, records)
             for count, key in records:
                 verdict = decide(count, key, settings.threshold, lists)
-                if verdict != BELOW_THRESHOLD:
+                if verdict == BLOCK and settings.answer_address != 'block':
+                    softer.append((key, 'RPH=%d' % count))      # answered by its own list, never blocked for it
+                elif verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
                     _act(result, writer, lists, verdict, key, entry, 'fleet' if key in fleet.get(window.stamp, ()) else None)
+        if softer:
+            from .answers import answer_decisions     # answer_address throttle or challenge only
+            answer_decisions(result, settings, settings.answer_address, softer)
         if after is not None:
             after()
     finally:
