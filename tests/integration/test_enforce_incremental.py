@@ -43,7 +43,7 @@ def table(namespace):
         out = sh('ip', 'netns', 'exec', namespace, 'nft', '-j', 'list', 'set', 'inet', 'bot_detector', name).stdout
         elements = [item['set'] for item in json.loads(out)['nftables'] if 'set' in item][0].get('elem', [])
         found[name] = sorted(json.dumps(e, sort_keys=True) for e in elements)
-    chain = sh('ip', 'netns', 'exec', namespace, 'nft', 'list', 'chain', 'inet', 'bot_detector', 'input').stdout.decode()
+    chain = sh('ip', 'netns', 'exec', namespace, 'nft', 'list', 'chain', 'inet', 'bot_detector', 'prerouting').stdout.decode()
     return found, sorted(set(line.split('comment')[-1].strip() for line in chain.splitlines() if 'drop comment' in line))
 
 

@@ -87,7 +87,10 @@ def test_the_nft_file_is_one_transaction_touching_only_its_table():
     text = nftables.ruleset(entries, [443, 80], 'ab' * 16)
     statements = text.splitlines()
     assert all(' inet bot_detector ' in s or s.endswith(' inet bot_detector') for s in statements)
-    assert not any(s.startswith(('delete', 'flush ruleset')) for s in statements)
+    assert 'flush ruleset' not in statements
+    # Only the input chain of earlier releases is deleted, declared first so the delete cannot fail.
+    assert [s for s in statements if s.startswith('delete')] == ['delete chain inet bot_detector input']
+    assert 'add chain inet bot_detector prerouting { type filter hook prerouting priority raw - 10; policy accept; }' in statements
     assert statements.index('flush set inet bot_detector blocked_v4') < statements.index(
         'add element inet bot_detector blocked_v4 { 198.51.100.0/24 }')
     assert 'add element inet bot_detector blocked_addr_v4 { 192.0.2.7 }' in statements      # single addresses: a hash set

@@ -270,3 +270,42 @@ def test_an_address_appended_never_changes_which_network_lines_are_refused(prefi
     before = sync.parse_entries(b'\n'.join(networks) + b'\n')
     after = sync.parse_entries(b'\n'.join(networks + [str(ipaddress.IPv4Address(a)).encode() for a in addresses]) + b'\n')
     assert sorted(after.refused) == sorted(before.refused)
+
+
+@hsettings(max_examples=80, deadline=None)
+@given(st.integers(min_value=8, max_value=28), st.lists(st.tuples(st.integers(min_value=0, max_value=2),
+                                                                  st.integers(min_value=0, max_value=(1 << 32) - 1)),
+                                                        min_size=1, max_size=12),
+       st.lists(st.tuples(st.integers(min_value=0, max_value=11), st.sampled_from([-1, 0, 1, 'last+1'])), min_size=1, max_size=8))
+def test_an_address_at_a_network_edge_never_changes_what_a_load_refuses(limit, networks, picks):
+    """Issue 44, item 5: with the limit a /24 and 203.0.113.0/24 listed, 203.0.114.0 appended
+    refused the /24 (its span merged with the address's); at the default limit, 11.0.0.0 did the
+    same to 10.0.0.0/8. Networks as wide as the limit or a little narrower, anywhere, and
+    addresses right next to their edges (and on them): the refusals never change."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import sync
+    nets = [ipaddress.IPv4Network((value >> (32 - limit - extra) << (32 - limit - extra), limit + extra))
+            for extra, value in networks]
+    lines = [str(net).encode() for net in nets]
+    before = sync.parse_entries(b'\n'.join(lines) + b'\n', Limits(limit))
+    added = []
+    for index, where in picks:
+        net = nets[index % len(nets)]
+        value = int(net.broadcast_address) + 1 if where == 'last+1' else int(net.network_address) + where
+        if 0 < value < 1 << 32:
+            added.append(str(ipaddress.IPv4Address(value)).encode())
+    after = sync.parse_entries(b'\n'.join(lines + added) + b'\n', Limits(limit))
+    assert sorted(after.refused) == sorted(before.refused), added
+
+
+def test_the_issue_s_two_cases_refuse_nothing():
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import sync
+    assert sync.parse_entries(b'203.0.113.0/24\n203.0.114.0\n', Limits(24)).refused == []
+    assert sync.parse_entries(b'10.0.0.0/8\n11.0.0.0\n', Limits(8)).refused == []
+    assert '10.0.0.0/8' in sync.parse_entries(b'10.0.0.0/8\n11.0.0.0\n', Limits(8)).v4
+
+
+class Limits:
+    """Settings with an IPv4 limit (the enforcement's minimum prefix)."""
+
+    def __init__(self, v4):
+        self.enforcement_min_prefix_v4, self.enforcement_min_prefix_v6 = v4, 32

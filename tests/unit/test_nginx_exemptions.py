@@ -14,7 +14,8 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import ROOT
 from enforcement import Lab, detector, nginx_conf, reloaded, require_tools, served, sh, wait_for
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import exempt, nginx, sync
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import never_blocked
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import nginx, sync
 
 SNIPPET = ROOT / 'roles' / 'bot_detector' / 'files' / 'bot-detector-block.conf'
 SERVER_BLOCK = '''        listen 8080;
@@ -118,7 +119,7 @@ NETWORK = st.tuples(st.integers(0, 255), st.integers(20, 32)).map(
 def test_the_geo_file_blocks_exactly_the_blocked_less_the_exempt(blocked, allowed):
     """Random blocked and allow-listed networks (nested, overlapping, equal, wider either way):
     the file's meaning is, for every address at a network's edge, blocked and not exempt."""
-    exemptions = exempt.Exemptions([str(n).encode() for n in allowed], sync._span)   # pylint: disable=protected-access
+    exemptions = never_blocked.NeverBlocked([str(n).encode() for n in allowed])
     entries = sync.parse_entries(b''.join(b'%s\n' % str(n).encode() for n in blocked), exempt=exemptions)
     lines = nginx.render(entries).decode().splitlines()
     probes = set()
@@ -150,3 +151,24 @@ def test_an_allow_list_that_cannot_be_read_fails_the_sync_and_keeps_the_last_loa
         'bot-detector: warning: enforcement (nginx) failed, the blocklist is updated but not in effect there: cannot read %s: '
         'not a regular file: the allow-list is needed to exempt its clients' % (tmp_path / 'allow')]
     assert (tmp_path / 'blocked.conf').read_bytes() == loaded
+
+
+@pytest.mark.parametrize('proxy', ['10.0.0.2', '10.0.0.2/32', '::ffff:a00:2', '::FFFF:10.0.0.2'])
+def test_a_trusted_proxy_listed_is_never_blocked_by_either_backend(tmp_path, proxy):
+    """A balancer blocked takes the site down (issue 44, item 3): the trusted proxies are spared
+    as the server is, in any spelling, by nginx's geo file and by nftables' accepted set."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce import spared
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+    (tmp_path / 'blocklist').write_text('10.0.0.2\n10.0.0.0/24\n198.51.100.7\n')
+    geo = tmp_path / 'blocked.conf'
+    run = detector(None, ['--blocklist', tmp_path / 'blocklist', '--activity-log', tmp_path / 'activity',
+                          '--exclusions', tmp_path / 'allow', '--server-ip', '192.0.2.1', '--trusted-proxy', proxy,
+                          '--enforcement', 'nginx', '--nginx-geo-file', geo, '--nginx-test-command', 'true',
+                          '--nginx-reload-command', 'true', '--enforce-now'])
+    assert run.returncode == 0, run
+    lines = geo.read_text().splitlines()
+    address = ipaddress.ip_address
+    assert geo_value(lines, address('10.0.0.2')) == 0 and geo_value(lines, address('10.0.0.3')) == 1, lines
+    assert geo_value(lines, address('198.51.100.7')) == 1, lines
+    elements = spared.spared(Settings(server_ips=['192.0.2.1'], exclusions_file=str(tmp_path / 'allow'), trusted_proxies=[proxy]))
+    assert '10.0.0.2' in elements[0]

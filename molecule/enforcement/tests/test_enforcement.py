@@ -32,7 +32,7 @@ def test_the_sets_equal_the_blocklist(host):
     assert [str(n) for n in v4] == ['192.0.2.50/32', '198.51.100.0/24', '203.0.113.9/32']
     assert elements(host, 'blocked_v4') == v4
     assert elements(host, 'blocked_v6') == v6 == [ipaddress.ip_network('2001:db8::/48')]
-    rules = host.check_output('nft list chain inet bot_detector input')
+    rules = host.check_output('nft list chain inet bot_detector prerouting')
     assert 'th dport { 80, 443, 8443 } ip saddr @blocked_v4 drop' in rules
 
 

@@ -87,6 +87,9 @@ EXCLUSIONS_REQUIRED = '%s; the precise rules do not run without their exclusion 
 ENFORCEMENT_SKIPPED = 'enforcement: %d blocklist %s not an address or network and not enforced: %s'
 ENFORCEMENT_TOO_BROAD = ('enforcement: %d blocklist %s refused, covering together more than a /%d of IPv4 or a /%d of IPv6 '
                          '(enforcement_min_prefix_v4, enforcement_min_prefix_v6), not enforced: %s')
+# An allow-list line or trusted proxy wider than the enforcement's limits (a typo such as /0):
+# 'enforcement' or 'precise rules', the count, 'line ... is', the limits, the lines named.
+NEVER_BLOCKED_TOO_WIDE = '%s: %d allow-list %s wider than a /%d of IPv4 or a /%d of IPv6 and spares no one: %s'
 ENFORCEMENT_FAILED = ('enforcement (%s) failed, the blocklist is updated but not in effect there: %s')
 ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
 # The module's read-only modes, moved into bot_detector_info (removed in 3.0.0).

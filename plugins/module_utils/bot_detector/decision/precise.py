@@ -18,6 +18,7 @@ from operator import contains, eq, ge, ne, not_, or_
 from ..base.text import to_bytes, to_text
 from ..reading.spill import parts, spilled
 from ..reading.tally import largest, whole
+from .never_blocked import too_wide_warning, without_too_wide
 from .ranges import BITS, V4, Networks, client, grouped, network, spelling, v4_groups
 from .rules import ALLOW_LISTED, ALREADY_BLOCKED, BLOCK, INVALID, count_first_fields, first_field, prefix_pattern
 
@@ -170,6 +171,7 @@ class PreciseRules:
         self.line_filter = PreciseFilter(settings.job_prefixes, settings.crawlers)
         self.crawlers = settings.crawlers
         self.prefixes = {4: settings.ipv4_prefix, 6: settings.ipv6_prefix}
+        self.min_prefix = {4: settings.enforcement_min_prefix_v4, 6: settings.enforcement_min_prefix_v6}
         self.resolver = resolver or SystemResolver(settings.dns_timeout)
         self.verified = {}            # (field, crawler) -> True, False, None (left unverified): the run's
         self.threshold = settings.threshold
@@ -372,9 +374,13 @@ class PreciseRules:
             self.verifications.append({'address': to_text(field), 'crawler': crawler,
                                        'verified': self.verified[(field, crawler)]})
 
-    @staticmethod
-    def lists(blocklist_content, exclusions_content):
-        return NetworkLists(blocklist_content, exclusions_content)
+    def lists(self, blocklist_content, exclusions_content):
+        """The lists; allow-list lines wider than the enforcement's limits spare no one, as in
+        the enforcement (decision/never_blocked.py), named by ``too_wide_warning``."""
+        exclusions_content, wide = without_too_wide(exclusions_content, self.min_prefix)
+        lists = NetworkLists(blocklist_content, exclusions_content)
+        lists.too_wide_warning = too_wide_warning('precise rules', wide, self.min_prefix)
+        return lists
 
 
 class NetworkLists:

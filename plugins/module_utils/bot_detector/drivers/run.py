@@ -129,7 +129,10 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
             from ..lists.removal import finish_interrupted     # a killed unblock's: rare, so imported then
             content = finish_interrupted(writer, result, content, check_mode)
         result.blocklist_lines = count_lines(content)
-        return writer, rules.lists(content, exclusions)
+        lists = rules.lists(content, exclusions)
+        if getattr(lists, 'too_wide_warning', None):        # the precise rules' allow-list lines wider than the limits
+            result.warn(lists.too_wide_warning)
+        return writer, lists
     except BaseException:
         writer.unlock()
         raise

@@ -20,9 +20,13 @@ network, a line that is no address, an address touching a network line, a remova
 address is written in two ways, a table lost, other settings) is a full load, whose guards
 (sync.Entries: prefix limits) decide; ``add`` takes only what they would take unchanged.
 
-The chain drops, rather than rejects, new connections from a blocked address: a scraper
-learns nothing quickly (each attempt waits for its own time-out), and the host sends no
-packet to an address it has never answered (a reject answers spoofed sources too).
+The chain hooks prerouting at priority raw - 10, before conntrack and DNAT: it sees what a
+raw-table ``notrack`` leaves untracked and what DNAT forwards to a container (the forward
+hook, never input). It drops, by source and destination port, TCP and UDP alike, every packet
+of a blocked address, without ``ct state``: a connection open before the sync is cut too. It
+drops rather than rejects: a scraper learns nothing quickly (each attempt waits for its own
+time-out), and the host sends no packet to an address it has never answered (a reject
+answers spoofed sources too). Earlier releases' input chain is deleted by the next full load.
 
 Never dropped, whatever the blocklist says (spared.py): loopback, the server's addresses and
 the allow-list's, in the sets allowed_v4/allowed_v6, and every address of the host (``fib
@@ -57,7 +61,10 @@ __metaclass__ = type
 
 NFT = 'nft'
 TABLE = 'inet bot_detector'
-CHAIN_PRIORITY = 'filter - 10'
+# Before conntrack (-200) and DNAT (-100), and after a raw-table notrack (-300): a packet is
+# judged by its source and the port it was sent to, whether it is tracked, forwarded or not.
+CHAIN, CHAIN_PRIORITY = 'prerouting', 'raw - 10'
+OLD_CHAIN = 'add chain %s input { type filter hook input priority filter - 10; policy accept; }'
 # Elements per ``add element`` statement: the same transaction, in pieces nft parses quickly.
 CHUNK = 10000
 TIMEOUT = 600
@@ -88,20 +95,23 @@ def ruleset(entries, ports, digest=None, exceptions=((), ())):
     comment = ' comment "bot-detector %s %d"' % (digest, len(entries)) if digest else ''
     lines = ['add table %s' % TABLE]
     lines += ['add set %s %s %s' % (TABLE, name, declaration) for name, declaration in _sets()]
-    lines.append('add chain %s input { type filter hook input priority %s; policy accept; }' % (TABLE, CHAIN_PRIORITY))
+    # The input chain of earlier releases (after conntrack, blind to notrack and DNAT): gone.
+    lines += [OLD_CHAIN % TABLE, 'flush chain %s input' % TABLE, 'delete chain %s input' % TABLE]
+    lines.append('add chain %s %s { type filter hook prerouting priority %s; policy accept; }' % (TABLE, CHAIN, CHAIN_PRIORITY))
     lines += ['flush set %s %s' % (TABLE, name) for name, dummy in _sets()]
     lines += [
-        'flush chain %s input' % TABLE,
+        'flush chain %s %s' % (TABLE, CHAIN),
         # The exceptions first: an accept here ends this chain, so no drop below sees them.
-        'add rule %s input fib saddr type local accept' % TABLE,
-        'add rule %s input ip saddr @allowed_v4 accept' % TABLE,
-        'add rule %s input ip6 saddr @allowed_v6 accept' % TABLE,
+        'add rule %s %s fib saddr type local accept' % (TABLE, CHAIN),
+        'add rule %s %s ip saddr @allowed_v4 accept' % (TABLE, CHAIN),
+        'add rule %s %s ip6 saddr @allowed_v6 accept' % (TABLE, CHAIN),
     ]
     for family, version in (('ip', 4), ('ip6', 6)):
         for name in ('blocked_addr_v%d' % version, 'blocked_v%d' % version):
-            # TCP and UDP (HTTP/3 runs over UDP 443); ct state new: a packet that opens a flow.
-            lines.append('add rule %s input ct state new meta l4proto { tcp, udp } th dport { %s } %s saddr @%s drop%s'
-                         % (TABLE, port_set, family, name, comment))
+            # TCP and UDP (HTTP/3 runs over UDP 443); every packet, not only a flow's first:
+            # no ct state, which a notrack leaves unset and which a connection open already passes.
+            lines.append('add rule %s %s meta l4proto { tcp, udp } th dport { %s } %s saddr @%s drop%s'
+                         % (TABLE, CHAIN, port_set, family, name, comment))
     for version in (4, 6):
         _add_elements(lines, 'blocked_addr_v%d' % version, entries.addresses[version])
         _add_elements(lines, 'blocked_v%d' % version, entries.networks[version])
@@ -129,9 +139,10 @@ record_path = _record       # --status reads when it was written (state.py)
 
 
 def _settings_key(settings):
-    """What of the settings a load depends on besides the blocklist: ports, prefix limits."""
-    return '%s/%d/%d' % (','.join(str(port) for port in sorted(set(settings.enforcement_ports))),
-                         settings.enforcement_min_prefix_v4, settings.enforcement_min_prefix_v6)
+    """What a load depends on besides the blocklist: ports, prefix limits, and the chain (a
+    record of an earlier release's input chain is no load of this one's: loaded in full)."""
+    return '%s/%d/%d/%s' % (','.join(str(port) for port in sorted(set(settings.enforcement_ports))),
+                            settings.enforcement_min_prefix_v4, settings.enforcement_min_prefix_v6, CHAIN)
 
 
 def _read_record(settings):

@@ -4,7 +4,7 @@
 """nginx enforcement: the geo include file (``nginx_geo_file``), one line ``<network> 1;``
 per entry, for ``geo $bot_detector_blocked { default 0; include FILE; }``; then a line
 ``<network> 0;`` for each exempt network inside a blocked one (the server's addresses,
-loopback, the allow-list: exempt.py): geo takes the longest prefix, so they are never refused.
+loopback, the allow-list, the trusted proxies: decision/never_blocked.py): geo takes the longest prefix, so they are never refused.
 
 Only when its content changes: the file is replaced atomically, nginx's configuration is
 tested (``nginx_test_command``) and nginx reloaded (``nginx_reload_command``). When the test

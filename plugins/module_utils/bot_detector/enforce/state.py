@@ -10,8 +10,8 @@ from __future__ import absolute_import, division, print_function
 import os
 
 from ..base.errors import BotDetectorError
-from .exempt import exemptions
-from .sync import _backend, _span, digest_of
+from ..decision.never_blocked import never_blocked
+from .sync import _backend, digest_of
 
 __metaclass__ = type
 
@@ -30,7 +30,7 @@ def enforcement_state(settings, content):
     except OSError:
         when = None
     try:        # the exemptions are part of what was loaded
-        digest = digest_of(settings, content, exemptions(settings, _span))
+        digest = digest_of(settings, content, never_blocked(settings))
     except BotDetectorError:        # unknown: a sync would fail, and say why
         digest = None
     return {'backend': settings.enforcement, 'in_sync': loaded is not None and loaded[0] == digest,

@@ -19,7 +19,6 @@ from __future__ import absolute_import, division, print_function
 
 import hashlib
 import ipaddress
-import re
 import socket
 
 from ..base.errors import BotDetectorError
@@ -27,7 +26,7 @@ from ..base.messages import ENFORCEMENT_SKIPPED, ENFORCEMENT_TOO_BROAD
 from ..base.text import NAMED_START, named_by_start, printable, to_text
 from ..lists.content import read_list
 from ..lists.writer import BlocklistWriter
-from .exempt import cidrs, exemptions, merge
+from ..decision.never_blocked import cidrs, merge, never_blocked, span as _span
 
 __metaclass__ = type
 
@@ -35,51 +34,6 @@ BACKENDS = ('nftables', 'nginx')
 FORMAT = '2'        # of what a load makes of a blocklist: part of its digest
 # The skipped lines one warning names; the rest are counted.
 NAMED_SKIPPED = 10
-_IPV4 = re.compile(r'(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}'
-                   r'(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z')
-_PREFIX = re.compile(r'(?:[0-9]|[1-9][0-9]|1[01][0-9]|12[0-8])\Z')
-
-
-def _span(line):
-    """One blocklist line (bytes, blanks around it ignored) as (version, first, last, prefix
-    length), the addresses as integers, or None when it is not an address or network that can
-    be enforced. An IPv4-mapped IPv6 entry (::ffff:192.0.2.7, ::ffff:192.0.2.0/120) is its
-    IPv4 address or network: packets and nginx's $remote_addr carry an IPv4 client as IPv4.
-    Host bits set in a network (192.0.2.7/24) are cleared, as the precise rules' matching
-    does. The unspecified address and a /0 network (every client) are refused. Integers and
-    the socket module, not ipaddress, whose objects cost a million-line blocklist a minute."""
-    try:
-        text = line.strip().decode('ascii')
-    except UnicodeDecodeError:
-        return None
-    address, slash, prefix = text.partition('/')
-    if slash and not _PREFIX.match(prefix):
-        return None
-    length = int(prefix) if slash else None
-    if ':' not in address:
-        if not _IPV4.match(address):
-            return None
-        version, bits, value = 4, 32, int.from_bytes(socket.inet_aton(address), 'big')
-    else:
-        if '%' in address:      # a zone: a link's own address, no client's
-            return None
-        try:
-            value = int.from_bytes(socket.inet_pton(socket.AF_INET6, address), 'big')
-        except (OSError, ValueError):
-            return None
-        version, bits = 6, 128
-        if value >> 32 == 0xffff and (length is None or length >= 96):
-            version, bits, value = 4, 32, value & 0xffffffff
-            length = None if length is None else length - 96
-    length = bits if length is None else length
-    if length > bits or length == 0:
-        return None
-    host = bits - length
-    first = value >> host << host
-    last = first | ((1 << host) - 1)
-    if first == last == 0:
-        return None
-    return version, first, last, length
 
 
 def parse_entry(line):
@@ -98,7 +52,7 @@ def _text(version, value):
 
 def _elements(spans, version, exempt=None):
     """The spans merged (overlapping or adjacent: what nft's auto-merge would refuse in one
-    add) and written as addresses and CIDR networks, in order; with ``exempt`` (Exemptions),
+    add) and written as addresses and CIDR networks, in order; with ``exempt`` (NeverBlocked),
     less the networks wholly exempt, and with the exempt networks inside the others (text)."""
     pieces = []
     for first, last in merge(spans):
@@ -151,7 +105,7 @@ class Entries:
     """The enforceable content of a blocklist: ``v4`` and ``v6``, each a sorted list of
     addresses and CIDR networks (text) with duplicates, and networks inside others or next to
     each other, merged; ``skipped``, the lines that are not an address or network (text).
-    With ``exempt`` (exempt.Exemptions), networks wholly exempt are left out, and ``exempt_v4``
+    With ``exempt`` (decision/never_blocked.NeverBlocked), networks wholly exempt are left out, and ``exempt_v4``
     and ``exempt_v6`` hold the exempt networks inside the others: never blocked."""
 
     def __init__(self, content, min_prefix=None, exempt=None):
@@ -186,14 +140,17 @@ class Entries:
             self.addresses[version] = _outside(sorted(set(f for f, l in spans[version] if f == l)), merge(networks), version)
 
     def _bounded(self, spans, widest):
-        """The spans less those of the lines that, alone, merged with others, or all together,
-        cover more than ``widest`` addresses (two /1 lines are everyone; so are 256 blocks each
+        """The spans less those of the network lines that, alone, merged with other network
+        lines, or all together, cover more than ``widest`` addresses (two /1 lines are everyone; so are 256 blocks each
         one address short of a /8): of a block too wide, its widest lines go to ``refused`` until
         the rest is not; then, while the network lines that stay cover more than ``widest`` in
         all, the widest of them go. Single addresses are never refused, nor counted in that
-        total (a /8 is 16 million of them): so an address appended never changes which network
-        lines a load refuses, and the backends may add it alone (nftables.add, nginx.append)."""
-        spans.sort()
+        total (a /8 is 16 million of them), nor merged into a network line's block (a /24 and
+        the address after it are no block wider than a /24): so an address appended never
+        changes which network lines a load refuses, and the backends may add it alone
+        (nftables.add, nginx.append)."""
+        singles = [item for item in spans if item[0] == item[1]]
+        spans = sorted(item for item in spans if item[0] != item[1])     # only network lines form blocks
         kept, group, end = [], [], None
         for first, last, line in spans + [(None, None, None)]:
             if first is not None and group and first <= end + 1:
@@ -207,8 +164,7 @@ class Entries:
                         self.refused.append(printable(to_text(group.pop(0)[2])))
                 kept.extend(group)
             group, end = [(first, last, line)], last
-        singles = [item for item in kept if item[0] == item[1]]
-        networks = [item for item in kept if item[0] != item[1]]
+        networks = kept
         if _covered(networks) > widest:
             networks = self._within(networks, widest)
         return [(first, last) for first, last, dummy in singles + networks]
@@ -252,7 +208,7 @@ class Entries:
 
 def parse_entries(content, settings=None, exempt=None):
     """The Entries of a blocklist's content (bytes), bounded by ``settings``' minimum prefixes,
-    less ``exempt`` (exempt.Exemptions)."""
+    less ``exempt`` (decision/never_blocked.NeverBlocked)."""
     if settings is None:
         return Entries(content, exempt=exempt)
     return Entries(content, {4: settings.enforcement_min_prefix_v4, 6: settings.enforcement_min_prefix_v6}, exempt)
@@ -261,7 +217,8 @@ def parse_entries(content, settings=None, exempt=None):
 class Status:
     """What one sync found: ``in_sync`` when the enforcement point equals the blocklist,
     ``entries`` loaded (networks after collapsing), ``changed`` when it was changed,
-    ``error`` the cause when it failed."""
+    ``error`` the cause when it failed, ``too_wide`` the allow-list lines and trusted
+    proxies wider than the limits (sparing no one)."""
 
     def __init__(self, backend):
         self.backend = backend
@@ -270,10 +227,11 @@ class Status:
         self.skipped = []
         self.changed = False
         self.error = None
+        self.too_wide = None        # allow-list lines and trusted proxies wider than the limits
 
     def as_dict(self):
         return {'backend': self.backend, 'in_sync': self.in_sync, 'entries': self.entries,
-                'skipped': self.skipped, 'changed': self.changed, 'error': self.error}
+                'skipped': self.skipped, 'changed': self.changed, 'error': self.error, 'too_wide': self.too_wide}
 
 
 def _backend(name):
@@ -324,8 +282,9 @@ def sync(settings, force=False, on_skipped=None):
             # strict: a blocklist that cannot be read is a failed sync, never an empty set
             content = read_list(settings.blocklist, strict=True)
             backend = _backend(settings.enforcement)
-            exempt = exemptions(settings, _span)
+            exempt = never_blocked(settings)
             digest = digest_of(settings, content, exempt)
+            status.too_wide = len(exempt.too_wide)
             loaded = None if force else backend.loaded(settings)
             added = None
             if loaded is not None and loaded[0] != digest and hasattr(backend, 'add'):
@@ -339,7 +298,7 @@ def sync(settings, force=False, on_skipped=None):
             else:
                 entries = parse_entries(content, settings, exempt)
                 status.skipped = entries.skipped + entries.refused
-                for warning in (entries.skipped_warning(), entries.refused_warning()):
+                for warning in (entries.skipped_warning(), entries.refused_warning(), exempt.too_wide_warning('enforcement')):
                     if warning and on_skipped is not None:
                         on_skipped(warning)
                 extra = {'content': content} if hasattr(backend, 'add') else {}

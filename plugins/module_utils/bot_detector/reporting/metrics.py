@@ -44,6 +44,8 @@ FAMILIES = (
                                  'no address allow-listed), 0 when it could.'),
     ('enforcement_in_sync', 'gauge', '1 when the enforcement point equals the blocklist after the last sync, 0 when not.'),
     ('enforcement_entries', 'gauge', 'Entries (networks, merged) loaded into the enforcement point by the last good sync.'),
+    ('enforcement_never_blocked_too_wide', 'gauge', 'Allow-list lines and trusted proxies wider than the enforcement\'s '
+                                                     'prefix limits (a typo such as /0), which spare no one; 0 when none.'),
     ('follow_behind_seconds', 'gauge', 'Follow mode: seconds since the follower last had every line of these logs '
                                        'read and decided on; 0 when it has.'),
     ('follow_behind_bytes', 'gauge', 'Follow mode: bytes written to these logs and not read yet.'),
@@ -56,7 +58,7 @@ FAMILIES = (
     ('fleet_decisions_received_total', 'counter', 'Fleet store: addresses the store reported over the threshold '
                                                   'fleet-wide, each decided on by this host.'),
 )
-ENFORCEMENT = ('enforcement_in_sync', 'enforcement_entries')
+ENFORCEMENT = ('enforcement_in_sync', 'enforcement_entries', 'enforcement_never_blocked_too_wide')
 COUNTERS = ('additions_total', 'removals_total', 'fleet_decisions_received_total')
 LISTS = ('exclusions',)      # list_unreadable's label list
 STALE_AFTER = 86400
@@ -227,6 +229,8 @@ def enforcement_samples(settings, status, old):
     if status is None:
         return kept
     labels = (('backend', status['backend']),)
+    wide = [('enforcement_never_blocked_too_wide', labels, status['too_wide'])] if status.get('too_wide') is not None else \
+        [sample for sample in kept if sample[0] == 'enforcement_never_blocked_too_wide']
     if status['in_sync']:
-        return [('enforcement_in_sync', labels, 1), ('enforcement_entries', labels, status['entries'])]
-    return [('enforcement_in_sync', labels, 0)] + [sample for sample in kept if sample[0] == 'enforcement_entries']
+        return [('enforcement_in_sync', labels, 1), ('enforcement_entries', labels, status['entries'])] + wide
+    return [('enforcement_in_sync', labels, 0)] + [sample for sample in kept if sample[0] == 'enforcement_entries'] + wide
