@@ -61,10 +61,13 @@ def test_an_operators_list_is_appended_to_never_rewritten(lists):
     assert lists.throttle.read_bytes() == b'# by hand\n203.0.113.0/24\n198.51.100.9\n'
 
 
+NEVER = 'it is or holds an address never blocked'
+
+
 @pytest.mark.parametrize('entry,why', [
-    ('127.0.0.1', 'loopback'), ('::1', 'loopback'), (SERVER, "the server's address"),
-    ('198.51.100.7', 'allow-listed'), ('198.51.100.0/24', 'allow-listed'),      # a network holding an allow-listed address
-    ('2001:db8:aaaa:1::/64', 'allow-listed'), ('172.20.1.1', 'a trusted proxy'),
+    ('127.0.0.1', NEVER), ('::1', NEVER), (SERVER, NEVER), ('::ffff:10.9.9.9', NEVER),
+    ('198.51.100.7', NEVER), ('198.51.100.0/24', NEVER),      # a network holding an allow-listed address
+    ('2001:db8:aaaa:1::/64', NEVER), ('2001:DB8:AAAA:0::5', NEVER), ('172.20.1.1', NEVER),
     ('10.0.0.0/7', 'wider than a /8 (enforcement_min_prefix_v4)'), ('2001:db8::/31', 'wider than a /32'),
     ('not-an-address', 'not an address or CIDR network'), ('203.0.113.300', 'not an address'),
 ])

@@ -21,7 +21,8 @@ from ..base.errors import bad_option
 from ..base.messages import (ACTIVITY_ANSWERED, ACTIVITY_ANSWERED_PATTERN, ACTIVITY_UNANSWERED,
                              ACTIVITY_UNANSWERED_PATTERN, ANSWER_REFUSED, ANSWERING)
 from ..base.text import to_bytes, to_text
-from ..decision.addresses import entry_key, server_addresses
+from ..decision.addresses import entry_key
+from ..decision.never_blocked import never_blocked
 from ..decision.ranges import BITS, network, spelling
 from ..values.answer_settings import ANSWERS
 from .content import entries, read_list
@@ -34,7 +35,7 @@ __metaclass__ = type
 _ADDED = re.compile(ACTIVITY_ANSWERED_PATTERN)
 _REMOVED = re.compile(ACTIVITY_UNANSWERED_PATTERN)
 _UNSAFE = re.compile(r'[^\x20-\x27\x2a-\x7e]')       # anything but printable ASCII without ( and )
-LOOPBACK = (b'127.0.0.0/8', b'::1')
+NEVER_ANSWERED = 'it is or holds an address never blocked (the server, loopback, the allow-list or a trusted proxy)'
 HAND_REASON = 'by hand'
 VERBS = {'throttle': 'Throttling', 'challenge': 'Challenging'}
 EXPIRED_REASON = 'expired after %s'
@@ -53,30 +54,6 @@ def list_path(settings, kind):
 def span(text):
     """(version, prefix length, first address) of an entry's text, None when it is not one."""
     return network(to_bytes(text))
-
-
-class Exempt:
-    """What is never throttled or challenged, as never blocked: the server's addresses, loopback,
-    the allow-list's addresses and networks, the trusted proxies. ``why(span)``: the reason an
-    entry overlapping one of them is refused, or None."""
-
-    def __init__(self, settings):
-        servers = server_addresses() if settings.server_ips is None else [to_bytes(ip) for ip in settings.server_ips]
-        allowed = entries(read_list(settings.exclusions_file, strict=True))
-        self.spans = []
-        for lines, what in ((LOOPBACK, 'loopback'), (servers, "the server's address"), (allowed, 'allow-listed'),
-                            ([to_bytes(p) for p in settings.trusted_proxies or ()], 'a trusted proxy')):
-            for line in lines:
-                found = network(line)
-                if found is not None:
-                    self.spans.append((found[0], _first_last(found), what))
-
-    def why(self, found):
-        first, last = _first_last(found)
-        for version, (low, high), what in self.spans:
-            if version == found[0] and first <= high and low <= last:
-                return 'it is or holds an address never answered (%s)' % what
-        return None
 
 
 def _first_last(found):
@@ -140,7 +117,9 @@ def _refusal(settings, exempt, text):
     least = settings.enforcement_min_prefix_v4 if version == 4 else settings.enforcement_min_prefix_v6
     if length < least:
         return found, 'wider than a /%d (enforcement_min_prefix_v%d)' % (least, version)
-    return found, exempt.why(found)
+    if exempt.network(version, *_first_last(found)):
+        return found, NEVER_ANSWERED
+    return found, None
 
 
 def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=None, now=None):
@@ -153,7 +132,9 @@ def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=No
     path = list_path(settings, kind)
     say = emit or (lambda line: None)
     warn = on_warning or (lambda line: None)
-    exempt = Exempt(settings)
+    exempt = never_blocked(settings)
+    if exempt.too_wide_warning('answers'):
+        warn(exempt.too_wide_warning('answers'))
     done = {'added': [], 'renewed': [], 'refused': [], 'expired': []}
     writer = BlocklistWriter(path, settings.activity_log, settings.lock_timeout)
     if not check_mode:
