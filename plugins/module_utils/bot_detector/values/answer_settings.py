@@ -37,11 +37,11 @@ ANSWER_ROWS = (
      "The directory nginx's njs script looks in: one file per listed key (throttle/KEY, challenge/KEY, its "
      'modification time the entry\'s expiry), made equal to the lists after every change, so that nginx needs no '
      'reload for them.',
-     dict(metavar='DIR', **_GROUP)),
+     dict(metavar='DIR', role_default='/etc/nginx/bot-detector/answers', **_GROUP)),
     ('nginx_answers_dir', 'path', '/etc/nginx/bot-detector',
      'Where nginx finds the njs script (answers.js) and the challenge page (challenge.html) that --nginx-snippet js '
      'and --nginx-snippet page print (the role installs them there).',
-     dict(metavar='DIR', **_GROUP)),
+     dict(metavar='DIR', role_default='/etc/nginx/bot-detector', **_GROUP)),
     ('answer_time', 'duration', 86400,
      'How long an entry of the throttle or challenge list lasts after its latest addition (then it expires as a '
      'ban does, with an activity log line). Seconds, or with a unit: 90m, 12h, 7d.',
@@ -62,7 +62,7 @@ ANSWER_ROWS = (
     ('challenge_secret_file', 'path', '/etc/nginx/bot-detector/challenge.secret',
      'The challenge\'s HMAC secret, the same on every backend behind the balancer: its first line signs, a second '
      'line (the previous secret, during a rotation) is still accepted. Read by nginx (njs) only.',
-     dict(metavar='PATH', **_GROUP)),
+     dict(metavar='PATH', role_default='/etc/nginx/bot-detector/challenge.secret', **_GROUP)),
     ('answer_exempt_paths', 'list', ['/robots.txt', '/favicon.ico', '/.well-known/'],
      'Path prefixes never throttled or challenged (health checks, assets); the challenge\'s own /.bot-detector/ '
      'always.',
