@@ -175,3 +175,22 @@ def test_an_answer_without_its_list_is_refused(lists, tmp_path):
     got = run_core(lists.options() + ['--answer-address', 'throttle', tmp_path / 'none.log'])
     assert got.returncode == 2
     assert got.stderr == b'bot-detector: error: answer_address: throttle needs throttle_list\n'
+
+
+def test_a_detection_run_takes_expired_answers_off_their_lists(lists, tmp_path):
+    import loggen
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import date_default_format
+    lists.throttle.write_bytes(b'203.0.113.70\n203.0.113.71\n')
+    old = date_default_format(time.time() - 2 * 86400)      # added two days ago: past the default answer_time, 1d
+    lists.activity_log.write_bytes(('%s | IP addess 203.0.113.70 added to the throttle list (by hand)\n'
+                                    '%s | IP addess 203.0.113.71 added to the throttle list (by hand)\n'
+                                    % (old, date_default_format())).encode())
+    log = tmp_path / 'access.log'
+    log.write_bytes(loggen.planted_log(1795234423, previous={'203.0.113.9': 10}))
+    got = run_core(options(lists) + ['--now', '2026-11-21 04:13:43', '--json', log])
+    assert got.returncode == 0, got.stderr
+    import json
+    doc = json.loads(got.stdout)
+    assert doc['answers']['throttle']['expired'] == ['203.0.113.70'] and doc['changed'] is True
+    assert lists.throttle.read_bytes() == b'203.0.113.71\n'
+    assert os.listdir(lists.answer_dir / 'throttle') == ['4-cb007147']

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 from ..base.text import printable
 from ..lists.answers import answer
+from ..values.answer_settings import ANSWERS
 
 __metaclass__ = type
 
@@ -34,12 +35,17 @@ def answer_by_hand(settings, kind, addresses, check_mode=False, emit=None, on_wa
     return result
 
 
-def answer_decisions(result, settings, kind, decisions):
-    """A run's decisions [(key, reason)] put on ``kind``'s list (the run's Result says them and
-    their warnings), then the answers' directory synced."""
-    done = answer(settings, kind, decisions, result.check_mode, result.say, result.warn)
-    result.answers = dict(done, answer=kind)
-    if not result.check_mode:
+def answer_decisions(result, settings, decisions):
+    """A run's step for the answer lists: the rule's ``decisions`` [(key, reason)] put on the list
+    of ``answer_address``, and each list's expired entries taken off (the run's Result says
+    them and files them); then the answers' directory synced when a list changed."""
+    result.answers = {}
+    for kind in ANSWERS:
+        if getattr(settings, kind + '_list'):
+            mine = decisions if kind == settings.answer_address else []
+            result.answers[kind] = answer(settings, kind, mine, result.check_mode, result.say, result.warn)
+    changed = any(done['added'] or done['expired'] for done in result.answers.values())
+    if changed and not result.check_mode:
         sync_answers(settings)
 
 

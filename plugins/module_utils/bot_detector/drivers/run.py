@@ -211,9 +211,9 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 elif verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
                     _act(result, writer, lists, verdict, key, entry, 'fleet' if key in fleet.get(window.stamp, ()) else None)
-        if softer:
-            from .answers import answer_decisions     # answer_address throttle or challenge only
-            answer_decisions(result, settings, settings.answer_address, softer)
+        if softer or settings.throttle_list or settings.challenge_list:
+            from .answers import answer_decisions     # with an answer list only
+            answer_decisions(result, settings, softer)
         if after is not None:
             after()
     finally:

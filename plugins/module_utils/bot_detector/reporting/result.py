@@ -50,13 +50,13 @@ class Result:
         self.not_listed = None
         self.enforcement = None      # with enforcement: the last sync's status (enforce/sync.Status.as_dict)
         self.unreadable_lists = None     # once the lists are read: {list: why} of those that could not be (allow.py)
-        self.answers = None          # answer_address throttle or challenge: {answer, added, renewed, refused, expired}
+        self.answers = None          # with an answer list: {answer: {added, renewed, refused, expired}}
         self.fleet = None            # with fleet_store: {store (no password), host, up, decisions_received} (drivers/fleet.py)
 
     @property
     def changed(self):
-        softer = self.answers or {}
-        return bool(self.appended or self.removed_indexes or softer.get('added') or softer.get('renewed') or softer.get('expired'))
+        softer = (self.answers or {}).values()
+        return bool(self.appended or self.removed_indexes or any(done['added'] or done['renewed'] or done['expired'] for done in softer))
 
     def say(self, line):
         self.messages.append(line)
@@ -117,7 +117,7 @@ class Result:
         if self.fleet is not None:
             extra['fleet'] = self.fleet
         if self.answers is not None:
-            extra['answers'] = self.answers     # answer_address throttle or challenge: the softer list's changes
+            extra['answers'] = self.answers     # with an answer list: each list's changes
         return printable(dict(extra, **{
             'changed': self.changed,
             'check_mode': self.check_mode,
