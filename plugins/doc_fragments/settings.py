@@ -505,6 +505,17 @@ options:
     type: list
     elements: str
     version_added: 2.0.0
+  answer_escalation:
+    description:
+      - >-
+        Throttled or challenged job-page requests (status 429 or 428, read back from the access log)
+        of one listed client in an hourly window that escalate it to a block, its activity line
+        noted (escalated). A person without JavaScript behind a shared address loads a few pages an
+        hour, never that many.
+      - >-
+        Default: the host config file's C(answer_escalation) when set there, else 500.
+    type: int
+    version_added: 2.0.0
   answer_address:
     description:
       - >-

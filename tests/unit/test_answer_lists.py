@@ -194,3 +194,44 @@ def test_a_detection_run_takes_expired_answers_off_their_lists(lists, tmp_path):
     assert doc['answers']['throttle']['expired'] == ['203.0.113.70'] and doc['changed'] is True
     assert lists.throttle.read_bytes() == b'203.0.113.71\n'
     assert os.listdir(lists.answer_dir / 'throttle') == ['4-cb007147']
+
+
+def answered_log(tmp_path, epoch, lines):
+    """A log of (address, path, status, count) in the current window."""
+    import loggen
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(loggen.line(address, epoch, path=path, status=status) for address, path, status, count in lines
+                             for dummy in range(count)))
+    return log
+
+
+def test_a_listed_client_at_a_scrapers_pace_is_escalated_to_a_block_a_nat_address_never(lists, tmp_path):
+    epoch, now = 1795234423, '2026-11-21 04:13:43'
+    assert run_core(options(lists) + ['--challenge', '203.0.113.0/24']).returncode == 0
+    assert run_core(options(lists) + ['--throttle', '198.51.100.20']).returncode == 0
+    log = answered_log(tmp_path, epoch, [
+        ('203.0.113.5', '/job/1', 428, 600),          # a scraper without JavaScript, challenged again and again
+        ('198.51.100.20', '/job/2', 429, 550),        # a scraper throttled
+        ('203.0.113.6', '/job/3', 428, 40),           # behind a NAT address: a person without JavaScript
+        ('203.0.113.6', '/job/3', 200, 400),          # and its people who pass
+        ('203.0.113.6', '/.bot-detector/pass?to=%2Fjob%2F3', 303, 30),
+        ('203.0.113.6', '/.bot-detector/pass?to=%2Fjob%2F3', 403, 2),
+        ('192.0.2.200', '/job/4', 428, 900),          # not listed: not the answers' to escalate
+    ])
+    metrics = tmp_path / 'metrics.prom'
+    got = run_core(options(lists) + ['--now', now, '--metrics-file', metrics, '--answer-escalation', '500', log])
+    assert got.returncode == 0, got.stderr
+    assert b'Blocking IP address: 203.0.113.5 (600 requests, escalated)' in got.stdout
+    assert b'Blocking IP address: 198.51.100.20 (550 requests, escalated)' in got.stdout
+    assert b'203.0.113.6' not in lists.blocklist.read_bytes() and b'192.0.2.200' not in lists.blocklist.read_bytes()
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n'
+    activity = lists.activity_log.read_bytes()
+    assert b'IP addess 203.0.113.5 added to the block list, RPH=600 (escalated)' in activity
+    text = metrics.read_text()
+    assert 'bot_detector_additions_total{reason="escalated"} 2' in text
+    log_label = str(log)
+    for answer, count in (('challenged', 600 + 40 + 900), ('throttled', 550), ('passed', 30), ('failed', 2)):
+        assert 'bot_detector_last_run_answers{answer="%s",log="%s",window="current"} %d' % (answer, log_label, count) in text
+    again = run_core(options(lists) + ['--now', now, '--answer-escalation', '500', log])     # once: already blocked
+    assert again.returncode == 0 and b'escalated' not in again.stdout
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n'

@@ -7,8 +7,9 @@ lists (enforce/answer_files.py); and ``--nginx-snippet``: the nginx configuratio
 
 from __future__ import absolute_import, division, print_function
 
-from ..base.text import printable
-from ..lists.answers import answer
+from ..base.text import printable, to_text
+from ..decision.ranges import BITS
+from ..lists.answers import answer, listed, span
 from ..values.answer_settings import ANSWERS
 
 __metaclass__ = type
@@ -35,18 +36,55 @@ def answer_by_hand(settings, kind, addresses, check_mode=False, emit=None, on_wa
     return result
 
 
-def answer_decisions(result, settings, decisions):
+def answer_decisions(result, settings, decisions, block=None):
     """A run's step for the answer lists: the rule's ``decisions`` [(key, reason)] put on the list
     of ``answer_address``, and each list's expired entries taken off (the run's Result says
-    them and files them); then the answers' directory synced when a list changed."""
+    them and files them); then the escalation: a listed client whose throttled or challenged
+    job-page requests in a window (read back from the log: result.answered) reach
+    ``answer_escalation`` is blocked, ``block(key, count)``, its activity line noted
+    'escalated'. A person without JavaScript behind a NAT address loads a few pages, never
+    that many. Then the answers' directory synced when a list changed."""
     result.answers = {}
     for kind in ANSWERS:
         if getattr(settings, kind + '_list'):
             mine = decisions if kind == settings.answer_address else []
             result.answers[kind] = answer(settings, kind, mine, result.check_mode, result.say, result.warn)
+    found = getattr(result, 'answered', None)
+    if found is not None:
+        result.escalated = escalate(settings, found, block)
     changed = any(done['added'] or done['expired'] for done in result.answers.values())
     if changed and not result.check_mode:
         sync_answers(settings)
+
+
+def escalate(settings, found, block):
+    """The listed keys over ``answer_escalation`` blocked (``block``), each once: [address]."""
+    listed_keys = set()
+    for kind in ANSWERS:
+        if getattr(settings, kind + '_list'):
+            listed_keys.update(entry.address for entry in listed(settings, kind))
+    escalated = []
+    for stamp in found.stamps:
+        for key, count in found.keys[stamp].most_common():
+            if count < settings.answer_escalation:
+                break
+            if key in escalated or not any(_holds(entry, key) for entry in listed_keys):
+                continue
+            if block is not None:
+                block(key, count)
+            escalated.append(key)
+    return [to_text(key) for key in escalated]
+
+
+def _holds(entry, key):
+    """Whether the list entry (an address or network) holds the client address ``key``."""
+    if entry == key:
+        return True
+    found, client = span(entry), span(key)
+    if found is None or client is None or found[0] != client[0] or found[1] > client[1]:
+        return False
+    shift = BITS[found[0]] - found[1]
+    return found[2] >> shift == client[2] >> shift
 
 
 def sync_answers(settings):

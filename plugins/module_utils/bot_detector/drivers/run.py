@@ -149,6 +149,16 @@ def _act(result, writer, lists, verdict, key, entry, note=None):
         lists.add(key)
 
 
+def _escalation(result, writer, lists, threshold):
+    """How a run blocks a client the answers escalate: as the rule's block, noted 'escalated';
+    one already blocked or allow-listed is left as it is."""
+    def block(key, count):
+        if decide(max(count, threshold), key, threshold, lists) == BLOCK:
+            _act(result, writer, lists, BLOCK, key, {'address': to_text(key), 'count': count, 'window': 'escalated'},
+                 'escalated')
+    return block
+
+
 def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None, report_floor=None, on_warning=None):
     """The detector's run (spec rules 3 to 6). ``emit(line)`` gets each console line as it
     happens, ``on_warning(line)`` each warning. With ``report_floor``, also return the
@@ -178,6 +188,9 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
             problem = save(settings.state_dir, states, settings.state_budget)
             for line in problem.split('\n') if problem else ():
                 result.warn(line)
+    if settings.throttle_list or settings.challenge_list:
+        from ..reading.answered import answered      # with an answer list only
+        result.answered = answered(logs, [window.stamp for window in counts.windows], settings.job_prefixes)
     decide_and_append(result, settings, rules, counts, server_ips, after=save_states)
     result.rules = rules.name
     result.verifications = rules.verifications
@@ -213,7 +226,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                     _act(result, writer, lists, verdict, key, entry, 'fleet' if key in fleet.get(window.stamp, ()) else None)
         if softer or settings.throttle_list or settings.challenge_list:
             from .answers import answer_decisions     # with an answer list only
-            answer_decisions(result, settings, softer)
+            answer_decisions(result, settings, softer, _escalation(result, writer, lists, settings.threshold))
         if after is not None:
             after()
     finally:

@@ -51,6 +51,8 @@ class Result:
         self.enforcement = None      # with enforcement: the last sync's status (enforce/sync.Status.as_dict)
         self.unreadable_lists = None     # once the lists are read: {list: why} of those that could not be (allow.py)
         self.answers = None          # with an answer list: {answer: {added, renewed, refused, expired}}
+        self.answered = None         # with an answer list: the answers read back from the log (reading/answered.py)
+        self.escalated = None        # with an answer list: the clients escalated to a block
         self.fleet = None            # with fleet_store: {store (no password), host, up, decisions_received} (drivers/fleet.py)
 
     @property
@@ -118,6 +120,9 @@ class Result:
             extra['fleet'] = self.fleet
         if self.answers is not None:
             extra['answers'] = self.answers     # with an answer list: each list's changes
+            extra['escalated'] = self.escalated or []
+            if self.answered is not None:
+                extra['answered'] = self.answered.totals_by_window()
         return printable(dict(extra, **{
             'changed': self.changed,
             'check_mode': self.check_mode,

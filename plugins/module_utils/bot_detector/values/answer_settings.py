@@ -67,6 +67,11 @@ ANSWER_ROWS = (
      'Path prefixes never throttled or challenged (health checks, assets); the challenge\'s own /.bot-detector/ '
      'always.',
      dict(flag='--answer-exempt-path', metavar='PREFIX', **_GROUP)),
+    ('answer_escalation', 'int', 500,
+     'Throttled or challenged job-page requests (status 429 or 428, read back from the access log) of one listed '
+     'client in an hourly window that escalate it to a block, its activity line noted (escalated). A person without '
+     'JavaScript behind a shared address loads a few pages an hour, never that many.',
+     dict(metavar='N', minimum=1, **_GROUP)),
     ('answer_address', 'str', 'block',
      "The answer to the reference's per-address rule (an address over the threshold): block (the blocklist, as the "
      'reference), throttle or challenge (the throttle or challenge list, which must be set).',
