@@ -32,7 +32,7 @@ def answer_by_hand(settings, kind, addresses, check_mode=False, emit=None, on_wa
     done = answer(settings, kind, [(address, None) for address in addresses], check_mode, emit, on_warning)
     result = AnswerResult(kind, done)
     if not check_mode:
-        sync_answers(settings)
+        sync_answers(settings, on_warning)
     return result
 
 
@@ -54,7 +54,7 @@ def answer_decisions(result, settings, decisions, block=None):
         result.escalated = escalate(settings, found, block)
     changed = any(done['added'] or done['expired'] for done in result.answers.values())
     if changed and not result.check_mode:
-        sync_answers(settings)
+        sync_answers(settings, result.warn)
 
 
 def escalate(settings, found, block):
@@ -87,7 +87,17 @@ def _holds(entry, key):
     return found[2] >> shift == client[2] >> shift
 
 
-def sync_answers(settings):
-    """The answers' directory made equal to the lists (nginx's njs reads it)."""
+def sync_answers(settings, warn=None):
+    """The answers' directory made equal to the lists (nginx's njs reads it); with nftables
+    enforcement, the throttle's table too (a failure there is a warning: the lists keep their
+    changes, nginx's answers hold)."""
     from ..enforce.answer_files import sync     # a change to an answer list only
-    return sync(settings)
+    report = sync(settings)
+    if settings.enforcement == 'nftables':
+        from ..base.errors import BotDetectorError      # nftables enforcement only
+        from ..enforce.answers_nftables import sync as sync_nftables
+        try:
+            sync_nftables(settings)
+        except BotDetectorError as exc:
+            (warn or (lambda line: None))(exc.message)
+    return report
