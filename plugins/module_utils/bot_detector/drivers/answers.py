@@ -7,6 +7,7 @@ lists (enforce/answer_files.py); and ``--nginx-snippet``: the nginx configuratio
 
 from __future__ import absolute_import, division, print_function
 
+from ..base.errors import BotDetectorError
 from ..base.text import printable, to_text
 from ..decision.ranges import BITS
 from ..lists.answers import answer, listed, span
@@ -94,8 +95,7 @@ def sync_answers(settings, warn=None):
     from ..enforce.answer_files import sync     # a change to an answer list only
     report = sync(settings)
     if settings.enforcement == 'nftables':
-        from ..base.errors import BotDetectorError      # nftables enforcement only
-        from ..enforce.answers_nftables import sync as sync_nftables
+        from ..enforce.answers_nftables import sync as sync_nftables      # nftables enforcement only
         try:
             sync_nftables(settings)
         except BotDetectorError as exc:
