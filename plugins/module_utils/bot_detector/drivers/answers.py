@@ -24,8 +24,8 @@ class AnswerResult:
         self.enforcement = None
 
     def as_dict(self):
-        return printable(dict(self.done, answer=self.kind, changed=bool(self.done['added'] or self.done['renewed']
-                                                                          or self.done['expired'])))
+        changed = bool(self.done['added'] or self.done['renewed'] or self.done['expired'])
+        return printable(dict(self.done, answer=self.kind, changed=changed))
 
 
 def answer_by_hand(settings, kind, addresses, check_mode=False, emit=None, on_warning=None):

@@ -59,9 +59,9 @@ def ruleset(settings, now=None):
     lines.append('  chain input {')
     lines.append('    type filter hook input priority filter - 5; policy accept;')
     for version, family in ((4, 'ip'), (6, 'ip6')):
+        burst = settings.throttle_burst + 1
         lines.append('    %s saddr @throttled_v%d tcp dport { %s } ct state new add @meter_v%d { %s saddr limit rate over '
-                     '%s/%s burst %d packets } drop' % (family, version, ports, version, family, rate, unit,
-                                                         settings.throttle_burst + 1))
+                     '%s/%s burst %d packets } drop' % (family, version, ports, version, family, rate, unit, burst))
     lines += ['  }', '}', '']
     return '\n'.join(lines)
 
