@@ -235,3 +235,15 @@ def test_a_listed_client_at_a_scrapers_pace_is_escalated_to_a_block_a_nat_addres
     again = run_core(options(lists) + ['--now', now, '--answer-escalation', '500', log])     # once: already blocked
     assert again.returncode == 0 and b'escalated' not in again.stdout
     assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n'
+
+
+def test_a_verified_crawlers_address_is_never_answered(lists):
+    settings = settings_of(lists)
+    warnings = []
+    done = answers.answer(settings, 'challenge', [('66.249.66.0/24', 'campaign'), ('66.249.67.9', 'campaign'),
+                                                  ('2001:4860:4801:10::/64', 'campaign')],
+                          on_warning=warnings.append, spared=['66.249.66.1', '2001:4860:4801:10::5'])
+    assert done['added'] == ['66.249.67.9'] and done['refused'] == ['66.249.66.0/24', '2001:4860:4801:10::/64']
+    assert warnings == ['challenge list: 66.249.66.0/24 refused: it holds a crawler verified by reverse DNS',
+                        'challenge list: 2001:4860:4801:10::/64 refused: it holds a crawler verified by reverse DNS']
+    assert lists.challenge.read_bytes() == b'66.249.67.9\n'

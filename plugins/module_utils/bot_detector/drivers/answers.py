@@ -9,8 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 from ..base.errors import BotDetectorError
 from ..base.text import printable, to_text
-from ..decision.ranges import BITS
-from ..lists.answers import answer, listed, span
+from ..lists.answers import answer, holds, listed, span
 from ..values.answer_settings import ANSWERS
 
 __metaclass__ = type
@@ -60,32 +59,23 @@ def answer_decisions(result, settings, decisions, block=None):
 
 def escalate(settings, found, block):
     """The listed keys over ``answer_escalation`` blocked (``block``), each once: [address]."""
-    listed_keys = set()
+    entries = set()
     for kind in ANSWERS:
         if getattr(settings, kind + '_list'):
-            listed_keys.update(entry.address for entry in listed(settings, kind))
+            entries.update(span(entry.address) for entry in listed(settings, kind))
+    entries.discard(None)
     escalated = []
     for stamp in found.stamps:
         for key, count in found.keys[stamp].most_common():
             if count < settings.answer_escalation:
                 break
-            if key in escalated or not any(_holds(entry, key) for entry in listed_keys):
+            client = span(key)
+            if key in escalated or client is None or not any(holds(entry, client) for entry in entries):
                 continue
             if block is not None:
                 block(key, count)
             escalated.append(key)
     return [to_text(key) for key in escalated]
-
-
-def _holds(entry, key):
-    """Whether the list entry (an address or network) holds the client address ``key``."""
-    if entry == key:
-        return True
-    found, client = span(entry), span(key)
-    if found is None or client is None or found[0] != client[0] or found[1] > client[1]:
-        return False
-    shift = BITS[found[0]] - found[1]
-    return found[2] >> shift == client[2] >> shift
 
 
 def sync_answers(settings, warn=None):

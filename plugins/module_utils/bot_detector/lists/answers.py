@@ -35,6 +35,7 @@ __metaclass__ = type
 _ADDED = re.compile(ACTIVITY_ANSWERED_PATTERN)
 _REMOVED = re.compile(ACTIVITY_UNANSWERED_PATTERN)
 _UNSAFE = re.compile(r'[^\x20-\x27\x2a-\x7e]')       # anything but printable ASCII without ( and )
+VERIFIED_CRAWLER = 'it holds a crawler verified by reverse DNS'
 NEVER_ANSWERED = 'it is or holds an address never blocked (the server, loopback, the allow-list or a trusted proxy)'
 HAND_REASON = 'by hand'
 VERBS = {'throttle': 'Throttling', 'challenge': 'Challenging'}
@@ -54,6 +55,14 @@ def list_path(settings, kind):
 def span(text):
     """(version, prefix length, first address) of an entry's text, None when it is not one."""
     return network(to_bytes(text))
+
+
+def holds(found, client):
+    """Whether the entry ``found`` (version, length, first) holds the address or network ``client``."""
+    if found[0] != client[0] or found[1] > client[1]:
+        return False
+    shift = BITS[found[0]] - found[1]
+    return found[2] >> shift == client[2] >> shift
 
 
 def _first_last(found):
@@ -122,12 +131,13 @@ def _refusal(settings, exempt, text):
     return found, None
 
 
-def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=None, now=None):
+def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=None, now=None, spared=()):
     """Put each of ``decisions`` [(address or network, reason)] on ``kind``'s list, under its lock:
     expired entries taken off first, then a new entry appended with its activity line; one
     already listed gets only the activity line (its expiry starts again); the whole batch is one
     append to each file, the list's taken back when the activity log's fails. An entry refused
-    (not an address, exempt, too wide) is a warning naming it. Returns
+    (not an address, exempt, too wide, or holding one of ``spared``: the addresses of crawlers
+    the run verified by reverse DNS) is a warning naming it. Returns
     {'added': [...], 'renewed': [...], 'refused': [...], 'expired': [...]}."""
     path = list_path(settings, kind)
     say = emit or (lambda line: None)
@@ -136,6 +146,7 @@ def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=No
     if exempt.too_wide_warning('answers'):
         warn(exempt.too_wide_warning('answers'))
     done = {'added': [], 'renewed': [], 'refused': [], 'expired': []}
+    crawlers = [found for found in (span(client) for client in spared) if found is not None]
     writer = BlocklistWriter(path, settings.activity_log, settings.lock_timeout)
     if not check_mode:
         writer.lock()
@@ -145,6 +156,8 @@ def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=No
         new, lines = [], []
         for address, reason in decisions:
             found, why = _refusal(settings, exempt, address)
+            if not why and any(holds(found, client) for client in crawlers):
+                why = VERIFIED_CRAWLER
             if why:
                 warn(ANSWER_REFUSED % (kind, to_text(address), why))
                 done['refused'].append(to_text(address))
