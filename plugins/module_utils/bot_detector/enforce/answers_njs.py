@@ -68,12 +68,10 @@ function listed(r, kind, client) {
     var lengths = LENGTHS[client.v];
     for (var i = 0; i < lengths.length; i++) {
         var name = client.v + '-' + client.hex.slice(0, lengths[i] / 4);
-        try {
-            if (fs.statSync(directory + name).mtimeMs > now) {
-                return name;
-            }
-        } catch (e) {
-            // not listed at this length
+        // throwIfNoEntry: an exception costs a request hundreds of microseconds, a stat two
+        var found = fs.statSync(directory + name, {throwIfNoEntry: false});
+        if (found && found.mtimeMs > now) {
+            return name;
         }
     }
     return '';
