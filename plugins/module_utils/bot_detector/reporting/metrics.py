@@ -129,7 +129,7 @@ def run_samples(result, logs, success, started, ended, settings):
                                 sum(s.get('unparsed_lines', 0) for s in result.scans)))
             answered = result.answered.totals_by_window() if getattr(result, 'answered', None) is not None else {}
             for window in result.windows:
-                for answer, count in sorted(answered.get(window['hour_stamp'], {}).items()):
+                for answer, count in sorted(answered.get(window.get('hour_stamp'), {}).items()):
                     samples.append(('last_run_answers', (('answer', answer), ('log', log), ('window', window['name'])), count))
                 top = window['records'][0]['count'] if window['records'] else 0
                 samples.append(('last_run_top_requests', (('log', log), ('window', window['name'])), top))
