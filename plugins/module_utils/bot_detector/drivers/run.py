@@ -224,8 +224,8 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 elif verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
                     _act(result, writer, lists, verdict, key, entry, 'fleet' if key in fleet.get(window.stamp, ()) else None)
-        if softer or settings.throttle_list or settings.challenge_list:
-            from .answers import answer_decisions     # with an answer list only
+        if softer or (expire_bans and (settings.throttle_list or settings.challenge_list)):
+            from .answers import answer_decisions     # with an answer list only (a follower: when it expires bans)
             answer_decisions(result, settings, softer, _escalation(result, writer, lists, settings.threshold))
         if after is not None:
             after()
