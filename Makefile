@@ -93,6 +93,7 @@ STARTUP_BEFORE := f71bf7f
 # The fleet part (aggregation and playbook) needs ansible-core: the venv's interpreter.
 bench: setup
 	@[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
+	@[ -x /usr/bin/wrk ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 	$(PYTHON) tests/bench/run_bench.py
 	$(PYTHON) tests/bench/precise_bench.py
 	$(PYTHON) tests/bench/allow_list_bench.py
@@ -101,6 +102,7 @@ bench: setup
 	$(BIN)/python tests/bench/fleet_bench.py
 	$(PYTHON) tests/bench/enforce_bench.py
 	$(PYTHON) tests/bench/geo_bench.py
+	/usr/bin/python3 tests/bench/answers_bench.py
 	/usr/bin/python3 tests/bench/follow_bench.py
 	/usr/bin/python3 tests/bench/fleet_store_bench.py
 	$(PYTHON) tests/bench/formats_bench.py

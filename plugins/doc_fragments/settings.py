@@ -433,6 +433,16 @@ options:
         /etc/nginx/bot-detector/answers.
     type: path
     version_added: 2.0.0
+  nginx_answers_dir:
+    description:
+      - >-
+        Where nginx finds the njs script (answers.js) and the challenge page (challenge.html) that
+        --nginx-snippet js and --nginx-snippet page print (the role installs them there).
+      - >-
+        Default: the host config file's C(nginx_answers_dir) when set there, else
+        /etc/nginx/bot-detector.
+    type: path
+    version_added: 2.0.0
   answer_time:
     description:
       - >-
@@ -498,6 +508,66 @@ options:
         '/favicon.ico', '/.well-known/'.
     type: list
     elements: str
+    version_added: 2.0.0
+  answer_escalation:
+    description:
+      - >-
+        Throttled or challenged job-page requests (status 429 or 428, read back from the access log)
+        of one listed client in an hourly window that escalate it to a block, its activity line
+        noted (escalated). A person without JavaScript behind a shared address loads a few pages an
+        hour, never that many.
+      - >-
+        Default: the host config file's C(answer_escalation) when set there, else 500.
+    type: int
+    version_added: 2.0.0
+  answer_address:
+    description:
+      - >-
+        The answer to the reference's per-address rule (an address over the threshold): block (the
+        blocklist, as the reference), throttle or challenge (the throttle or challenge list, which
+        must be set).
+      - >-
+        Default: the host config file's C(answer_address) when set there, else block.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
+  answer_trap:
+    description:
+      - >-
+        The answer to a trap hit (campaign detection).
+      - >-
+        Default: the host config file's C(answer_trap) when set there, else block.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
+  answer_network:
+    description:
+      - >-
+        The answer to a network's verdict (campaign detection): people and scrapers may share a
+        network, so at most a challenge by default.
+      - >-
+        Default: the host config file's C(answer_network) when set there, else challenge.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
+  answer_as:
+    description:
+      - >-
+        The answer to an autonomous system's verdict (campaign detection): its ranges that carried
+        the campaign.
+      - >-
+        Default: the host config file's C(answer_as) when set there, else challenge.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
+  answer_shared:
+    description:
+      - >-
+        The answer to a shared address with browser behaviour (a NAT address).
+      - >-
+        Default: the host config file's C(answer_shared) when set there, else challenge.
+    type: str
+    choices: [block, throttle, challenge]
     version_added: 2.0.0
   campaigns:
     description:

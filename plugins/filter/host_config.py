@@ -6,7 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-# The filters' documentation: host_config.yml, role_settings.yml, role_problems.yml.
+# The filters' documentation: host_config.yml, role_settings.yml, role_problems.yml, nginx_answers.yml.
 
 from ansible.errors import AnsibleFilterError
 
@@ -36,6 +36,16 @@ def host_config(variables):
         return format_config(_set_values('host_config', variables))
     except BotDetectorError as exc:
         raise AnsibleFilterError('host_config: %s' % exc.message)
+
+
+def nginx_answers(variables, part):
+    """The text ``bot-detector.sh --nginx-snippet PART`` prints for the role's settings: the same
+    code, so that the role installs exactly what the command prints."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.enforce.answers_nginx import snippet
+    try:
+        return snippet(Settings(surface='module', **checked_settings(_set_values('nginx_answers', variables))), part)
+    except BotDetectorError as exc:
+        raise AnsibleFilterError('nginx_answers: %s' % exc.message)
 
 
 def checked_settings(values):
@@ -98,4 +108,5 @@ def role_problems(variables, argument_specs, internal=()):
 
 class FilterModule(object):
     def filters(self):
-        return {'host_config': host_config, 'role_settings': role_settings, 'role_problems': role_problems}
+        return {'host_config': host_config, 'role_settings': role_settings, 'role_problems': role_problems,
+                'nginx_answers': nginx_answers}

@@ -7,7 +7,10 @@
 # rotation tests, redis-server and redis-cli, and valkey-server on Debian 13 (a scratch fleet store, one server and a cluster, that
 # the fleet tests start themselves) and Debian's python3-redis (the command's client under
 # `python3 -S` on hosts), faketime (libfaketime: the date-dependent tests run date(1) and the command
-# on a faked clock, every day of a month and DST nights, tests/fakeclock.py). Anything still missing
+# on a faked clock, every day of a month and DST nights, tests/fakeclock.py), python3-maxminddb (the
+# campaign profile's MaxMind-format AS databases), and for the answers' tests Debian's njs module
+# (libnginx-mod-http-js), chromium with its chromium-driver and python3-selenium (a real browser at
+# the challenge, driver and browser matched by packaging: nothing downloads a browser). Anything still missing
 # afterwards is an error, never a skipped test.
 # Debian's prometheus and nginx packages would start (and enable) their servers: only the
 # programs are wanted, so the install runs under a policy-rc.d that forbids starting services
@@ -15,7 +18,7 @@
 set -euo pipefail
 declare -A package_of=([podman]=podman [runc]=runc [debootstrap]=debootstrap [shellcheck]=shellcheck [localedef]=locales
                         [promtool]=prometheus [nft]=nftables [nginx]=nginx [curl]=curl [ip]=iproute2 [logrotate]=logrotate
-                        [redis-server]=redis-server [redis-cli]=redis-tools
+                        [redis-server]=redis-server [redis-cli]=redis-tools [chromium]=chromium [chromedriver]=chromium-driver
                         [faketime]=faketime)
 # Valkey where Debian has it (13 and later): the fleet tests run against it as against Redis.
 debian_major=0
@@ -36,6 +39,10 @@ has_python3_redis || missing+=(python3-redis)
 # The campaign profile's MaxMind-format AS databases (asn_database) are read with Debian's python3-maxminddb.
 has_python3_maxminddb() { [ -f /usr/lib/python3/dist-packages/maxminddb/__init__.py ]; }
 has_python3_maxminddb || missing+=(python3-maxminddb)
+has_njs() { [ -f /usr/lib/nginx/modules/ngx_http_js_module.so ]; }
+has_njs || missing+=(libnginx-mod-http-js)
+has_python3_selenium() { [ -f /usr/lib/python3/dist-packages/selenium/__init__.py ]; }
+has_python3_selenium || missing+=(python3-selenium)
 [ ${#missing[@]} -eq 0 ] && has_locale && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "install-prereqs: missing ${missing[*]:-} ${test_locale}; install them (as root, with apt-get) and run again" >&2
@@ -71,3 +78,5 @@ fi
 has_locale || { echo "install-prereqs: the ${test_locale} locale is still missing" >&2; exit 1; }
 has_python3_redis || { echo "install-prereqs: python3-redis still missing" >&2; exit 1; }
 has_python3_maxminddb || { echo "install-prereqs: python3-maxminddb still missing" >&2; exit 1; }
+has_njs || { echo "install-prereqs: libnginx-mod-http-js still missing" >&2; exit 1; }
+has_python3_selenium || { echo "install-prereqs: python3-selenium still missing" >&2; exit 1; }

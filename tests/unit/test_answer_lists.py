@@ -61,10 +61,13 @@ def test_an_operators_list_is_appended_to_never_rewritten(lists):
     assert lists.throttle.read_bytes() == b'# by hand\n203.0.113.0/24\n198.51.100.9\n'
 
 
+NEVER = 'it is or holds an address never blocked'
+
+
 @pytest.mark.parametrize('entry,why', [
-    ('127.0.0.1', 'loopback'), ('::1', 'loopback'), (SERVER, "the server's address"),
-    ('198.51.100.7', 'allow-listed'), ('198.51.100.0/24', 'allow-listed'),      # a network holding an allow-listed address
-    ('2001:db8:aaaa:1::/64', 'allow-listed'), ('172.20.1.1', 'a trusted proxy'),
+    ('127.0.0.1', NEVER), ('::1', NEVER), (SERVER, NEVER), ('::ffff:10.9.9.9', NEVER),
+    ('198.51.100.7', NEVER), ('198.51.100.0/24', NEVER),      # a network holding an allow-listed address
+    ('2001:db8:aaaa:1::/64', NEVER), ('2001:DB8:AAAA:0::5', NEVER), ('172.20.1.1', NEVER),
     ('10.0.0.0/7', 'wider than a /8 (enforcement_min_prefix_v4)'), ('2001:db8::/31', 'wider than a /32'),
     ('not-an-address', 'not an address or CIDR network'), ('203.0.113.300', 'not an address'),
 ])
@@ -148,3 +151,99 @@ def test_the_answer_directory_holds_one_file_per_key_its_expiry_as_mtime(lists):
     lists.challenge.write_bytes(b'')        # emptied by hand: the files go
     answer_files.sync(settings)
     assert os.listdir(lists.answer_dir / 'challenge') == []
+
+
+def test_the_per_address_rule_can_answer_with_a_challenge_instead_of_a_block(lists, tmp_path):
+    import loggen
+    now, epoch = '2026-11-21 04:13:43', 1795234423
+    log = tmp_path / 'access.log'
+    log.write_bytes(loggen.planted_log(epoch, previous={'203.0.113.7': 1450, '203.0.113.8': 900}))
+    got = run_core(options(lists) + ['--now', now, '--answer-address', 'challenge', log])
+    assert got.returncode == 0, got.stderr
+    assert b'Challenging IP address: 203.0.113.7 (RPH=1450)' in got.stdout
+    assert b'Blocking' not in got.stdout
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n'        # never blocked for it
+    assert lists.challenge.read_bytes() == b'203.0.113.7\n'
+    assert os.listdir(lists.answer_dir / 'challenge') == ['4-cb007107']
+    # by default the rule blocks, as the reference
+    got = run_core(options(lists) + ['--now', now, log])
+    assert b'Blocking IP address: 203.0.113.7 (1450 requests)' in got.stdout
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.7\n'
+
+
+def test_an_answer_without_its_list_is_refused(lists, tmp_path):
+    got = run_core(lists.options() + ['--answer-address', 'throttle', tmp_path / 'none.log'])
+    assert got.returncode == 2
+    assert got.stderr == b'bot-detector: error: answer_address: throttle needs throttle_list\n'
+
+
+def test_a_detection_run_takes_expired_answers_off_their_lists(lists, tmp_path):
+    import loggen
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import date_default_format
+    lists.throttle.write_bytes(b'203.0.113.70\n203.0.113.71\n')
+    old = date_default_format(time.time() - 2 * 86400)      # added two days ago: past the default answer_time, 1d
+    lists.activity_log.write_bytes(('%s | IP addess 203.0.113.70 added to the throttle list (by hand)\n'
+                                    '%s | IP addess 203.0.113.71 added to the throttle list (by hand)\n'
+                                    % (old, date_default_format())).encode())
+    log = tmp_path / 'access.log'
+    log.write_bytes(loggen.planted_log(1795234423, previous={'203.0.113.9': 10}))
+    got = run_core(options(lists) + ['--now', '2026-11-21 04:13:43', '--json', log])
+    assert got.returncode == 0, got.stderr
+    import json
+    doc = json.loads(got.stdout)
+    assert doc['answers']['throttle']['expired'] == ['203.0.113.70'] and doc['changed'] is True
+    assert lists.throttle.read_bytes() == b'203.0.113.71\n'
+    assert os.listdir(lists.answer_dir / 'throttle') == ['4-cb007147']
+
+
+def answered_log(tmp_path, epoch, lines):
+    """A log of (address, path, status, count) in the current window."""
+    import loggen
+    log = tmp_path / 'access.log'
+    log.write_bytes(b''.join(loggen.line(address, epoch, path=path, status=status) for address, path, status, count in lines
+                             for dummy in range(count)))
+    return log
+
+
+def test_a_listed_client_at_a_scrapers_pace_is_escalated_to_a_block_a_nat_address_never(lists, tmp_path):
+    epoch, now = 1795234423, '2026-11-21 04:13:43'
+    assert run_core(options(lists) + ['--challenge', '203.0.113.0/24']).returncode == 0
+    assert run_core(options(lists) + ['--throttle', '198.51.100.20']).returncode == 0
+    log = answered_log(tmp_path, epoch, [
+        ('203.0.113.5', '/job/1', 428, 600),          # a scraper without JavaScript, challenged again and again
+        ('198.51.100.20', '/job/2', 429, 550),        # a scraper throttled
+        ('203.0.113.6', '/job/3', 428, 40),           # behind a NAT address: a person without JavaScript
+        ('203.0.113.6', '/job/3', 200, 400),          # and its people who pass
+        ('203.0.113.6', '/.bot-detector/pass?to=%2Fjob%2F3', 303, 30),
+        ('203.0.113.6', '/.bot-detector/pass?to=%2Fjob%2F3', 403, 2),
+        ('192.0.2.200', '/job/4', 428, 900),          # not listed: not the answers' to escalate
+    ])
+    metrics = tmp_path / 'metrics.prom'
+    got = run_core(options(lists) + ['--now', now, '--metrics-file', metrics, '--answer-escalation', '500', log])
+    assert got.returncode == 0, got.stderr
+    assert b'Blocking IP address: 203.0.113.5 (600 requests, escalated)' in got.stdout
+    assert b'Blocking IP address: 198.51.100.20 (550 requests, escalated)' in got.stdout
+    assert b'203.0.113.6' not in lists.blocklist.read_bytes() and b'192.0.2.200' not in lists.blocklist.read_bytes()
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n'
+    activity = lists.activity_log.read_bytes()
+    assert b'IP addess 203.0.113.5 added to the block list, RPH=600 (escalated)' in activity
+    text = metrics.read_text()
+    assert 'bot_detector_additions_total{reason="escalated"} 2' in text
+    log_label = str(log)
+    for answer, count in (('challenged', 600 + 40 + 900), ('throttled', 550), ('passed', 30), ('failed', 2)):
+        assert 'bot_detector_last_run_answers{answer="%s",log="%s",window="current"} %d' % (answer, log_label, count) in text
+    again = run_core(options(lists) + ['--now', now, '--answer-escalation', '500', log])     # once: already blocked
+    assert again.returncode == 0 and b'escalated' not in again.stdout
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n'
+
+
+def test_a_verified_crawlers_address_is_never_answered(lists):
+    settings = settings_of(lists)
+    warnings = []
+    done = answers.answer(settings, 'challenge', [('66.249.66.0/24', 'campaign'), ('66.249.67.9', 'campaign'),
+                                                  ('2001:4860:4801:10::/64', 'campaign')],
+                          on_warning=warnings.append, spared=['66.249.66.1', '2001:4860:4801:10::5'])
+    assert done['added'] == ['66.249.67.9'] and done['refused'] == ['66.249.66.0/24', '2001:4860:4801:10::/64']
+    assert warnings == ['challenge list: 66.249.66.0/24 refused: it holds a crawler verified by reverse DNS',
+                        'challenge list: 2001:4860:4801:10::/64 refused: it holds a crawler verified by reverse DNS']
+    assert lists.challenge.read_bytes() == b'66.249.67.9\n'

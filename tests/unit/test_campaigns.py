@@ -215,15 +215,17 @@ def test_challenges_go_to_the_challenge_list_once_and_never_to_the_blocklist(tmp
     assert 'Challenging IP address: 192.0.2.0/24 (RPH=16, network 192.0.2.0/24, 16 addresses)' in runs[0]['messages']
     assert challenge_list.read_bytes() == b'192.0.2.0/24\n'        # the second run listed it again nowhere
     assert files.read('blocklist') is None
+    # Listed once; the second run's decision renews it (its expiry starts again), with its own line.
     assert mask_dates(files.read('activity_log')) == [
-        b'IP addess 192.0.2.0/24 added to the challenge list (RPH=16, network 192.0.2.0/24, 16 addresses)']
+        b'IP addess 192.0.2.0/24 added to the challenge list (RPH=16, network 192.0.2.0/24, 16 addresses)'] * 2
+    assert runs[1]['answers']['challenge']['renewed'] == ['192.0.2.0/24'] and runs[1]['answers']['challenge']['added'] == []
 
 
 def test_without_a_challenge_list_challenges_are_said_and_warned_about(tmp_path, files):
     result = detect(tmp_path, files, rotating('203.0.113.%d', 16, 1))
     assert 'Challenging IP address: 203.0.113.0/24 (RPH=16, network 203.0.113.0/24, 16 addresses)' in result['messages']
-    assert result['warnings'] == ['1 challenge decisions of the campaign profile are not listed anywhere: challenge_list '
-                                  'is not set (they never go to the blocklist)']
+    assert result['warnings'] == ['1 challenge decisions are not listed anywhere: challenge_list is not set (they never go '
+                                  'to the blocklist)']
 
 
 def test_what_is_never_blocked_is_never_listed(tmp_path, files):

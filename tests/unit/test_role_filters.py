@@ -57,3 +57,25 @@ def test_unknown_names_get_the_nearest_known_one_and_known_ones_pass():
                          internal=['bot_detector_mine']) == [
         'bot_detector_treshold: not a variable of the role; did you mean bot_detector_threshold?',
         'bot_detector_zzz: not a variable of the role; meta/argument_specs.yml lists them']
+
+
+@pytest.mark.parametrize('part', ['http', 'server', 'js', 'page'])
+def test_the_role_installs_exactly_the_nginx_answers_the_command_prints(tmp_path, part):
+    from conftest import run_core
+    from ansible_collections.jobboard.bot_detector.plugins.filter.host_config import nginx_answers
+    variables = {'bot_detector_throttle_rate': '12r/s', 'bot_detector_throttle_burst': '4', 'bot_detector_challenge_pass_time': '2h',
+                 'bot_detector_answer_exempt_paths': ['/healthz', '/assets/'], 'bot_detector_answer_dir': '/srv/answers',
+                 'bot_detector_other_role_variable': 'ignored'}
+    printed = run_core(['--blocklist', tmp_path / 'b', '--throttle-rate', '12r/s', '--throttle-burst', '4', '--challenge-pass-time', '2h',
+                        '--answer-exempt-path', '/healthz', '--answer-exempt-path', '/assets/', '--answer-dir', '/srv/answers',
+                        '--nginx-snippet', part])
+    assert printed.returncode == 0, printed.stderr
+    assert nginx_answers(variables, part).encode() == printed.stdout
+    if part == 'http':
+        assert b'rate=12r/s;' in printed.stdout and b'js_var $bot_detector_pass_time 7200;' in printed.stdout
+
+
+def test_nginx_answers_refuses_what_would_change_the_configuration():
+    from ansible_collections.jobboard.bot_detector.plugins.filter.host_config import nginx_answers
+    with pytest.raises(AnsibleFilterError, match=r'answer_exempt_paths: .* cannot be written into an nginx configuration'):
+        nginx_answers({'bot_detector_answer_exempt_paths': ['/a; return 200']}, 'http')

@@ -158,7 +158,10 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'asn_database': '/srv/ip2asn v4.tsv', 'campaign_as_threshold': 500, 'campaign_as_addresses': 30,
               'throttle_list': '/srv/t list', 'challenge_list': '/srv/c', 'answer_dir': '/srv/answers', 'answer_time': 7200,
               'throttle_rate': '5r/s', 'throttle_burst': 0, 'throttle_retry_after': 30, 'challenge_pass_time': 600,
-              'challenge_secret_file': '/srv/secret', 'answer_exempt_paths': ['/healthz', '/static/']}
+              'challenge_secret_file': '/srv/secret', 'answer_exempt_paths': ['/healthz', '/static/'],
+              'nginx_answers_dir': '/srv/nginx', 'answer_address': 'block', 'answer_trap': 'throttle',
+              'answer_network': 'block', 'answer_as': 'challenge', 'answer_shared': 'throttle',
+              'answer_escalation': 40}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'
     path.write_text(format_config(values, header='# managed'))

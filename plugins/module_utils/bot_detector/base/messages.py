@@ -52,8 +52,7 @@ def blocking(address, count, check_mode=False, note=None):
 
 
 BROWSER_SPARED = 'IP address %s behaves as a browser and will not be blocked (%d requests, %s).'
-CHALLENGES_UNLISTED = ('%d challenge decisions of the campaign profile are not listed anywhere: challenge_list is not set '
-                       '(they never go to the blocklist)')
+ANSWERS_UNLISTED = ('%d %s decisions are not listed anywhere: %s_list is not set (they never go to the blocklist)')
 
 
 def activity_added(date, address, count, note=None):

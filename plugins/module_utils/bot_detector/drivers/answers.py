@@ -7,8 +7,11 @@ lists (enforce/answer_files.py); and ``--nginx-snippet``: the nginx configuratio
 
 from __future__ import absolute_import, division, print_function
 
-from ..base.text import printable
-from ..lists.answers import answer
+from ..base.errors import BotDetectorError
+from ..base.messages import ANSWERING, ANSWERS_UNLISTED
+from ..base.text import printable, to_text
+from ..lists.answers import VERBS, answer, holds, listed, span
+from ..values.answer_settings import ANSWERS
 
 __metaclass__ = type
 
@@ -21,8 +24,8 @@ class AnswerResult:
         self.enforcement = None
 
     def as_dict(self):
-        return printable(dict(self.done, answer=self.kind, changed=bool(self.done['added'] or self.done['renewed']
-                                                                          or self.done['expired'])))
+        changed = bool(self.done['added'] or self.done['renewed'] or self.done['expired'])
+        return printable(dict(self.done, answer=self.kind, changed=changed))
 
 
 def answer_by_hand(settings, kind, addresses, check_mode=False, emit=None, on_warning=None):
@@ -30,11 +33,67 @@ def answer_by_hand(settings, kind, addresses, check_mode=False, emit=None, on_wa
     done = answer(settings, kind, [(address, None) for address in addresses], check_mode, emit, on_warning)
     result = AnswerResult(kind, done)
     if not check_mode:
-        sync_answers(settings)
+        sync_answers(settings, on_warning)
     return result
 
 
-def sync_answers(settings):
-    """The answers' directory made equal to the lists (nginx's njs reads it)."""
+def answer_decisions(result, settings, decisions, block=None):
+    """A run's step for the answer lists: ``decisions`` {answer: [(key, reason)]} put on each
+    answer's list, and each list's expired entries taken off (the run's Result says them and
+    files them); a decision whose answer has no list is only said, with one warning. Then the
+    escalation: a listed client whose throttled or challenged job-page requests in a window
+    (read back from the log: result.answered) reach ``answer_escalation`` is blocked,
+    ``block(key, count)``, its activity line noted 'escalated'. A person without JavaScript
+    behind a NAT address loads a few pages, never that many. Then the answers' directory
+    synced when a list changed."""
+    result.answers = {}
+    for kind in ANSWERS:
+        mine = decisions.get(kind, [])
+        if getattr(settings, kind + '_list'):
+            result.answers[kind] = answer(settings, kind, mine, result.check_mode, result.say, result.warn)
+        elif mine:
+            for key, reason in mine:
+                result.say(ANSWERING % ('Would %s' % kind if result.check_mode else VERBS[kind], to_text(key), reason))
+            result.warn(ANSWERS_UNLISTED % (len(mine), kind, kind))
+    found = getattr(result, 'answered', None)
+    if found is not None:
+        result.escalated = escalate(settings, found, block)
+    changed = any(done['added'] or done['expired'] for done in result.answers.values())
+    if changed and not result.check_mode:
+        sync_answers(settings, result.warn)
+
+
+def escalate(settings, found, block):
+    """The listed keys over ``answer_escalation`` blocked (``block``), each once: [address]."""
+    entries = set()
+    for kind in ANSWERS:
+        if getattr(settings, kind + '_list'):
+            entries.update(span(entry.address) for entry in listed(settings, kind))
+    entries.discard(None)
+    escalated = []
+    for stamp in found.stamps:
+        for key, count in found.keys[stamp].most_common():
+            if count < settings.answer_escalation:
+                break
+            client = span(key)
+            if key in escalated or client is None or not any(holds(entry, client) for entry in entries):
+                continue
+            if block is not None:
+                block(key, count)
+            escalated.append(key)
+    return [to_text(key) for key in escalated]
+
+
+def sync_answers(settings, warn=None):
+    """The answers' directory made equal to the lists (nginx's njs reads it); with nftables
+    enforcement, the throttle's table too (a failure there is a warning: the lists keep their
+    changes, nginx's answers hold)."""
     from ..enforce.answer_files import sync     # a change to an answer list only
-    return sync(settings)
+    report = sync(settings)
+    if settings.enforcement == 'nftables':
+        from ..enforce.answers_nftables import sync as sync_nftables      # nftables enforcement only
+        try:
+            sync_nftables(settings)
+        except BotDetectorError as exc:
+            (warn or (lambda line: None))(exc.message)
+    return report

@@ -21,7 +21,7 @@ import time
 
 from ..base.clock import hour_windows
 from ..base.errors import bad_option
-from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, ANSWERING, BROWSER_SPARED, CHALLENGES_UNLISTED, EXECUTION_TIME,
+from ..base.messages import (ACTIVITY_ADDED_PATTERN, ACTIVITY_REMOVED_PATTERN, BROWSER_SPARED, EXECUTION_TIME,
                              FORMAT_DETECTED, NO_USER_AGENT, UNPARSED_LINES, NOT_COMBINED, READ_AS, UNREADABLE_FORMAT)
 from ..base.text import printable, to_bytes, to_text
 from ..decision.addresses import entry_key, server_addresses
@@ -150,6 +150,16 @@ def _act(result, writer, lists, verdict, key, entry, note=None):
         lists.add(key)
 
 
+def _escalation(result, writer, lists, threshold):
+    """How a run blocks a client the answers escalate: as the rule's block, noted 'escalated';
+    one already blocked or allow-listed is left as it is."""
+    def block(key, count):
+        if decide(max(count, threshold), key, threshold, lists) == BLOCK:
+            _act(result, writer, lists, BLOCK, key, {'address': to_text(key), 'count': count, 'window': 'escalated'},
+                 'escalated')
+    return block
+
+
 def detect(settings, logs, now=None, check_mode=False, emit=None, resolver=None, report_floor=None, on_warning=None):
     """The detector's run (spec rules 3 to 6). ``emit(line)`` gets each console line as it
     happens, ``on_warning(line)`` each warning. With ``report_floor``, also return the
@@ -180,6 +190,9 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
             problem = save(settings.state_dir, states, settings.state_budget)
             for line in problem.split('\n') if problem else ():
                 result.warn(line)
+    if settings.throttle_list or settings.challenge_list:
+        from ..reading.answered import answered      # with an answer list only
+        result.answered = answered(logs, [window.stamp for window in counts.windows], settings.job_prefixes)
     decide_and_append(result, settings, rules, counts, server_ips, after=save_states, now=now)
     result.rules = rules.name
     result.verifications = rules.verifications
@@ -206,13 +219,14 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
         from ..decision.campaigns import sliding, sliding_weight    # the sliding hour only
         windows[-1] = (windows[-1][0], sliding(whole(windows[0][1]), whole(windows[-1][1]), sliding_weight(now)))
     campaigns = getattr(rules, 'campaigns', None)
-    if campaigns is not None and result.answers is None:
-        result.answers = {}
+    if campaigns is not None and result.softer is None:
+        result.softer = {}
     ranked = []
     for window, counter in windows:
         records = rules.examined(counter, server_ips, settings.top, at_least)
         ranked.append((window, records, campaigns.judge(whole(counter), records, server_ips) if campaigns else ({}, ())))
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
+    softer = []
     try:
         for window, records, (judged, others) in ranked:
             result.say(window.heading)
@@ -220,7 +234,9 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
             result.window(window, records + fleet_records)
             for count, key in records + fleet_records:
                 verdict = decide(count, key, settings.threshold, lists)
-                if verdict != BELOW_THRESHOLD:
+                if verdict == BLOCK and settings.answer_address != 'block' and key not in judged:
+                    softer.append((key, 'RPH=%d' % count))      # answered by its own list, never blocked for it
+                elif verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
                     note = 'fleet' if (count, key) in fleet_records else None
                     if verdict == BLOCK and key in judged:
@@ -237,33 +253,26 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 verdict = lists.verdict(decision.key) if b'/' not in decision.key else BLOCK
                 if decision.answer == BLOCK or verdict in (ALLOW_LISTED, INVALID):
                     _act(result, writer, lists, verdict, decision.key, entry, decision.reason)
-                elif verdict == BLOCK:      # not to the blocklist: a challenge list of its own
+                elif verdict == BLOCK:      # not to the blocklist: a list of its own
                     result.answer(decision.answer, dict(entry, reason=decision.reason))
+        decisions = _softer_decisions(settings, softer, result.softer)
+        if decisions or (expire_bans and (settings.throttle_list or settings.challenge_list)):
+            from .answers import answer_decisions     # with softer decisions or an answer list only (a follower: when it expires bans)
+            answer_decisions(result, settings, decisions, _escalation(result, writer, lists, settings.threshold))
         if after is not None:
             after()
     finally:
         writer.unlock()
-    if result.answers:
-        _list_answers(settings, result)
 
 
-def _list_answers(settings, result):
-    """The campaign profile's challenges onto the challenge list (lists/answers.py, under its own
-    lock, after the blocklist's), those not on it already; without one, only said and warned."""
-    decisions = [(to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason']))
-                 for entry in result.answers.get('challenge', ())]
-    if not settings.challenge_list:
-        for key, reason in decisions:
-            result.say(ANSWERING % ('Would challenge' if result.check_mode else 'Challenging', to_text(key), reason))
-        if decisions:
-            result.warn(CHALLENGES_UNLISTED % len(decisions))
-        return
-    from ..lists.answers import answer     # a campaign's challenges only
-    from ..lists.content import entries     # a campaign's challenges only
-    present = set(entry_key(line) for line in entries(read_list(settings.challenge_list)))
-    fresh = [(key, reason) for key, reason in decisions if entry_key(key) not in present]
-    if fresh:
-        answer(settings, 'challenge', fresh, result.check_mode, emit=result.say, on_warning=result.warn)
+def _softer_decisions(settings, softer, filed):
+    """{answer: [(key, reason)]}: the address rule's ``softer`` decisions (answered by
+    ``answer_address``) and those the campaign profile ``filed`` (Result.softer), each key once."""
+    decisions = {settings.answer_address: list(softer)} if softer else {}
+    for kind, entries in (filed or {}).items():
+        decisions.setdefault(kind, []).extend(
+            (to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason'])) for entry in entries)
+    return decisions
 
 
 def fleet_beside(records, fleet_records, threshold):

@@ -41,7 +41,7 @@ def unblock(settings, addresses, check_mode=False, emit=None, on_warning=None):
                     result.say(unanswering(kind, to_text(address), check_mode))
                     answered.add(address)
         if answered and not check_mode:
-            sync_answers(settings)
+            sync_answers(settings, result.warn)
         for address in wanted:
             if address in removed:
                 result.unblocked.append({'address': to_text(address), 'lines': removed[address]})

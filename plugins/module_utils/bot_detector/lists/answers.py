@@ -21,7 +21,8 @@ from ..base.errors import bad_option
 from ..base.messages import (ACTIVITY_ANSWERED, ACTIVITY_ANSWERED_PATTERN, ACTIVITY_UNANSWERED,
                              ACTIVITY_UNANSWERED_PATTERN, ANSWER_REFUSED, ANSWERING)
 from ..base.text import to_bytes, to_text
-from ..decision.addresses import entry_key, server_addresses
+from ..decision.addresses import entry_key
+from ..decision.never_blocked import never_blocked
 from ..decision.ranges import BITS, network, spelling
 from ..values.answer_settings import ANSWERS
 from .content import entries, read_list
@@ -33,7 +34,9 @@ __metaclass__ = type
 
 _ADDED = re.compile(ACTIVITY_ANSWERED_PATTERN)
 _REMOVED = re.compile(ACTIVITY_UNANSWERED_PATTERN)
-LOOPBACK = (b'127.0.0.0/8', b'::1')
+_UNSAFE = re.compile(r'[^\x20-\x27\x2a-\x7e]')       # anything but printable ASCII without ( and )
+VERIFIED_CRAWLER = 'it holds a crawler verified by reverse DNS'
+NEVER_ANSWERED = 'it is or holds an address never blocked (the server, loopback, the allow-list or a trusted proxy)'
 HAND_REASON = 'by hand'
 VERBS = {'throttle': 'Throttling', 'challenge': 'Challenging'}
 EXPIRED_REASON = 'expired after %s'
@@ -54,28 +57,12 @@ def span(text):
     return network(to_bytes(text))
 
 
-class Exempt:
-    """What is never throttled or challenged, as never blocked: the server's addresses, loopback,
-    the allow-list's addresses and networks, the trusted proxies. ``why(span)``: the reason an
-    entry overlapping one of them is refused, or None."""
-
-    def __init__(self, settings):
-        servers = server_addresses() if settings.server_ips is None else [to_bytes(ip) for ip in settings.server_ips]
-        allowed = entries(read_list(settings.exclusions_file, strict=True))
-        self.spans = []
-        for lines, what in ((LOOPBACK, 'loopback'), (servers, "the server's address"), (allowed, 'allow-listed'),
-                            ([to_bytes(p) for p in settings.trusted_proxies or ()], 'a trusted proxy')):
-            for line in lines:
-                found = network(line)
-                if found is not None:
-                    self.spans.append((found[0], _first_last(found), what))
-
-    def why(self, found):
-        first, last = _first_last(found)
-        for version, (low, high), what in self.spans:
-            if version == found[0] and first <= high and low <= last:
-                return 'it is or holds an address never answered (%s)' % what
-        return None
+def holds(found, client):
+    """Whether the entry ``found`` (version, length, first) holds the address or network ``client``."""
+    if found[0] != client[0] or found[1] > client[1]:
+        return False
+    shift = BITS[found[0]] - found[1]
+    return found[2] >> shift == client[2] >> shift
 
 
 def _first_last(found):
@@ -139,44 +126,59 @@ def _refusal(settings, exempt, text):
     least = settings.enforcement_min_prefix_v4 if version == 4 else settings.enforcement_min_prefix_v6
     if length < least:
         return found, 'wider than a /%d (enforcement_min_prefix_v%d)' % (least, version)
-    return found, exempt.why(found)
+    if exempt.network(version, *_first_last(found)):
+        return found, NEVER_ANSWERED
+    return found, None
 
 
-def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=None, now=None):
+def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=None, now=None, spared=()):
     """Put each of ``decisions`` [(address or network, reason)] on ``kind``'s list, under its lock:
     expired entries taken off first, then a new entry appended with its activity line; one
-    already listed gets only the activity line (its expiry starts again). An entry refused
-    (not an address, exempt, too wide) is a warning naming it. Returns
+    already listed gets only the activity line (its expiry starts again); the whole batch is one
+    append to each file, the list's taken back when the activity log's fails. An entry refused
+    (not an address, exempt, too wide, or holding one of ``spared``: the addresses of crawlers
+    the run verified by reverse DNS) is a warning naming it. Returns
     {'added': [...], 'renewed': [...], 'refused': [...], 'expired': [...]}."""
     path = list_path(settings, kind)
     say = emit or (lambda line: None)
     warn = on_warning or (lambda line: None)
-    exempt = Exempt(settings)
+    exempt = never_blocked(settings)
+    if exempt.too_wide_warning('answers'):
+        warn(exempt.too_wide_warning('answers'))
     done = {'added': [], 'renewed': [], 'refused': [], 'expired': []}
+    crawlers = [found for found in (span(client) for client in spared) if found is not None]
     writer = BlocklistWriter(path, settings.activity_log, settings.lock_timeout)
     if not check_mode:
         writer.lock()
     try:
         done['expired'] = expire(settings, kind, writer, check_mode, now)
         present = set(entry_key(line) for line in entries(read_list(path, strict=True)))
+        new, lines = [], []
         for address, reason in decisions:
             found, why = _refusal(settings, exempt, address)
+            if not why and any(holds(found, client) for client in crawlers):
+                why = VERIFIED_CRAWLER
             if why:
                 warn(ANSWER_REFUSED % (kind, to_text(address), why))
                 done['refused'].append(to_text(address))
                 continue
             key = spelling(*found)
+            reason = _UNSAFE.sub('_', reason) if reason else reason     # one line, readable back by its pattern
             line = to_bytes(ACTIVITY_ANSWERED % {'date': date_default_format(), 'address': to_text(key),
                                                  'answer': kind, 'reason': reason or HAND_REASON}) + b'\n'
             renewed = entry_key(key) in present
             say(ANSWERING % ('Would %s' % kind if check_mode else VERBS[kind], to_text(key), reason or HAND_REASON))
-            if not check_mode:
-                if renewed:
-                    writer.append_line(settings.activity_log, line, fsync=True)
-                else:
-                    writer.append(key, line)
-                present.add(entry_key(key))
+            lines.append(line)
+            if not renewed:
+                new.append(key)
+            present.add(entry_key(key))
             done['renewed' if renewed else 'added'].append(to_text(key))
+        if check_mode or not lines:
+            return done
+        if new:     # one write and one fsync each for the whole batch: the entries, then their lines
+            writer.append(b'\n'.join(new), b''.join(lines))
+        else:
+            writer.append_line(settings.activity_log, b''.join(lines), fsync=True)
     finally:
         writer.unlock()
     return done

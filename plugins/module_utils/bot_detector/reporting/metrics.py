@@ -37,7 +37,11 @@ FAMILIES = (
     ('last_run_top_requests', 'gauge', 'The highest request count of an examined address per window in the last '
                                        'detection run of these logs.'),
     ('threshold', 'gauge', 'Requests in one hourly window that block an address, in the last detection run of these logs.'),
-    ('additions_total', 'counter', "Addresses appended to the blocklist, by reason: own (this host's runs), fleet, sync."),
+    ('additions_total', 'counter', "Addresses appended to the blocklist, by reason: own (this host's runs), fleet, sync, "
+                                   'escalated (a throttled or challenged client at a scraper\'s pace).'),
+    ('last_run_answers', 'gauge', 'With an answer list: requests of each hourly window nginx answered, read back from the '
+                                  'access log by the last detection run of these logs: throttled (429), challenged (428), '
+                                  'passed and failed (the challenge\'s pass URL answered 303 or 403).'),
     ('removals_total', 'counter', 'Entries removed from the blocklist, by reason: expired, unblock.'),
     ('blocklist_entries', 'gauge', 'Entries in the blocklist after the last run.'),
     ('list_unreadable', 'gauge', '1 when the last run that read this list could not (the spec rules: taken as empty, '
@@ -125,7 +129,10 @@ def run_samples(result, logs, success, started, ended, settings):
             if any('format' in s for s in result.scans):
                 samples.append(('last_run_unparsed_lines', (('log', log),),
                                 sum(s.get('unparsed_lines', 0) for s in result.scans)))
+            answered = result.answered.totals_by_window() if getattr(result, 'answered', None) is not None else {}
             for window in result.windows:
+                for answer, count in sorted(answered.get(window.get('hour_stamp'), {}).items()):
+                    samples.append(('last_run_answers', (('answer', answer), ('log', log), ('window', window['name'])), count))
                 top = window['records'][0]['count'] if window['records'] else 0
                 samples.append(('last_run_top_requests', (('log', log), ('window', window['name'])), top))
     if logs and getattr(result, 'fleet', None) is not None:     # a run with fleet_store: what it did with the store

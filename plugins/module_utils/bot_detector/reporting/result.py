@@ -50,12 +50,16 @@ class Result:
         self.not_listed = None
         self.enforcement = None      # with enforcement: the last sync's status (enforce/sync.Status.as_dict)
         self.unreadable_lists = None     # once the lists are read: {list: why} of those that could not be (allow.py)
-        self.answers = None          # campaigns: {answer: [entry]} of the decisions softer than a block
+        self.softer = None           # campaigns: {answer: [entry]} of the decisions softer than a block
+        self.answers = None          # with an answer list: {answer: {added, renewed, refused, expired}}
+        self.answered = None         # with an answer list: the answers read back from the log (reading/answered.py)
+        self.escalated = None        # with an answer list: the clients escalated to a block
         self.fleet = None            # with fleet_store: {store (no password), host, up, decisions_received} (drivers/fleet.py)
 
     @property
     def changed(self):
-        return bool(self.appended or self.removed_indexes)
+        softer = (self.answers or {}).values()
+        return bool(self.appended or self.removed_indexes or any(done['added'] or done['renewed'] or done['expired'] for done in softer))
 
     def say(self, line):
         self.messages.append(line)
@@ -73,7 +77,7 @@ class Result:
             self.block_lines.append(messages.blocking(entry['address'], entry['count'], self.check_mode, note))
             self.say(self.block_lines[-1])
             self.appended.append(key)
-            reason = note if note in ('fleet', 'sync') else 'own'     # a campaign's block is this host's own
+            reason = note if note in ('fleet', 'sync', 'escalated') else 'own'     # a campaign's block is this host's own
             self.additions[reason] = self.additions.get(reason, 0) + 1
         else:
             self.say(_VERDICT_LINES[verdict](entry))
@@ -81,8 +85,8 @@ class Result:
 
     def answer(self, answer, entry):
         """File a decision softer than a block (campaigns: a challenge), once a run per key; the
-        drivers list it (run._list_answers)."""
-        found = self.answers.setdefault(answer, [])
+        drivers list it (drivers/answers.answer_decisions)."""
+        found = self.softer.setdefault(answer, [])
         if all(entry['address'] != other['address'] for other in found):
             found.append(entry)
 
@@ -124,7 +128,12 @@ class Result:
         if self.fleet is not None:
             extra['fleet'] = self.fleet
         if self.answers is not None:
-            extra['challenged'] = self.answers.get('challenge', [])
+            extra['answers'] = self.answers     # with an answer list: each list's changes
+            extra['escalated'] = self.escalated or []
+            if self.answered is not None:
+                extra['answered'] = self.answered.totals_by_window()
+        if self.softer is not None:
+            extra['challenged'] = self.softer.get('challenge', [])
         return printable(dict(extra, **{
             'changed': self.changed,
             'check_mode': self.check_mode,

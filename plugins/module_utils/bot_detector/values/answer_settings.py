@@ -14,6 +14,9 @@ from ..base.errors import bad_option
 __metaclass__ = type
 
 ANSWERS = ('throttle', 'challenge')
+# The kinds of decision, each with a setting answer_<kind> saying its answer (block: the blocklist).
+DECISION_KINDS = ('address', 'trap', 'network', 'as', 'shared')
+_CHOICES = ('block',) + ANSWERS
 # nginx's rate syntax (limit_req_zone rate=): requests a second or a minute.
 _RATE = re.compile(r'[1-9][0-9]{0,5}r/[sm]\Z')
 
@@ -34,7 +37,11 @@ ANSWER_ROWS = (
      "The directory nginx's njs script looks in: one file per listed key (throttle/KEY, challenge/KEY, its "
      'modification time the entry\'s expiry), made equal to the lists after every change, so that nginx needs no '
      'reload for them.',
-     dict(metavar='DIR', **_GROUP)),
+     dict(metavar='DIR', role_default='/etc/nginx/bot-detector/answers', **_GROUP)),
+    ('nginx_answers_dir', 'path', '/etc/nginx/bot-detector',
+     'Where nginx finds the njs script (answers.js) and the challenge page (challenge.html) that --nginx-snippet js '
+     'and --nginx-snippet page print (the role installs them there).',
+     dict(metavar='DIR', role_default='/etc/nginx/bot-detector', **_GROUP)),
     ('answer_time', 'duration', 86400,
      'How long an entry of the throttle or challenge list lasts after its latest addition (then it expires as a '
      'ban does, with an activity log line). Seconds, or with a unit: 90m, 12h, 7d.',
@@ -55,12 +62,34 @@ ANSWER_ROWS = (
     ('challenge_secret_file', 'path', '/etc/nginx/bot-detector/challenge.secret',
      'The challenge\'s HMAC secret, the same on every backend behind the balancer: its first line signs, a second '
      'line (the previous secret, during a rotation) is still accepted. Read by nginx (njs) only.',
-     dict(metavar='PATH', **_GROUP)),
+     dict(metavar='PATH', role_default='/etc/nginx/bot-detector/challenge.secret', **_GROUP)),
     ('answer_exempt_paths', 'list', ['/robots.txt', '/favicon.ico', '/.well-known/'],
      'Path prefixes never throttled or challenged (health checks, assets); the challenge\'s own /.bot-detector/ '
      'always.',
      dict(flag='--answer-exempt-path', metavar='PREFIX', **_GROUP)),
+    ('answer_escalation', 'int', 500,
+     'Throttled or challenged job-page requests (status 429 or 428, read back from the access log) of one listed '
+     'client in an hourly window that escalate it to a block, its activity line noted (escalated). A person without '
+     'JavaScript behind a shared address loads a few pages an hour, never that many.',
+     dict(metavar='N', minimum=1, **_GROUP)),
+    ('answer_address', 'str', 'block',
+     "The answer to the reference's per-address rule (an address over the threshold): block (the blocklist, as the "
+     'reference), throttle or challenge (the throttle or challenge list, which must be set).',
+     dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
+    ('answer_trap', 'str', 'block', 'The answer to a trap hit (campaign detection).',
+     dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
+    ('answer_network', 'str', 'challenge', "The answer to a network's verdict (campaign detection): people and scrapers "
+     'may share a network, so at most a challenge by default.', dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
+    ('answer_as', 'str', 'challenge', "The answer to an autonomous system's verdict (campaign detection): its ranges "
+     'that carried the campaign.', dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
+    ('answer_shared', 'str', 'challenge', 'The answer to a shared address with browser behaviour (a NAT address).',
+     dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
 )
+
+
+def answer_for(settings, kind):
+    """The answer (block, throttle or challenge) ``settings`` give a decision of ``kind``."""
+    return getattr(settings, 'answer_' + kind)
 
 
 def check_answers(settings):
@@ -68,6 +97,8 @@ def check_answers(settings):
     if not _RATE.match(settings.throttle_rate):
         raise bad_option('throttle_rate: must be a rate as nginx writes it, NUMBERr/s or NUMBERr/m, got %r'
                          % settings.throttle_rate)
+    if settings.answer_address != 'block' and not getattr(settings, settings.answer_address + '_list'):
+        raise bad_option('answer_address: %s needs %s_list' % (settings.answer_address, settings.answer_address))
     for name in ('throttle_list', 'challenge_list'):
         if getattr(settings, name) and getattr(settings, name) == settings.blocklist:
             raise bad_option('%s: must not be the blocklist (%s)' % (name, settings.blocklist))
