@@ -35,7 +35,9 @@ def _decode(line):
     json.loads of bytes would also take UTF-16 and UTF-32. A line nginx wrote without
     ``escape=json`` (its default escaping: \\xHH in the strings, not JSON) is read as written."""
     try:
-        doc = json.loads(line.decode('utf-8-sig'))
+        # nginx's escape=json writes a client's bytes past ASCII as they came, UTF-8 or not: each
+        # byte that is not is kept as itself (surrogateescape), as the line's other fields are.
+        doc = json.loads(line.decode('utf-8-sig', 'surrogateescape'))
     except (ValueError, RecursionError):     # RecursionError: a line nested deeper than the stack
         if b'\\x' not in line:
             return None

@@ -24,10 +24,13 @@ __metaclass__ = type
 Match = type(re.match(b'', b''))
 
 
-# Traefik's user is the client's, written as sent (blanks and brackets too): its time is the one just
-# before the request's opening quote; Go quotes the Referer and User-Agent (a quote as \"). The
-# twin is the combined part; auto's test (traefik_address) also wants Traefik's own fields after it.
-TRAEFIK = re.compile(br'^(\S+ \S+ [^"]+ ' + TIME + br' "[^"]*" \S+ \S+ ' + QUOTED + br' ' + QUOTED + br')'
+# A Traefik line whose user has no blank, as most: the twin is its combined part.
+_TRAEFIK_USUAL = re.compile(br'^(\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \S+ \S+ "[^"]*" "[^"]*")'
+                            br'(?: \d+ "[^"]*" "[^"]*" \d+ms)?\s*$')
+# Any Traefik line: the user is the client's, written as sent (blanks, brackets, quotes), so its
+# time is the last one followed by what Traefik writes after it (the request, whose path Go
+# escapes, the status and size, the Referer and User-Agent Go quotes, a quote as \"), to the end.
+TRAEFIK = re.compile(br'^(\S+ \S+ .+ ' + TIME + br' "[^"]*" \S+ \S+ ' + QUOTED + br' ' + QUOTED + br')'
                      br'(?: \d+ ' + QUOTED + br' ' + QUOTED + br' \d+ms)?\s*$')
 _TRAEFIK_OWN = re.compile(br' \d+ ' + QUOTED + br' ' + QUOTED + br' \d+ms\s*$')
 
@@ -35,7 +38,7 @@ _TRAEFIK_OWN = re.compile(br' \d+ ' + QUOTED + br' ' + QUOTED + br' \d+ms\s*$')
 def traefik_address(line):
     """The address field of a Traefik line with Traefik's own fields (auto), else None."""
     match = TRAEFIK.match(line)
-    return line.partition(b' ')[0] if match and match.end(1) < len(line) and _TRAEFIK_OWN.match(line, match.end(1)) else None
+    return line.partition(b' ')[0] if match and _TRAEFIK_OWN.match(line, match.end(1)) else None
 
 
 class Traefik(Reader):
@@ -47,12 +50,12 @@ class Traefik(Reader):
     date_marker = b''
 
     def parse(self, line):
-        match = TRAEFIK.match(line)
+        match = _TRAEFIK_USUAL.match(line) or TRAEFIK.match(line)
         return match.group(1) if match else None
 
     def parse_all(self, lines):
         """Reader.parse_all, by C-level passes over all of them: matched, the twin cut out."""
-        matches = list(map(TRAEFIK.match, lines))
+        matches = list(map(_TRAEFIK_USUAL.match, lines))
         hits = list(map(truth, matches))
         if all(hits):
             return list(map(Match.group, matches, repeat(1)))
@@ -207,8 +210,9 @@ class W3C(Reader):
             self.fields = self._fields(lines[at:end if end != -1 else len(lines)].rstrip(b'\r'))
 
     def bind(self, head):
-        at = head.rfind(b'#Fields:', 0, head.find(b'\n', head.rfind(b'#Fields:')) if b'#Fields:' in head else 0)
-        if at != -1 and (at == 0 or head[at - 1:at] == b'\n'):
+        # The last line that starts with #Fields: (a client's User-Agent may hold the text too).
+        at = (b'\n' + head).rfind(b'\n#Fields:')
+        if at != -1:
             other = self.fresh()
             other.fields = self._fields(head[at:head.find(b'\n', at) if b'\n' in head[at:] else len(head)])
             return other

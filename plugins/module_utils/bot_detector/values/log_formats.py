@@ -57,11 +57,12 @@ def parse_overrides(items, where='log_formats'):
 # combined that is another format (drivers/format_hint.py), which a combined run pays for. It
 # holds by the fields a client cannot write (the address, the time, the status): the Basic-auth
 # user is the client's, which nginx writes unescaped (blanks and brackets too, never a quote), so
-# the time is the one just before the request's opening quote; in the quoted fields nginx
-# escapes a quote as \x22, Apache as \" (issue 44: a user 'a b' made a scraper's lines another format's).
+# the time is the one just before the request's opening quote (Apache writes an empty user ""); in
+# the quoted fields nginx escapes a quote as \x22, Apache as \" (issue 44: a user 'a b' made a
+# scraper's lines another format's).
 TIME = br'\[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\]'
 QUOTED = br'"(?:[^"\\]|\\.)*"'
-_COMBINED = re.compile(br'^(\S+) \S+ (?:[^"\\]|\\.)+ ' + TIME + br' ' + QUOTED + br' \d{3} \S+ ' + QUOTED + br' ' + QUOTED + br'$')
+_COMBINED = re.compile(br'^(\S+) \S+ (?:""|(?:[^"\\]|\\.)+) ' + TIME + br' ' + QUOTED + br' \d{3} \S+ ' + QUOTED + br' ' + QUOTED + br'$')
 
 
 def combined_address(line):
