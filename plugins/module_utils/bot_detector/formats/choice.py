@@ -156,14 +156,14 @@ def judge(lines):
     wins over one that reads the log's addresses."""
     tests = format_tests()
     read = [[test(line) for name, test in tests] for line in lines]     # a line's address field in each format
-    voters = []
-    for line, fields in zip(lines, read):
-        voters.append(next((field for field in fields if field is not None and holds_address(field)), None)
-                      or (line.split(None, 1) or [b''])[0])
+    fields = set(field for row in read for field in row if field is not None)
+    addresses = set(filter(holds_address, fields))
+    voters = [next((field for field in row if field in addresses), None) or (line.split(None, 1) or [b''])[0]
+              for line, row in zip(lines, read)]
     verdicts = []
     for at, (name, dummy) in enumerate(tests):
-        fitting = [(fields[at], voter) for fields, voter in zip(read, voters) if fields[at] is not None]
-        verdicts.append(Verdict(name, len(fitting), set(field for field, dummy in fitting if holds_address(field)),
+        fitting = [(row[at], voter) for row, voter in zip(read, voters) if row[at] is not None]
+        verdicts.append(Verdict(name, len(fitting), set(field for field, dummy in fitting if field in addresses),
                                 set(voter for dummy, voter in fitting)))
     verdicts.sort(key=lambda v: v.rank + (v.fits,), reverse=True)
     return verdicts, len(set(voters))
