@@ -115,3 +115,38 @@ def test_a_follower_is_not_flipped_by_a_burst_of_lines_with_a_blank_in_their_use
         stderr = follower.proc.stderr.read().decode()
     assert 'log_format auto' not in stderr and 'vhost_combined' not in stderr, stderr
     assert follow.blocked(files) == sorted([SCRAPER.encode(), OTHER_SCRAPER.encode()])      # 80 lines at a quarter
+
+
+def test_the_haproxy_format_reads_no_line_whose_haproxy_shape_a_client_wrote():
+    """Item 3's class for the haproxy format itself (a syslog file where nginx logs too): an
+    HAProxy-shaped Referer in a combined line, bare or behind syslog's header, is no HAProxy line
+    (before: searched for anywhere in the line, read as a request of 10.0.0.2); HAProxy's own
+    lines, bare or behind a header, still are."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import text_logs
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+    reader = text_logs.Haproxy(Settings(log_format='haproxy'))
+    forged = scraper_lines(1, NOW_EPOCH - 3600, user=b'a b c', referer=haproxy_shaped_referer(PROXY),
+                           agent='GET /job/%d HTTP/1.1').rstrip(b'\n')
+    own = b'10.0.1.2:33317 [21/Nov/2026:03:10:00.123] fe be/srv1 10/0/30/69/109 200 2750 - - ---- 1/1/1/1/0 0/0 "GET /job/1 HTTP/1.1"'
+    for prefix in (b'', b'Nov 21 03:10:00 web nginx: ', b'<134>Nov 21 03:10:00 web nginx[12]: ', b'nginx: ',
+                   b'<134>1 2026-11-21T03:10:00.123Z web nginx 12 - - '):
+        assert reader.parse(prefix + forged) is None, prefix
+        assert reader.parse_all([prefix + forged]) == []
+        assert in_timezone('UTC', lambda: reader.parse(prefix.replace(b'nginx', b'haproxy') + own)).startswith(b'10.0.1.2 - - ['), prefix
+
+
+def test_a_follower_never_switches_to_a_format_whose_address_field_holds_no_address():
+    """A followed nginx JSON log whose new lines are combined lines with no address in their
+    address field (nginx behind a Unix socket writes 'unix:'): the watch is astray, and deciding
+    again keeps nginx_json (before: switched to combined, which counts nothing of them)."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.formats import choice
+    watch = choice.Watch('nginx_json')
+    watch.see(b''.join(loggen.line('unix:', NOW_EPOCH + i) for i in range(choice.SAMPLE_LINES)), True)
+    assert watch.astray()
+    with pytest.raises(BotDetectorError) as refused:
+        watch.redecide('x.log')
+    assert 'holds no address' in refused.value.message
+    # Lines whose address field holds addresses: switched to as before.
+    watch.see(b''.join(loggen.line('198.51.100.%d' % (i % 9 + 1), NOW_EPOCH + i) for i in range(choice.SAMPLE_LINES)), True)
+    assert watch.astray() and watch.redecide('x.log') == 'combined'
