@@ -35,8 +35,12 @@ def not_combined(path):
     under which the log's addresses stop counting: its address field must hold more distinct
     addresses than combined's, as auto judges (formats/choice.judge), whatever a client wrote."""
     lines = [line for line in _head(path).split(b'\n')[:-1] if line.strip()][:LINES]
-    if not lines or 2 * sum(1 for line in lines if holds_address(combined_address(line) or b'')) > len(lines):
+    fields = [combined_address(line) for line in lines]
+    if not lines or 2 * sum(1 for field in fields if field is not None and holds_address(field)) > len(lines):
         return None
+    if 2 * sum(1 for field in fields if field is not None) > len(lines) and not any(
+            holds_address(combined_address(line.partition(b' ')[2]) or b'') for line in lines):
+        return None     # combined lines without an address (nginx behind a Unix socket: 'unix:'): no format reads more
     if any(line.startswith(b'#Fields:') for line in lines):
         return 'w3c'
     from ..formats.choice import judge       # a log that is not combined only
