@@ -37,6 +37,8 @@ _TRAEFIK_OWN = re.compile(br' \d+ ' + QUOTED + br' ' + QUOTED + br' \d+ms\s*$')
 
 def traefik_address(line):
     """The address field of a Traefik line with Traefik's own fields (auto), else None."""
+    if not line.rstrip().endswith(b'ms'):       # Traefik's duration ends its line: others fail at once
+        return None
     match = TRAEFIK.match(line)
     return line.partition(b' ')[0] if match and _TRAEFIK_OWN.match(line, match.end(1)) else None
 
