@@ -39,7 +39,7 @@ def traefik_address(line):
     """The address field of a Traefik line with Traefik's own fields (auto), else None."""
     if not line.rstrip().endswith(b'ms'):       # Traefik's duration ends its line: others fail at once
         return None
-    match = TRAEFIK.match(line)
+    match = _TRAEFIK_USUAL.match(line) or TRAEFIK.match(line)
     return line.partition(b' ')[0] if match and _TRAEFIK_OWN.match(line, match.end(1)) else None
 
 

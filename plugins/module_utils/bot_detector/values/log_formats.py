@@ -70,7 +70,7 @@ _USUAL = re.compile(br'^(\S+) \S+ [^\s"\\]+ ' + TIME + br' "[^"\\]*" \d{3} \S+ "
 def combined_address(line):
     """The address field of a combined line (bytes), None for a line of another shape."""
     line = line.rstrip(b'\r')
-    match = _USUAL.match(line) or (b'] "' in line and _COMBINED.match(line))     # the time, then the request
+    match = _USUAL.match(line) or (line.endswith(b'"') and b'] "' in line and _COMBINED.match(line))
     return match.group(1) if match else None
 
 
