@@ -90,8 +90,8 @@ def write(fmt, address, epoch, client, style=0):
     user, path, referer, agent = client['user'], b'/job/' + client['path'], client['referer'], client['agent']
     addr = address.encode()
     if fmt == 'combined':
-        return b'%s - %s [%s] "%s" 200 512 "%s" "%s"' % (addr, nginx(user or b''), clf, nginx(b'GET ' + path + b' HTTP/1.1'),
-                                                        nginx(referer), nginx(agent))
+        return b'%s - %s [%s] "%s" 200 512 "%s" "%s"' % (
+            addr, nginx(user or b''), clf, nginx(b'GET ' + path + b' HTTP/1.1'), nginx(referer), nginx(agent))
     if fmt == 'vhost_combined':
         who = b'-' if user is None else (b'""' if not user else apache(user))
         return b'jobs.example.com:443 %s - %s [%s] "%s" 200 512 "%s" "%s"' % (
