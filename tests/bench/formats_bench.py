@@ -71,7 +71,8 @@ def run(log, fmt, scratch, pin=False):
 
 
 # auto's cost (issue 44): its decision on a log's first 64 KiB, and the hint a combined run pays
-# for on every log it reads (drivers/format_hint.py), in a process of their own, best of 5.
+# for on every log it reads (drivers/format_hint.py), in a process of their own: CPU time (steady on
+# a busy machine), best of 5.
 AUTO_TIMER = r'''
 import sys, time
 sys.path.insert(0, sys.argv[1])
@@ -82,10 +83,10 @@ with open(path, 'rb') as handle:
     head = handle.read(65536)
 best = None
 for dummy in range(5):
-    start = time.perf_counter()
+    start = time.process_time()
     for dummy in range(calls):
         choice.detect(head, path) if what == 'detect' else format_hint.not_combined(path)
-    took = (time.perf_counter() - start) / calls
+    took = (time.process_time() - start) / calls
     best = took if best is None else min(best, took)
 print(best)
 '''
@@ -155,8 +156,8 @@ def main():
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     table += ['', '`auto` (issue 44): the decision on each log\'s first 64 KiB (its first 50 lines), and the hint a '
-              'combined run pays for on each log, in a process of their own, best of 5 times 200:', '',
-              '| log | time a decision |', '|---|---|'] + ['| %s | %.0f µs |' % cost for cost in auto_costs()]
+              'combined run pays for on each log, in a process of their own, CPU time, best of 5 times 200:', '',
+              '| log | CPU a decision |', '|---|---|'] + ['| %s | %.0f µs |' % cost for cost in auto_costs()]
     intro = ('`make bench` runs `tests/bench/formats_bench.py` (issue 27); it rewrites only this section. The '
              'generated %d-hour combined log (%.0f MB) rendered into each format by `tests/logformats.py`, every '
              'line in one layout as a server writes it, and the twin log of the same requests (the combined lines '
