@@ -12,6 +12,9 @@ nginx JSON: at most 3), as the command runs and pinned to one core.
 Rewrites only its section of docs/benchmarks.md (between the formats markers).
 
     python3 tests/bench/formats_bench.py [HOURS [REPEAT]]        default: 6 hours, best of 3
+    python3 tests/bench/formats_bench.py auto [MODULE_UTILS]     auto's cost alone (issue 44), of
+                                                                  the core under MODULE_UTILS (another
+                                                                  checkout's, to compare), printed
 """
 import os
 import shutil
@@ -67,8 +70,57 @@ def run(log, fmt, scratch, pin=False):
     return run_bench.measure((['taskset', '-c', '0'] if pin else []) + argv + [log], run_bench.ENV)
 
 
+# auto's cost (issue 44): its decision on a log's first 64 KiB, and the hint a combined run pays
+# for on every log it reads (drivers/format_hint.py), in a process of their own: CPU time (steady on
+# a busy machine), best of 5.
+AUTO_TIMER = r'''
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from bot_detector.formats import choice
+from bot_detector.drivers import format_hint
+path, what, calls = sys.argv[2], sys.argv[3], int(sys.argv[4])
+with open(path, 'rb') as handle:
+    head = handle.read(65536)
+best = None
+for dummy in range(5):
+    start = time.process_time()
+    for dummy in range(calls):
+        choice.detect(head, path) if what == 'detect' else format_hint.not_combined(path)
+    took = (time.process_time() - start) / calls
+    best = took if best is None else min(best, took)
+print(best)
+'''
+
+
+def auto_costs(module_utils=None):
+    """[(label, microseconds)]: auto's decision on each format's log, and the hint on a combined one."""
+    module_utils = module_utils or os.path.dirname(run_bench.CORE)
+    scratch = tempfile.mkdtemp()
+    try:
+        combined = loggen.in_timezone('UTC', lambda: b''.join(
+            loggen.line('198.51.100.%d' % (i % 200 + 1), 1795234423 - 3600 + i, path='/job/%d' % i) for i in range(2000)))
+        logs = [('combined', 'detect', combined), ('combined (the hint)', 'hint', combined)]
+        for label, fmt, style in CASES:
+            logs.append((label, 'detect', loggen.in_timezone('UTC', lambda: logformats.render_log(fmt, combined, style, vary=False)[0])))
+        costs = []
+        for label, what, data in logs:
+            path = os.path.join(scratch, 'log')
+            with open(path, 'wb') as f:
+                f.write(data)
+            out = subprocess.run([run_bench.PYTHON, '-S', '-c', AUTO_TIMER, module_utils, path, what, '200'],
+                                 stdout=subprocess.PIPE, check=True, env=run_bench.ENV)
+            costs.append((label, float(out.stdout) * 1e6))
+        return costs
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main():
     global REPEAT  # pylint: disable=global-statement
+    if sys.argv[1:2] == ['auto']:
+        for label, micros in auto_costs(sys.argv[2] if len(sys.argv) > 2 else None):
+            print('| %s | %.0f µs |' % (label, micros))
+        return
     hours = int(sys.argv[1]) if len(sys.argv) > 1 else 6
     REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else REPEAT      # more: the twin's time varies on a shared machine
     os.makedirs(run_bench.SPILLS, 0o700, exist_ok=True)     # CACHE, and a private TMPDIR in it
@@ -103,6 +155,9 @@ def main():
             print(table[-1], flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    table += ['', '`auto` (issue 44): the decision on each log\'s first 64 KiB (its first 50 lines), and the hint a '
+              'combined run pays for on each log, in a process of their own, CPU time, best of 5 times 200:', '',
+              '| log | CPU a decision |', '|---|---|'] + ['| %s | %.0f µs |' % cost for cost in auto_costs()]
     intro = ('`make bench` runs `tests/bench/formats_bench.py` (issue 27); it rewrites only this section. The '
              'generated %d-hour combined log (%.0f MB) rendered into each format by `tests/logformats.py`, every '
              'line in one layout as a server writes it, and the twin log of the same requests (the combined lines '

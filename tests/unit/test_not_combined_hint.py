@@ -61,3 +61,17 @@ def test_lines_no_format_reads_get_no_hint(tmp_path, files):
                              % (i % 60, i % 60, i) for i in range(1200)))
     got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--now', NOW, log])
     assert got.returncode == 0 and got.stderr == b'', got.stderr
+
+
+@pytest.mark.parametrize('address', ['unix:', 'client.example.net'])
+def test_combined_lines_without_an_address_get_no_hint_and_load_no_formats_code(tmp_path, files, address):
+    """nginx behind a Unix socket writes 'unix:', Apache with HostnameLookups a name: no format
+    reads more addresses, so no hint (issue 44: never a format under which nothing counts), and
+    the run pays for no format's code."""
+    from test_layout import imported_by
+    log = tmp_path / 'access.log'
+    log.write_bytes(in_timezone('UTC', lambda: b''.join(loggen.line(address, NOW_EPOCH - 3600 + i) for i in range(30))))
+    got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--now', NOW, log])
+    assert got.returncode == 0 and got.stderr == b'', got.stderr
+    dummy, imported = imported_by(files.options() + ['--server-ip', '10.0.0.5', '--now', NOW, log], tmp_path)
+    assert not [name for name in imported if name.startswith('bot_detector.formats')]

@@ -12,7 +12,7 @@ import zlib
 from ..base.errors import EXIT_BAD_OPTION, BotDetectorError, bad_option
 from ..reading import chunks
 from ..reading.logfile import rotated_sibling
-from ..values.log_formats import FORMATS, format_of, looks_combined as _looks_combined
+from ..values.log_formats import FORMATS, combined_address, format_of, holds_address
 from .readers import HEAD_BYTES, VhostCombined
 
 __metaclass__ = type
@@ -114,12 +114,9 @@ def remembered_format(settings, path):
 
 
 def detect(head, path, least=1):
-    """The format of a log, from its first lines in ``head`` (up to SAMPLE_LINES): the one that
-    fits at least MOST of them, and more of them than any other. One client's request (a user
-    name with a space, which nginx writes unescaped) or another program's line among them
-    neither refuses the log nor chooses its format: such lines are counted as unparsed, as
-    anywhere in a log. Raises the refusal (exit status 2) when no format fits most lines, two
-    fit as many, fewer than ``least`` fit, or there is no line yet."""
+    """The format of a log, from its first lines in ``head`` (up to SAMPLE_LINES), judged by
+    the fields a client cannot write (``judge``). Raises the refusal (exit status 2) when no
+    format fits most lines, two fit as well, fewer than ``least`` fit, or there is no line yet."""
     lines = [line for line in head.split(b'\n')[:-1] if line.strip()][:SAMPLE_LINES] if b'\n' in head else []
     if lines and all(line.startswith(b'#') for line in lines[:1]):
         fields = [line for line in lines if line.startswith(b'#Fields:')]
@@ -127,23 +124,57 @@ def detect(head, path, least=1):
             return 'w3c'
     if not lines:
         raise bad_option('log_format auto: %s has no whole line yet to tell its format from; set log_format' % path)
-    fits = {}
-    for name, test in format_tests():
-        fits[name] = sum(1 for line in lines if test(line))
-    most = max(fits.values())
-    best = [name for name, count in fits.items() if count == most]
-    if most < max(MOST * len(lines), least) or len(best) != 1:
+    verdicts, everyone = judge(lines)
+    best = verdicts[0]
+    tied = [v.name for v in verdicts if v.rank == best.rank]
+    most = best.fits >= MOST * len(lines) or len(best.voters) >= MOST * everyone
+    if not best.fits or not most or best.fits < least or len(tied) > 1:
         raise bad_option('log_format auto: cannot tell the format of %s from its first lines (%s); set log_format'
-                         % (path, 'fits ' + ' and '.join(best) if most and len(best) > 1 else 'none fits most of them'))
-    return best[0]
+                         % (path, 'fits ' + ' and '.join(tied) if best.fits and len(tied) > 1 else 'none fits most of them'))
+    return best.name
+
+
+class Verdict:
+    """How a format reads a log's first lines: the lines it fits, the distinct addresses in
+    their address field, the voters among them (``judge``)."""
+
+    def __init__(self, name, fits, addresses, voters):
+        self.name, self.fits, self.addresses, self.voters = name, fits, addresses, voters
+        # Its place: the format whose address field holds the most addresses, then the most voters.
+        self.rank = (len(addresses), len(voters))
+
+
+def judge(lines):
+    """([Verdict] of each format on ``lines``, best first; the number of voters among them).
+
+    A line's fit is told by the fields a client cannot write (each format's test: the address
+    field, the time, the status where the server put them), whatever the client wrote in the
+    others (a user 'a b', a Referer holding another format's whole line). Each address votes
+    once however many lines it has (one scraper, one vote): a line's voter is the address a
+    format reads from it, else its first field. The format whose address field holds the most
+    distinct addresses comes first: one whose address field holds '-' or 'host:port' never
+    wins over one that reads the log's addresses."""
+    tests = format_tests()
+    read = [[test(line) for name, test in tests] for line in lines]     # a line's address field in each format
+    fields = set(field for row in read for field in row if field is not None)
+    addresses = set(filter(holds_address, fields))
+    voters = [next((field for field in row if field in addresses), None) or (line.split(None, 1) or [b''])[0]
+              for line, row in zip(lines, read)]
+    verdicts = []
+    for at, (name, dummy) in enumerate(tests):
+        fitting = [(row[at], voter) for row, voter in zip(read, voters) if row[at] is not None]
+        verdicts.append(Verdict(name, len(fitting), set(field for field, dummy in fitting if field in addresses),
+                                set(voter for dummy, voter in fitting)))
+    verdicts.sort(key=lambda v: v.rank + (v.fits,), reverse=True)
+    return verdicts, len(set(voters))
 
 
 def format_tests():
-    """[(format, test of one line)]: each format's own test (auto, hint.py)."""
+    """[(format, test of one line)]: each format's test, the line's address field (bytes) in
+    it, None for a line of another format (auto, format_hint.py)."""
     from . import json_logs, text_logs      # auto only
-    return [('combined', _looks_combined), ('vhost_combined', lambda line: _looks_combined(line.partition(b' ')[2])),
-            ('traefik', lambda line: text_logs.TRAEFIK.match(line) is not None and not _looks_combined(line)),
-            ('haproxy', lambda line: text_logs.HAPROXY.search(line) is not None)] + json_logs.DETECTORS
+    return [('combined', combined_address), ('vhost_combined', lambda line: combined_address(line.partition(b' ')[2])),
+            ('traefik', text_logs.traefik_address), ('haproxy', text_logs.haproxy_address)] + json_logs.ADDRESSES
 
 
 class Watch:
@@ -161,13 +192,18 @@ class Watch:
             lines = lines[1:]
         lines = [line for line in lines[-SAMPLE_LINES:] if line.strip() and len(line) <= HEAD_BYTES]
         test = dict(format_tests()).get(self.name, lambda line: True)      # w3c: any line
-        self.recent = (self.recent + [(line, test(line)) for line in lines])[-SAMPLE_LINES:]
+        self.recent = (self.recent + [(line, test(line) is not None) for line in lines])[-SAMPLE_LINES:]
 
     def astray(self):
         """Whether most of the recent lines (at least SAMPLE_LINES // 2 of them) no longer fit."""
         return len(self.recent) >= SAMPLE_LINES // 2 and 2 * sum(1 for dummy, fit in self.recent if fit) < len(self.recent)
 
     def redecide(self, path):
-        """The format the recent lines fit (raises as detect does); the window starts anew."""
+        """The format the recent lines fit (raises as detect does); the window starts anew. A
+        follower is never switched to a format whose address field holds no address: it would
+        stop counting the log."""
         lines, self.recent = [line for line, dummy in self.recent], []
-        return detect(b'\n'.join(lines) + b'\n', path, least=FEW)
+        name = detect(b'\n'.join(lines) + b'\n', path, least=FEW)
+        if name != self.name and name != 'w3c' and not judge(lines)[0][0].addresses:
+            raise bad_option('log_format auto: the address field of %s as %s holds no address' % (path, name))
+        return name

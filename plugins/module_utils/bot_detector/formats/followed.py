@@ -64,7 +64,7 @@ class FollowedFormats:
         try:
             name = watch.redecide(path)
         except BotDetectorError:
-            self.warn(messages.FOLLOW_FORMAT_ASTRAY % (path, lines, old, 'no format fits them either; read on as ' + old))
+            self.warn(messages.FOLLOW_FORMAT_ASTRAY % (path, lines, old, 'no other format reads their addresses; read on as ' + old))
             return
         self.warn(messages.FOLLOW_FORMAT_ASTRAY % (path, lines, old, 'read as %s from now on' % name))
         if name != old:

@@ -35,7 +35,9 @@ def _decode(line):
     json.loads of bytes would also take UTF-16 and UTF-32. A line nginx wrote without
     ``escape=json`` (its default escaping: \\xHH in the strings, not JSON) is read as written."""
     try:
-        doc = json.loads(line.decode('utf-8-sig'))
+        # nginx's escape=json writes a client's bytes past ASCII as they came, UTF-8 or not: each
+        # byte that is not is kept as itself (surrogateescape), as the line's other fields are.
+        doc = json.loads(line.decode('utf-8-sig', 'surrogateescape'))
     except (ValueError, RecursionError):     # RecursionError: a line nested deeper than the stack
         if b'\\x' not in line:
             return None
@@ -356,22 +358,55 @@ class TraefikJson(JsonReader):
 CLASSES = {'nginx_json': NginxJson, 'caddy': Caddy, 'traefik_json': TraefikJson}
 
 
-def _is_caddy(line):
-    doc = _decode(line)
-    return doc is not None and 'ts' in doc and isinstance(doc.get('request'), dict)
+_LAST = [None, None]        # the last line auto asked of, and its object
 
 
-def _is_traefik(line):
-    doc = _decode(line)
-    return doc is not None and ('StartUTC' in doc or 'ClientAddr' in doc) and 'RequestMethod' in doc
+def _decoded(line):
+    """_decode, remembering the last line: auto asks each JSON format of one line in turn."""
+    if _LAST[0] is not line:
+        _LAST[:] = [line, _decode(line)]
+    return _LAST[1]
 
 
-def _is_nginx(line):
-    doc = _decode(line)
-    if doc is None or _is_caddy(line) or _is_traefik(line):
-        return False
-    return (any(k in doc for k in NGINX_KEYS['address']) and any(k in doc for k in NGINX_KEYS['time'])
-            and (any(k in doc for k in NGINX_KEYS['request']) or any(k in doc for k in NGINX_KEYS['method'])))
+def _field(value):
+    """An address field's value as bytes ('-' where a line of the format has none)."""
+    return value.encode('utf-8', 'surrogateescape') if isinstance(value, str) and value else b'-'
 
 
-DETECTORS = [('nginx_json', _is_nginx), ('caddy', _is_caddy), ('traefik_json', _is_traefik)]
+def _is_caddy(doc):
+    return 'ts' in doc and isinstance(doc.get('request'), dict)
+
+
+def _is_traefik(doc):
+    return ('StartUTC' in doc or 'ClientAddr' in doc) and 'RequestMethod' in doc
+
+
+def _caddy_address(line):
+    doc = _decoded(line)
+    if doc is None or not _is_caddy(doc):
+        return None
+    return _field(doc['request'].get('client_ip') or doc['request'].get('remote_ip'))
+
+
+def _traefik_address(line):
+    doc = _decoded(line)
+    if doc is None or not _is_traefik(doc):
+        return None
+    host = doc.get('ClientHost')
+    if not host and isinstance(doc.get('ClientAddr'), str):
+        host = doc['ClientAddr'].rpartition(':')[0].strip('[]')
+    return _field(host)
+
+
+def _nginx_address(line):
+    doc = _decoded(line)
+    if doc is None or _is_caddy(doc) or _is_traefik(doc):
+        return None
+    if (any(k in doc for k in NGINX_KEYS['time'])
+            and (any(k in doc for k in NGINX_KEYS['request']) or any(k in doc for k in NGINX_KEYS['method']))):
+        return next((_field(doc[k]) for k in NGINX_KEYS['address'] if k in doc), None)
+    return None
+
+
+# auto's tests (formats/choice.py): a line's address field in the format, None for a line of another.
+ADDRESSES = [('nginx_json', _nginx_address), ('caddy', _caddy_address), ('traefik_json', _traefik_address)]

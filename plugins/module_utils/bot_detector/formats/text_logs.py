@@ -13,6 +13,7 @@ from operator import add, eq, itemgetter, not_, truth
 
 from ..base.clock import utc_seconds
 from ..reading import chunks
+from ..values.log_formats import QUOTED, TIME
 from .escaping import escaped
 from .layouts import PLAIN, plain_lines
 from .readers import HEAD_BYTES, Reader
@@ -23,8 +24,23 @@ __metaclass__ = type
 Match = type(re.match(b'', b''))
 
 
-TRAEFIK = re.compile(br'^(\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \S+ \S+ "[^"]*" "[^"]*")'
-                     br'(?: \d+ "[^"]*" "[^"]*" \d+ms)?\s*$')
+# A Traefik line whose user has no blank, as most: the twin is its combined part.
+_TRAEFIK_USUAL = re.compile(br'^(\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \S+ \S+ "[^"]*" "[^"]*")'
+                            br'(?: \d+ "[^"]*" "[^"]*" \d+ms)?\s*$')
+# Any Traefik line: the user is the client's, written as sent (blanks, brackets, quotes), so its
+# time is the last one followed by what Traefik writes after it (the request, whose path Go
+# escapes, the status and size, the Referer and User-Agent Go quotes, a quote as \"), to the end.
+TRAEFIK = re.compile(br'^(\S+ \S+ .+ ' + TIME + br' "[^"]*" \S+ \S+ ' + QUOTED + br' ' + QUOTED + br')'
+                     br'(?: \d+ ' + QUOTED + br' ' + QUOTED + br' \d+ms)?\s*$')
+_TRAEFIK_OWN = re.compile(br' \d+ ' + QUOTED + br' ' + QUOTED + br' \d+ms\s*$')
+
+
+def traefik_address(line):
+    """The address field of a Traefik line with Traefik's own fields (auto), else None."""
+    if not line.rstrip().endswith(b'ms'):       # Traefik's duration ends its line: others fail at once
+        return None
+    match = _TRAEFIK_USUAL.match(line) or TRAEFIK.match(line)
+    return line.partition(b' ')[0] if match and _TRAEFIK_OWN.match(line, match.end(1)) else None
 
 
 class Traefik(Reader):
@@ -36,12 +52,12 @@ class Traefik(Reader):
     date_marker = b''
 
     def parse(self, line):
-        match = TRAEFIK.match(line)
+        match = _TRAEFIK_USUAL.match(line) or TRAEFIK.match(line)
         return match.group(1) if match else None
 
     def parse_all(self, lines):
         """Reader.parse_all, by C-level passes over all of them: matched, the twin cut out."""
-        matches = list(map(TRAEFIK.match, lines))
+        matches = list(map(_TRAEFIK_USUAL.match, lines))
         hits = list(map(truth, matches))
         if all(hits):
             return list(map(Match.group, matches, repeat(1)))
@@ -51,9 +67,25 @@ class Traefik(Reader):
 
 _HAPROXY_LINE = (br'(\S+):\d+ \[((\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}:\d{2}:\d{2}))\.\d+\] +\S+ +\S+ +\S+ +(-?\d+) +\+?(-?\d+) '
                  br'+\S+ +\S+ +\S+ +\S+ +\S+ +(?:\{([^}]*)\} +)?(?:\{[^}]*\} +)?"([^"]*)"?\s*$')
-HAPROXY = re.compile(br'(?:^|\s)' + _HAPROXY_LINE)
-# A line without a syslog prefix, matched where it starts: the same match as HAPROXY's search, faster.
+# What syslog (or HAProxy's own log header) writes before the line, when anything: a priority,
+# a timestamp, this host's name and the tag, or RFC 5424's header. A client writes none of it, so
+# the line's address is where the server put it: searched anywhere in a line, an HAProxy-shaped
+# Referer in another format's line read as one named the address it chose (issue 44).
+_BSD_TIME = br'[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}'
+_ISO_TIME = br'\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[-+]\d{2}:?\d{2})'
+_SYSLOG = (br'(?:<\d{1,3}>1 ' + _ISO_TIME + br' \S+ \S+ \S+ \S+ (?:-|(?:\[[^\]]*\])+) '
+           br'|(?:<\d{1,3}>)?(?:(?:' + _BSD_TIME + br'|' + _ISO_TIME + br') (?:\S+ )?)?(?:[\w./-]+(?:\[\d+\])?: )?)')
+HAPROXY = re.compile(br'^' + _SYSLOG + _HAPROXY_LINE)
+# A line without a syslog prefix, matched where it starts: the same match as HAPROXY's, faster.
 _HAPROXY_AT_START = re.compile(_HAPROXY_LINE)
+
+
+def haproxy_address(line):
+    """The address field of an HAProxy line (auto), else None."""
+    match = HAPROXY.match(line)
+    return match.group(1) if match else None
+
+
 _NO_REQUEST = {b'': b'-'}
 
 
@@ -70,7 +102,7 @@ class Haproxy(Reader):
         self.agents = {}        # request capture blocks read, and their user agent
 
     def parse(self, line):
-        match = HAPROXY.search(line)
+        match = HAPROXY.match(line)
         if match is None:
             return None
         address, stamp, day, month, year, clock, status, size, captured, request = match.groups()
@@ -104,7 +136,7 @@ class Haproxy(Reader):
         matches = list(map(_HAPROXY_AT_START.match, lines))
         hits = list(map(truth, matches))
         if not all(hits):
-            matches = list(map(HAPROXY.search, lines))
+            matches = list(map(HAPROXY.match, lines))
             hits = list(map(truth, matches))
         if not all(hits):
             twins.extend(Reader.parse_all(self, list(compress(lines, map(not_, hits)))))
@@ -180,8 +212,9 @@ class W3C(Reader):
             self.fields = self._fields(lines[at:end if end != -1 else len(lines)].rstrip(b'\r'))
 
     def bind(self, head):
-        at = head.rfind(b'#Fields:', 0, head.find(b'\n', head.rfind(b'#Fields:')) if b'#Fields:' in head else 0)
-        if at != -1 and (at == 0 or head[at - 1:at] == b'\n'):
+        # The last line that starts with #Fields: (a client's User-Agent may hold the text too).
+        at = (b'\n' + head).rfind(b'\n#Fields:')
+        if at != -1:
             other = self.fresh()
             other.fields = self._fields(head[at:head.find(b'\n', at) if b'\n' in head[at:] else len(head)])
             return other

@@ -10,6 +10,7 @@ none of the formats' code (formats/ reads the logs in these formats)."""
 from __future__ import absolute_import, division, print_function
 
 import re
+import socket
 
 from ..base.errors import bad_option
 
@@ -53,9 +54,40 @@ def parse_overrides(items, where='log_formats'):
 
 
 # A combined line, as nginx and Apache write it: auto's test, and the warning of a log read as
-# combined that is another format (drivers/format_hint.py), which a combined run pays for.
-_COMBINED = re.compile(br'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\] "[^"]*" \d{3} \S+ "[^"]*" "[^"]*"$')
+# combined that is another format (drivers/format_hint.py), which a combined run pays for. It
+# holds by the fields a client cannot write (the address, the time, the status): the Basic-auth
+# user is the client's, which nginx writes unescaped (blanks and brackets too, never a quote), so
+# the time is the one just before the request's opening quote (Apache writes an empty user ""); in
+# the quoted fields nginx escapes a quote as \x22, Apache as \" (issue 44: a user 'a b' made a
+# scraper's lines another format's).
+TIME = br'\[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [-+]\d{4}\]'
+QUOTED = br'"[^"\\]*(?:\\.[^"\\]*)*"'        # unrolled: a run of plain bytes at a time
+_COMBINED = re.compile(br'^(\S+) \S+ (?:""|[^"\\]*(?:\\.[^"\\]*)*) ' + TIME + br' ' + QUOTED + br' \d{3} \S+ ' + QUOTED + br' ' + QUOTED + br'$')
+# The usual line, a user without a blank and fields without an escape: the same test, 4 times faster.
+_USUAL = re.compile(br'^(\S+) \S+ [^\s"\\]+ ' + TIME + br' "[^"\\]*" \d{3} \S+ "[^"\\]*" "[^"\\]*"$')
+
+
+def combined_address(line):
+    """The address field of a combined line (bytes), None for a line of another shape."""
+    line = line.rstrip(b'\r')
+    match = _USUAL.match(line) or (line.endswith(b'"') and b'] "' in line and _COMBINED.match(line))
+    return match.group(1) if match else None
 
 
 def looks_combined(line):
-    return _COMBINED.match(line.rstrip(b'\r')) is not None
+    return combined_address(line) is not None
+
+
+def holds_address(field):
+    """Whether a line's address field (bytes) holds an IP address, not a name, 'host:port' or '-'."""
+    try:
+        text = field.decode('ascii')
+    except (UnicodeDecodeError, AttributeError):
+        return False
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, text)
+            return True
+        except (OSError, ValueError):
+            pass
+    return False
