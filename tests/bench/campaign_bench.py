@@ -14,6 +14,7 @@ file of the size iptoasn.com publishes.
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_bench import CACHE, CORE, ENV, PYTHON, ROOT, machine, measure  # noqa: E402
+from run_bench import CACHE, CORE, ENV, PYTHON, REFERENCE, ROOT, machine, measure  # noqa: E402
 import job_board_hour  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, 'plugins', 'module_utils'))
@@ -168,16 +169,28 @@ def cost(seed):
     base = [PYTHON, CORE, '--blocklist', os.path.join(scratch, 'bl'), '--exclusions', os.path.join(scratch, 'ex'),
             '--activity-log', os.path.join(scratch, 'al'), '--server-ip', SERVER_IP, '--now', NOW, '--check']
     profile = ['--campaigns', '--trap-path', job_board_hour.TRAP_PATH, '--asn-database', os.path.join(out, 'ip2asn.tsv')]
-    runs = {'per-address': [], 'profile': []}
-    for dummy in range(REPS):
+    runs = {'per-address': [], 'profile': [], 'reference': []}
+    for rep in range(REPS):
         runs['per-address'].append(measure(base + [log], ENV))
         runs['profile'].append(measure(base + profile + [log], ENV))
+        side = os.path.join(scratch, 'reference-%d' % rep)      # the reference appends: fresh lists each run
+        os.makedirs(side)
+        for name in ('bl', 'ex'):
+            open(os.path.join(side, name), 'w').close()
+        env = dict(ENV, BD_BLOCKLIST=os.path.join(side, 'bl'), BD_EXCLUSIONS=os.path.join(side, 'ex'),
+                   BD_ACTIVITY_LOG=os.path.join(side, 'al'), BD_SERVER_IP=SERVER_IP, BD_NOW=NOW)
+        runs['reference'].append(measure([REFERENCE, log], env))
+    shutil.rmtree(scratch)
     cpu = dict((k, statistics.median(r['cpu'] for r in v)) for k, v in runs.items())
     rss = dict((k, max(r['rss'] for r in v)) for k, v in runs.items())
-    return ('| run | CPU per line | peak RSS |\n|---|---|---|\n'
-            '| per address (the default) | %.2f µs | %.1f MiB |\n| campaign profile | %.2f µs (**%.2f×**) | %.1f MiB |\n'
-            % (1e6 * cpu['per-address'] / lines, rss['per-address'], 1e6 * cpu['profile'] / lines,
-               cpu['profile'] / cpu['per-address'], rss['profile']), lines)
+    row = '| %s | %.2f µs | %s | %s | %.1f MiB |\n'
+    return ('| run | CPU per line | against the per-address run | against the reference | peak RSS |\n|---|---|---|---|---|\n'
+            + row % ('the reference (tests/reference/bot-detector.sh)', 1e6 * cpu['reference'] / lines,
+                     '%.2f×' % (cpu['reference'] / cpu['per-address']), '1×', rss['reference'])
+            + row % ('per address (the default)', 1e6 * cpu['per-address'] / lines, '1×',
+                     '%.2f×' % (cpu['per-address'] / cpu['reference']), rss['per-address'])
+            + row % ('campaign profile', 1e6 * cpu['profile'] / lines, '**%.2f×**' % (cpu['profile'] / cpu['per-address']),
+                     '%.2f×' % (cpu['profile'] / cpu['reference']), rss['profile']), lines)
 
 
 def asn_open():
@@ -216,7 +229,8 @@ def main():
         parts.append(table(seed, results))
         print(parts[-1], flush=True)
     text, lines = cost(SEEDS[0])
-    parts.append('The whole hour of seed %d (%d lines), `--check`, CPU the median of %d runs each way, memory the largest:\n\n%s'
+    parts.append('The whole hour of seed %d (%d lines), `--check` (the reference appends, to scratch lists), CPU '
+                 '(user + system of the process tree) the median of %d runs each way, memory the largest:\n\n%s'
                  % (SEEDS[0], lines, REPS, text))
     parts.append(asn_open())
     print(parts[-2] + parts[-1], flush=True)

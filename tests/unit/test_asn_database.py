@@ -136,3 +136,20 @@ def test_the_column_passes_read_a_file_as_the_row_by_row_reading(tmp_path):
     assert fast.v4 == slow.v4 and fast.v6 == slow.v6 and len(fast.v4[0]) == 60000 and len(fast.v6[0]) == 3000
     assert fast.lookup_number(4, (10 << 24) + (1 << 8) + 9) == (1, (4, (10 << 24) + 256, (10 << 24) + 511))
     assert fast.lookup_number(4, 10 << 24) is None       # AS 0: not routed
+
+
+def test_an_as_is_named_by_its_first_row_read_when_a_decision_names_it(tmp_path):
+    """The descriptions are not held a row each: read from the opened file by AS number, the
+    number matched as the whole third field (not inside a longer one), UTF-8 kept as it is."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import asn
+    path = tmp_path / 'ip2asn.tsv'
+    path.write_bytes('10.0.0.0\t10.0.0.255\t164500\tDE\tLONGER\n'
+                     '10.0.1.0\t10.0.1.255\t64500\tDE\tMünchner Netz\n'
+                     '10.0.2.0\t10.0.2.255\t64500\tDE\tRENAMED\n'
+                     '10.0.3.0\t10.0.3.255\t0\tNone\tNot routed\n'.encode('utf-8'))
+    database = asn.open_database(str(path))
+    path.unlink()       # the file the arrays were read from, still
+    assert database.names.get(64500, '') == 'Münchner Netz'.encode('utf-8')
+    assert database.names.get(164500, '') == b'LONGER'
+    assert database.names.get(64501, '') == ''
+    assert database.lookup_number(4, (10 << 24) + 256 + 9) == (64500, (4, (10 << 24) + 256, (10 << 24) + 511))

@@ -129,6 +129,21 @@ def test_a_bots_trap_hit_is_not_counted(tmp_path, files):
     assert blocked(detect(tmp_path, files, text, '--trap-path', TRAP)) == []
 
 
+def test_signals_take_awks_first_field_and_a_trap_line_once(tmp_path, files):
+    """The signals' keys cut as awk cuts a line's first field (a line starting with a blank,
+    a tab after the address), and a trap hit is a line after its method, one a line however
+    many trap paths it holds: the faster ways of finding both must agree with that."""
+    text = (request('192.0.2.50', '/job/1', referer=SITE + '/jobs/')
+            + ' ' + request('192.0.2.50', '/static/app.css', referer=SITE + '/job/1')
+            + '\t' + request('192.0.2.50', '/static/logo.png', referer=SITE + '/job/1').replace(' - - ', '\t- - ', 1)
+            + request('192.0.2.50', TRAP, referer=SITE + '/job/1')
+            + request('192.0.2.51', TRAP + '?next=/jobs/featured-y/&again=' + TRAP)
+            + request('192.0.2.52', '/job/5', referer=SITE + TRAP))
+    result = detect(tmp_path, files, text, '--trap-path', TRAP, '--trap-path', '/jobs/featured-y/')
+    assert blocked(result) == [('192.0.2.51', 1)]
+    assert challenged(result) == [('192.0.2.50', 2, 'trap, 1 hits, browser behaviour: 2 assets, 2 referers')]
+
+
 @pytest.mark.parametrize('path,fragment', [
     ('/', b"trap_paths: '/' would match every page"),
     ('/job', b"trap_paths: '/job' would match every page under /job/"),

@@ -7,28 +7,40 @@ import yaml
 from conftest import ROOT
 from ansible.errors import AnsibleFilterError
 from ansible_collections.jobboard.bot_detector.plugins.filter.host_config import role_problems, role_settings
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.campaign_settings import CAMPAIGN_ROWS
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SETTINGS
 
 SPECS = yaml.safe_load((ROOT / 'roles' / 'bot_detector' / 'meta' / 'argument_specs.yml').read_text())
 
 
-def test_every_setting_given_as_text_is_typed_as_the_config_file_reads_it():
-    variables = {}
-    expected = {}
+def _every_setting_as_text(names, rules):
+    """Each of ``names`` given as the role's text, and what the config file reads of it."""
+    variables, expected = {}, {}
     for setting in SETTINGS:
+        if setting.name not in names:
+            continue
         value = setting.default if setting.default not in (None, []) else {
             'list': ['10.0.0.5'], 'int': 24, 'duration': 7200, 'path': '/tmp/x', 'float': 1.5,
             'dict': {'address': 'real_ip'}, 'str': 'web-7'}[setting.kind]
-        if setting.name == 'fleet_store':
-            value = 'redis://store.internal:6379/0'
-        if setting.name == 'ipv4_prefix':
-            value = 24
-        if setting.name == 'log_formats':
-            value = ['/var/log/nginx/jobs.json=nginx_json']
+        value = {'fleet_store': 'redis://store.internal:6379/0', 'ipv4_prefix': 24, 'campaigns': True,
+                 'log_formats': ['/var/log/nginx/jobs.json=nginx_json'], 'trap_paths': ['/jobs/all-of-them/']}.get(setting.name, value)
         variables['bot_detector_' + setting.name] = setting.format(value).strip() if setting.kind not in ('list', 'dict') else value
         expected[setting.name] = value
-    variables['bot_detector_rules'] = expected['rules'] = 'precise'
+    variables['bot_detector_rules'] = expected['rules'] = rules
     variables['bot_detector_unrelated'] = 'ignored'
+    return variables, expected
+
+
+# The campaign profile's rows need campaigns on and the spec rules (campaign_settings.check_campaigns).
+CAMPAIGN_SETTINGS = set(row[0] for row in CAMPAIGN_ROWS)
+
+
+@pytest.mark.parametrize('names,rules', [
+    (set(s.name for s in SETTINGS) - CAMPAIGN_SETTINGS, 'precise'),
+    (CAMPAIGN_SETTINGS | {'threshold', 'blocklist'}, 'spec'),
+], ids=['every setting but the campaign profile', 'the campaign profile'])
+def test_every_setting_given_as_text_is_typed_as_the_config_file_reads_it(names, rules):
+    variables, expected = _every_setting_as_text(names, rules)
     assert role_settings(variables) == expected
 
 

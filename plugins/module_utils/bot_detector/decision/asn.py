@@ -63,7 +63,7 @@ def open_database(path):
         if b'\0' in head:
             raise _refuse(path, 'not an ip2asn TSV file or a MaxMind database')
         handle.seek(0)
-        return Ip2asn(path, handle.read())
+        return Ip2asn(path, handle.read(), os.dup(fd))
 
 
 BLOCK = 1 << 20            # bytes of whole rows converted at a time: bounded memory
@@ -71,56 +71,58 @@ BLOCK = 1 << 20            # bytes of whole rows converted at a time: bounded me
 
 class Ip2asn:
     """An ip2asn TSV file as sorted arrays. ``lookup_number(version, number)``: (AS number,
-    its range) or None (not routed, AS 0)."""
+    its range) or None (not routed, AS 0). ``names.get(number, default)``: an AS's
+    description, read from the file (``fd``) when a decision names it."""
 
-    def __init__(self, path, data):
+    def __init__(self, path, data, fd=None):
         if not data.endswith(b'\n'):
             raise _refuse(path, 'truncated (its last line has no end)')
         self.v4 = (array('I'), array('I'), array('I'))
         self.v6 = (array('Q'), array('Q'), array('I'))
-        self.names = {}
+        self.names = Names(fd, len(data))
         try:
             if self._blocks(data):
                 return
-        except (OSError, ValueError, OverflowError):
+        except (OSError, ValueError, OverflowError, UnicodeEncodeError):
             pass
         self._rows(path, data)      # the line at fault, found and named line by line
 
     def _blocks(self, data):
         """The file read BLOCK bytes of whole rows at a time, each a column at a time, by C-level
-        passes (iptoasn.com's 500,000 rows in about a second); False when a row is not five
-        fields or out of order (the slow path names it)."""
+        passes; False when a row is not five fields or out of order (the slow path names it).
+        The rows are decoded as Latin-1 (a byte a character, never an error: a description
+        may be UTF-8), so that an address that is not ASCII fails in inet_aton/inet_pton."""
         at = 0
         while at < len(data):
             end = data.find(b'\n', min(at + BLOCK, len(data) - 1)) + 1
-            rows = data.count(b'\n', at, end)
-            fields = data[at:end - 1].replace(b'\t', b'\n').split(b'\n')
+            text = data[at:end - 1].decode('latin-1')
+            fields = text.replace('\t', '\n').split('\n')
+            rows = text.count('\n') + 1
             at = end
             if len(fields) != 5 * rows:
                 return False
-            starts, ends = fields[0::5], fields[1::5]
-            numbers = array('I', map(int, fields[2::5]))
-            six = list(map(contains, starts, repeat(b':')))
+            starts, ends, numbers = fields[0::5], fields[1::5], array('I', map(int, fields[2::5]))
+            del fields      # the descriptions: read when named (Names)
+            six = list(map(contains, starts, repeat(':')))
             for table, version in ((self.v4, 4), (self.v6, 6)):
                 chosen = list(map(operator.and_, map(bool, numbers), six if version == 6 else map(not_, six)))
                 if not any(chosen):
                     continue
                 for column, texts in ((table[0], starts), (table[1], ends)):
-                    joined = b'\n'.join(texts if all(chosen) else compress(texts, chosen))
-                    texts = joined.decode('ascii').split('\n')
+                    texts = texts if all(chosen) else list(compress(texts, chosen))
                     if version == 4:
-                        if joined.count(b'.') != 3 * len(texts) or b':' in joined:
+                        joined = ''.join(texts)
+                        if len(joined) - len(joined.replace('.', '')) != 3 * len(texts):
                             return False
-                        packed = map(socket.inet_aton, texts)
+                        packed = b''.join(map(socket.inet_aton, texts))
                     else:
-                        packed = map(itemgetter(slice(0, 8)), map(partial(socket.inet_pton, socket.AF_INET6), texts))
+                        packed = b''.join(map(itemgetter(slice(0, 8)), map(partial(socket.inet_pton, socket.AF_INET6), texts)))
                     grown = array(column.typecode)
-                    grown.frombytes(b''.join(packed))
+                    grown.frombytes(packed)
                     if sys.byteorder == 'little':
                         grown.byteswap()
                     column.extend(grown)
                 table[2].extend(compress(numbers, chosen))
-            self.names.update(zip(numbers, fields[4::5]))
         for first, last, dummy in (self.v4, self.v6):
             if not all(map(ge, last, first)) or not all(map(gt, first[1:], last[:-1])):
                 return False
@@ -129,7 +131,6 @@ class Ip2asn:
     def _rows(self, path, data):
         self.v4 = (array('I'), array('I'), array('I'))
         self.v6 = (array('Q'), array('Q'), array('I'))
-        self.names = {}
         inet_pton, af6 = socket.inet_pton, socket.AF_INET6
         from_bytes = int.from_bytes
         for number, line in enumerate(data.split(b'\n')[:-1], 1):
@@ -159,8 +160,6 @@ class Ip2asn:
                 table[0].append(low)
                 table[1].append(high)
                 table[2].append(asn)
-                if asn not in self.names:
-                    self.names[asn] = fields[4]
         if not self.v4[0] and not self.v6[0]:
             raise _refuse(path, 'no range of an AS')
 
@@ -177,6 +176,43 @@ class Ip2asn:
         if version == 4:
             return numbers[at], (4, starts[at], ends[at])
         return numbers[at], (6, starts[at] << 64, (ends[at] << 64) | (2 ** 64 - 1))
+
+
+class Names:
+    """An ip2asn file's AS descriptions, read when a decision names an AS (a few a run) rather
+    than held for each of its rows: ``get(number, default)``, the first row's of that AS,
+    from the file the arrays were read from (``fd``, kept open: a file replaced since is not
+    read), ``default`` without one."""
+
+    def __init__(self, fd, size):
+        self.fd, self.size, self.found = fd, size, {}
+
+    def get(self, number, default=None):
+        if number not in self.found:
+            self.found[number] = self._read(number)
+        found = self.found[number]
+        return default if found is None else found
+
+    def _read(self, number):
+        if self.fd is None:
+            return None
+        try:
+            data = os.pread(self.fd, self.size, 0)
+        except OSError:
+            return None
+        needle = b'\t%d\t' % number
+        at = data.find(needle)
+        while at != -1:
+            start, end = data.rfind(b'\n', 0, at) + 1, data.find(b'\n', at)
+            fields = data[start:end].split(b'\t')
+            if len(fields) == 5 and fields[2] == needle[1:-1]:
+                return fields[4]
+            at = data.find(needle, end)
+        return None
+
+    def __del__(self):
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 class Mmdb:

@@ -28,7 +28,7 @@ from ..base.clock import window_start
 from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, CampaignFilter
 from ..reading.spill import parts
 from ..reading.tally import whole
-from .addresses import is_client_address
+from .addresses import _IPV4 as IPV4      # is_client_address's IPv4 rule
 from .never_blocked import never_blocked
 from .rules import SpecRules, server_test
 
@@ -119,9 +119,12 @@ class Campaigns:
 
         def mine(address, count):
             return is_server is None or not is_server(count, address)
+        # behaviour()'s browsers, found among the addresses that loaded an asset at least
+        assets, referred = signals[ASSET], signals[REFERRED]
         browsers = set()
-        for address, count in addresses.items():
-            if self.behaviour(address, count, signals)[0]:
+        for address, loaded in assets.items():
+            count = addresses.get(address)
+            if count is not None and loaded >= 1 and loaded * 2 >= count and referred.get(address, 0) * 2 >= count:
                 browsers.add(address)
         ranked = {}
         for count, address in records:
@@ -151,11 +154,11 @@ class Campaigns:
         # An address over the threshold is decided on its own: left out of its network's and AS's
         # sums. A trap hit counts towards them (one flags its address and its network's verdict).
         alone = set(key for key, decision in ranked.items() if decision.answer == BLOCK)
-        parsed = _numbers(addresses, browsers | alone, mine)
+        parsed, seekers = _numbers(addresses, browsers, alone, mine)
         networks, decided = self.networks(parsed)
         others.extend(networks)
         if self.database is not None:
-            others.extend(self.autonomous_systems(parsed, _numbers(addresses, set(addresses) - browsers, mine), decided))
+            others.extend(self.autonomous_systems(parsed, seekers, decided))
         if others:      # what is never blocked (the server, loopback, the allow-list, the trusted proxies) is never listed
             guard = never_blocked(self.settings)
             others = [decision for decision in others if not guard.address(decision.key)]
@@ -239,22 +242,23 @@ def address_number(key):
             number = int.from_bytes(socket.inet_pton(socket.AF_INET6, text), 'big')
             return (6, number) if number and '%' not in text else None
         number = int.from_bytes(socket.inet_pton(socket.AF_INET, text), 'big')
-        return (4, number) if number and is_client_address(key) else None
+        # is_client_address's IPv4 rule, on the text decoded here
+        return (4, number) if number and IPV4.match(text) is not None else None
     except (UnicodeDecodeError, OSError, ValueError):
         return None
 
 
-def _numbers(addresses, left_out, mine):
-    """[(version, integer, count)] of the addresses (keys) not in ``left_out``, not the
-    server's, valid."""
-    parsed = []
+def _numbers(addresses, browsers, left_out, mine):
+    """([(version, integer, count)] of the addresses (keys) neither in ``browsers`` nor in
+    ``left_out``, the same of those in ``browsers``), of those not the server's, valid."""
+    parsed, seekers = [], []
     for address, count in addresses.items():
         if address in left_out or not mine(address, count):
             continue
         found = address_number(address)
         if found is not None:
-            parsed.append(found + (count,))
-    return parsed
+            (seekers if address in browsers else parsed).append(found + (count,))
+    return parsed, seekers
 
 
 def _address(version, number):

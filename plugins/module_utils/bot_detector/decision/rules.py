@@ -313,6 +313,10 @@ class SubstringLists:
         return BLOCK
 
     def add(self, key):
+        if not isinstance(self.blocklist, bytearray):
+            # Appended in place: a run adding thousands (a campaign's traps) copied the
+            # whole content at each one.
+            self.blocklist = bytearray(self.blocklist)
         self.blocklist += b'\n' + key + b'\n'
 
 

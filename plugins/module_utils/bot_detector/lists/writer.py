@@ -120,7 +120,10 @@ class BlocklistWriter:
     def check(self, appending=False):
         """Check mode: what lock() would fail on (and with ``appending``, what block() would),
         found without writing anything: the lock directory; the activity log and the
-        blocklist opened for appending as block() opens them, neither created."""
+        blocklist opened for appending as block() opens them, neither created. Checked
+        once a run: what it finds does not change between a run's appends."""
+        if self._append_checked:
+            return
         try:
             lock_directory(create=False)
         except BotDetectorError as exc:
