@@ -35,8 +35,10 @@ def argument_spec():
             option['choices'] = list(setting.choices)
         if setting.aliases:
             option['aliases'] = list(setting.aliases)
-        if setting.group == 'fleet':
-            option['no_log'] = setting.name == 'fleet_store'      # its URL may hold the password; the file's path not
+        if setting.group == 'fleet' or 'pass' in setting.name:
+            # fleet_store's URL may hold the password; no other setting holds a secret, though Ansible
+            # takes a name with 'pass' (password_file, challenge_pass_time) for one unless told.
+            option['no_log'] = setting.name == 'fleet_store'
         spec[setting.name] = option
     spec.update(
         log=dict(type='list', elements='path'),
