@@ -78,7 +78,7 @@ def cpu(fn, rounds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument('--no-write', action='store_true')
     args = parser.parse_args()

@@ -9,7 +9,6 @@ challenged and 10,000 throttled addresses. Writes its block of docs/benchmarks.m
 docs/benchmarks.md.in), at the end.
 """
 import os
-import platform
 import re
 import shutil
 import statistics

@@ -329,7 +329,7 @@ def idle_by_counts():
             for name, core in cores:
                 found[name] = idle_follower(core, os.path.join(scratch, '%s-%d' % (name.replace(' ', '-'), distinct)), distinct)
                 print(distinct, name, ' '.join('%.2f' % share for share in found[name]), flush=True)
-            worst = max(worst, max(found['this tree']))
+            worst = max(worst, *found['this tree'])
             rows.append('| %s | **%.2f-%.2f%%** | %.2f-%.2f%% |' % (
                 '{:,}'.format(distinct) if distinct else 'none (an empty log)', min(found['this tree']), max(found['this tree']),
                 min(found[PREVIOUS]), max(found[PREVIOUS])))

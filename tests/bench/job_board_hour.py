@@ -207,7 +207,7 @@ def generate(out_dir, seed=1, scale=1.0):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('out_dir')
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--scale', type=float, default=1.0)

@@ -7,8 +7,8 @@
 # FAKED_DAYS, a grep -E pattern, picks the days by name (2026-12-1, dst-).
 #   tests/tools/on-faked-days.sh tests/unit/test_expiry.py tests/unit/test_status.py
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-library=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
+cd "$(dirname "$0")/../.." || exit 1
+library=$(find /usr/lib -path '*/faketime/libfaketime.so.1' 2>/dev/null | head -n 1)
 [ -n "$library" ] || { echo "on-faked-days: libfaketime is missing: tests/tools/install-prereqs.sh installs it" >&2; exit 1; }
 python=${PYTHON:-.venv/bin/python}
 failed=0

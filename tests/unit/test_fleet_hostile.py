@@ -10,15 +10,12 @@ the test's own (Python's ipaddress), not the product's code. No host appends an 
 rules would refuse, and the host's own scraper is blocked as without a store."""
 import ipaddress
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 import fleetstore
 import loggen
-from conftest import CORE, Files, in_timezone, run_core
+from conftest import Files, in_timezone, run_core
 from test_follow import Following, lines, wait_for
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import fleet_store
