@@ -97,7 +97,8 @@ class Follower:
         windows = hour_windows(now)
         self.horizon = now + state.HORIZON
         return Tally([w.stamp for w in windows], self.rules.line_filter, state.stamps_in_play(now, self.horizon),
-                     count_lines=self.settings.metrics_file is not None, session=self.session)
+                     count_lines=self.settings.metrics_file is not None, session=self.session,
+                     changed=getattr(self.fleet, 'changed', None))     # the keys to push, noted as counted
 
     def _move_windows(self, now):
         """At the top of the hour, a tally for the new windows, with the counts held (and
@@ -383,7 +384,7 @@ class Follower:
         try:
             if self.settings.fleet_store:
                 from .fleet import Fleet        # a fleet store only: redis-py, a thread
-                self.fleet = Fleet(self.settings, self.warn, logs=self.logs).start()
+                self.fleet = Fleet(self.settings, self.warn, logs=self.logs, tracked=True).start()
             # --status lists it from its start: all of the logs to read, then after its first decision
             self.publish(now, sum(os.path.getsize(path) for path in self.logs if os.path.isfile(path)), metrics=False)
             self._start(now)
