@@ -164,3 +164,38 @@ def test_changed_keeps_its_bound():
     changed.note(b'a', [b'%d' % i for i in range(8, 12)])
     assert changed.held <= 10 and changed.take(b'a') is None and changed.held == 0
     assert changed.take(b'a') == set()
+
+
+@pytest.mark.parametrize('spill', [False, True])
+def test_a_followers_decision_lays_the_fleets_sums_without_walking_the_counts(tmp_path, monkeypatch, spill):
+    """The follower's overlay (each decision) ranks as the full walk does (fleet_run's overlay):
+    crossings above the host's own count raised to the fleet's sum, those below left; a spilled
+    window's own counts of them read from their partitions; the host's counters untouched."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.rules import top_records
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.fleet import overlay, overlay_held
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading.tally import WindowCounts
+    monkeypatch.setenv('TMPDIR', str(tmp_path))
+    windows = in_timezone('UTC', lambda: hour_windows(NOW))
+    with Session(BUDGET) as session:
+        session.summaries = True
+        counters = [session.counter(), session.counter()]
+        rng = random.Random(8)
+        for n in range(3000):
+            counters[1][b'198.51.100.%d' % (n % 250) if n < 250 else b'2001:db8::%x' % n] += rng.randint(1, 3)
+            if spill and n % 700 == 699:
+                counters[1].spill()
+        counters[1].update({b'203.0.113.1': 1200, b'203.0.113.2': 400})      # own: over, under the threshold
+        if spill:
+            counters[1].spill()
+            counters[1].update({b'203.0.113.2': 300})       # memory and files
+        assert counters[1].spilled == spill
+        before = dict(counters[1]), counters[1].files and [list(p) for p in counters[1].files]
+        crossed = {windows[1].stamp: {b'203.0.113.1': 1100, b'203.0.113.2': 1500, b'203.0.113.3': 1001}}
+        counts = WindowCounts(windows, counters)
+        held, walked = overlay_held(counts, crossed), overlay(counts, crossed, THRESHOLD)
+        ranked = [top_records(c, [], 20, THRESHOLD) for dummy, c in held]
+        assert ranked == [top_records(c, [], 20, THRESHOLD) for dummy, c in walked]
+        assert ranked[1] == [(1500, b'203.0.113.2'), (1200, b'203.0.113.1'), (1001, b'203.0.113.3')]
+        assert held.fleet == walked.fleet == {windows[1].stamp: {b'203.0.113.2', b'203.0.113.3'}}
+        assert (dict(counters[1]), counters[1].files and [list(p) for p in counters[1].files]) == before
+        assert overlay_held(WindowCounts(windows, counters), {}) is None

@@ -74,6 +74,40 @@ def overlay(counts, crossed, threshold, everything=False):
     return laid
 
 
+def overlay_held(counts, crossed):
+    """``overlay`` for a follower's every decision, without a walk over the counts: per window,
+    the counter as it is, or (a crossing above the host's own count) a copy of its entries in
+    memory (within count_budget; a spilled one shares its files and their summary) with those
+    keys raised to the fleet's sums. The host's own count of a crossing key: its entry, plus
+    its lines in its partition's files when spilled (a few keys: their partitions only)."""
+    if not any(crossed.get(window.stamp) for window in counts.windows):
+        return None
+    counters, fleet = [], {}
+    for window, counter in counts:
+        counter = whole(counter)
+        items = crossed.get(window.stamp) or {}
+        own = dict((key, counter.get(key, 0)) for key in items)
+        if items and isinstance(counter, SpillCounter) and counter.spilled:
+            for key, count in counter.file_counts(list(items)).items():
+                own[key] += count
+        raised = dict((key, total) for key, total in items.items() if total > own[key])
+        if raised:
+            summary = None
+            if isinstance(counter, SpillCounter) and counter.spilled and counter.session is not None and counter.session.summaries:
+                counter.summary()       # read once, kept by the counter: the copy's files are the same
+                summary = counter._summary      # pylint: disable=protected-access
+            counter = counter.copy()
+            if summary is not None:
+                counter._summary = summary      # pylint: disable=protected-access
+            for key, total in raised.items():
+                counter[key] = counter.get(key, 0) + total - own[key]
+            fleet[window.stamp] = set(raised)
+        counters.append(counter)
+    laid = WindowCounts(counts.windows, counters)
+    laid.fleet = fleet
+    return laid
+
+
 class Fleet:
     """The fleet store of a follower. For its status and metrics: ``store_up`` (True, False,
     or None before the first answer), ``push_behind_seconds`` (since the oldest count not yet
@@ -143,7 +177,7 @@ class Fleet:
     def overlay(self, counts):
         """``counts`` with the fleet's sums laid over (module overlay); the crossings seen."""
         crossed, dummy = self.take_crossed()
-        return overlay(counts, crossed, self.threshold) or counts
+        return overlay_held(counts, crossed) or counts
 
     def close(self, wait=2.0):
         """Stop the thread, after one last push of what is pending (at most ``wait`` seconds)."""
