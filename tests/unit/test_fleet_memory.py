@@ -71,6 +71,7 @@ class Host:
         self.expected.update(addresses)
 
     def push(self):
+        self.fleet._spilled_at.clear()      # a spilled window's changes go every SPILLED_EVERY seconds: now
         self.fleet.offer(self.tally.counters, self.windows)
         assert entries_held(handed_over(self.fleet)) <= 4 * BUDGET      # snapshots within count_budget
         assert self.fleet.push_once(), self.fleet.last_error
@@ -111,7 +112,6 @@ def test_hand_overs_hold_no_copy_of_the_counts_and_the_sums_stay_exact(host):
     assert any(getattr(c, 'spilled', False) for c in host.tally.counters.values())
     for step in range(6):
         host.count([rng.choice(crowd) for dummy in range(40)] + ['203.0.113.7'] * 180)
-        host.fleet._spilled_at.clear()      # a spilled window's changes go every SPILLED_EVERY seconds: now
         assert 0 < host.fleet.changed.held <= host.fleet.changed.bound
         host.push()
     assert entries_held(handed_over(host.fleet)) < 100
@@ -199,3 +199,26 @@ def test_a_followers_decision_lays_the_fleets_sums_without_walking_the_counts(tm
         assert held.fleet == walked.fleet == {windows[1].stamp: {b'203.0.113.2', b'203.0.113.3'}}
         assert (dict(counters[1]), counters[1].files and [list(p) for p in counters[1].files]) == before
         assert overlay_held(WindowCounts(windows, counters), {}) is None
+
+
+def test_a_spilled_windows_deferred_keys_go_when_the_log_falls_quiet(host, monkeypatch):
+    """A spilled window's changed keys go at most every SPILLED_EVERY seconds: those held back
+    when the log then falls quiet (no line read) are still handed over at a later round."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import fleet as fleet_module
+    monkeypatch.setattr(fleet_module, 'SPILLED_EVERY', 3600)
+    host.count(['198.51.%d.%d' % (i // 250, i % 250) for i in range(3000)])
+    host.fleet.tick(host.tally.counters, host.windows, read=1)      # whole: the first hand-over
+    assert host.fleet.push_once()
+    host.count(['203.0.113.9'] * 7)
+    host.fleet._offered_at = 0.0        # the offers' spacing passed
+    host.fleet.tick(host.tally.counters, host.windows, read=1)      # within SPILLED_EVERY: held back
+    assert host.fleet.changed.held == 1 and not host.fleet.pending
+    monkeypatch.setattr(fleet_module, 'SPILLED_EVERY', 0.3)
+    deadline = fleet_module.time.time() + 30
+    while host.fleet.changed.held:
+        assert fleet_module.time.time() < deadline, 'the held-back keys were never handed over'
+        host.fleet._offered_at = 0.0
+        host.fleet.tick(host.tally.counters, host.windows, read=0)      # nothing new read
+        fleet_module.time.sleep(0.05)
+    assert host.fleet.push_once()
+    assert sums(host) == dict(host.expected)

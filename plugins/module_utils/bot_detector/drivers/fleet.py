@@ -169,8 +169,7 @@ class Fleet:
         moved = [w.stamp for w in windows] != [stamp for stamp, dummy in self.windows]      # also the hour's turn
         spacing = max(PUSH_EVERY / 2, OFFER_SHARE * self.offer_seconds)     # many addresses: the local blocks first
         if ((self._unsent or self.redo) and wall - self._offered_at >= spacing) or self.full or moved:
-            self.offer(counters, windows)
-            self._unsent, self._offered_at = False, wall
+            self._unsent, self._offered_at = self.offer(counters, windows), wall     # a spilled window's, deferred: again
             self.offer_seconds = time.time() - wall
         return self.fresh
 
@@ -191,7 +190,8 @@ class Fleet:
     def offer(self, counters, windows):
         """Hand the windows' counts that changed since the last offer (``counters``: {stamp:
         counter}, ``windows``: the decision's windows): per window, a Snapshot of the keys noted
-        since (with those still pending or to send again), or of all of them."""
+        since (with those still pending or to send again), or of all of them. True when a spilled
+        window's keys were kept for a later offer (SPILLED_EVERY)."""
         stamps, now = [w.stamp for w in windows], time.time()
         if self.changed is not None:
             self.changed.keep_only(stamps)
@@ -199,7 +199,7 @@ class Fleet:
             wanted, self.full = self.full, set()
             redo, self.redo = self.redo, {}
             prior = dict((stamp, self.pending.get(stamp)) for stamp in stamps)
-        changed = {}
+        changed, deferred = {}, False
         for window in windows:
             stamp, counter = window.stamp, counters.get(window.stamp)
             if counter is None:
@@ -214,10 +214,11 @@ class Fleet:
                 if before is not None:
                     keys.update(before.keys)
                 whole_window = len(keys) > self.bound
-            if isinstance(counter, SpillCounter) and counter.spilled and not whole_window:
-                if now - self._spilled_at.get(stamp, 0) < SPILLED_EVERY:        # its files are read for them
+            if isinstance(counter, SpillCounter) and counter.spilled:        # its files are read for them
+                if not whole_window and now - self._spilled_at.get(stamp, 0) < SPILLED_EVERY:
                     if keys:
                         self.changed.note(stamp, keys)
+                        deferred = True
                     continue
                 self._spilled_at[stamp] = now
             if whole_window or keys:
@@ -235,6 +236,7 @@ class Fleet:
             if changed and self.pending_since is None:
                 self.pending_since = time.time()
         self.wake.set()
+        return deferred
 
     def take_crossed(self):
         """The crossings learnt ({stamp: {key: sum}}), and whether any is new since the last call."""

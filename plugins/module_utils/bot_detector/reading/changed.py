@@ -111,13 +111,16 @@ class Snapshot:
         by_part = [[] for dummy in range(FANOUT)]
         for key in self.memory:
             by_part[min(FANOUT - 1, (self.codec.hash(key) - self.low) // step)].append(key)
+        sent = False
         for part, paths in enumerate(self.files):
             found = Counter(dict((key, self.memory[key]) for key in by_part[part]))
             by_part[part] = None
             for path, size in paths:
                 for keys_read in _read_upto(path, size, self.codec):
                     found.update(keys_read)
-            yield sorted(found.items())
+            if found or (part == FANOUT - 1 and not sent):      # at least one batch: a push of the window
+                sent = True
+                yield sorted(found.items())
 
 
 def _read_upto(path, size, codec):
