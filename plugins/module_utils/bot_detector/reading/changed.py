@@ -98,16 +98,16 @@ class Snapshot:
         if self.files is None:
             yield sorted(self.memory.items())
             return
-        if self.keys is not None:
+        step = (self.high - self.low) // FANOUT
+        if self.keys is not None:       # the partitions of these keys only
             wanted = self.keys
             found = Counter(self.memory)
-            for paths in self.files:
-                for path, size in paths:
+            for part in sorted(set(min(FANOUT - 1, (self.codec.hash(key) - self.low) // step) for key in wanted)):
+                for path, size in self.files[part]:
                     for keys_read in _read_upto(path, size, self.codec):
                         found.update(compress(keys_read, map(wanted.__contains__, keys_read)))
             yield sorted(found.items())
             return
-        step = (self.high - self.low) // FANOUT
         by_part = [[] for dummy in range(FANOUT)]
         for key in self.memory:
             by_part[min(FANOUT - 1, (self.codec.hash(key) - self.low) // step)].append(key)
