@@ -400,15 +400,15 @@ class Follower:
                 pending = pending or bool(read)
                 lists_now = self._lists_stat()
                 expire = self.settings.ban_time is not None and wall - last_expiry >= EXPIRE_EVERY
-                # Spilled counts may take a reading of their files per decision: at most half the time.
-                due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)
-                news = self.fleet is not None and self.fleet.tick(self.tally.counters, hour_windows(now), read)
+                due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)     # spilled: at most half the time
+                news = self.fleet is not None and self.fleet.fresh      # crossings learnt since the last decision
                 decided = due or moved or expire or lists_now != lists_seen or news
                 if decided:
                     self.decide(now, expire)
                     last_decision, pending, lists_seen = wall, False, self._lists_stat()
-                    if expire:
-                        last_expiry = wall
+                    last_expiry = wall if expire else last_expiry
+                if self.fleet is not None:      # the counts handed to the store after the decision: a local block never waits
+                    self.fleet.tick(self.tally.counters, hour_windows(now), read)
                 behind = sum(source.behind() for source in self.sources)
                 if not behind and not pending:
                     self.caught_up_at = now
