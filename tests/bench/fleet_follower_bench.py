@@ -203,7 +203,8 @@ def section(rows, count):
     out = ['`make bench` runs `tests/bench/fleet_follower_bench.py` (issue 43, item 8); it rewrites only this section. '
            'A follower (`--follow`, /usr/bin/python3, count_budget 200,000: past it the counts spill to files) on a log of '
            '%s distinct addresses in its current hour, with and without a fleet store (a redis-server of its own on a loopback '
-           'port); once it has read the log and settled (with a store: its first push of every count done), per core, %d scrapers: %d requests of new addresses and 999 of the scraper, a 2 s pause, then its 1000th: '
+           'port); once it has read the log and settled (with a store: its first push of every count done), per core, '
+           '%d scrapers: %d requests of new addresses and 999 of the scraper, a 2 s pause, then its 1000th: '
            'from that line\'s flushed write to the address in the blocklist (read every 5 ms). Peak RSS: VmHWM at the end. '
            'Run on %s; load average at the end: %.2f (a shared 2-core machine): the times are under that load.\n'
            % ('{:,}'.format(count), SCRAPERS, NOISE, time.strftime('%Y-%m-%d'), load),
