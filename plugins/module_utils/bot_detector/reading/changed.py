@@ -17,9 +17,13 @@ import os
 from collections import Counter
 from itertools import compress
 
-from .spill import FANOUT, READ_BYTES, SpillCounter
+from .spill import FANOUT, SpillCounter
 
 __metaclass__ = type
+
+# A spill file is read by the push thread in pieces this small: each C call on one (a split, a
+# count) holds the interpreter under a millisecond, so the follower's decisions never wait long.
+PIECE = 64 * 1024
 
 
 class Changed:
@@ -128,7 +132,7 @@ def _read_upto(path, size, codec):
     with open(path, 'rb') as handle:
         carry, left = b'', size
         while left > 0:
-            piece = handle.read(min(READ_BYTES, left))
+            piece = handle.read(min(PIECE, left))
             if not piece:
                 break
             left -= len(piece)
