@@ -8,8 +8,9 @@ Per core (this tree; main, MAIN_REV; the previous release, BEFORE_REV, which has
 store), a follower (`--follow`, /usr/bin/python3, count_budget at its default) started on a log
 of ADDRESSES distinct addresses, one request each, in the current hour (a fixed --now clock);
 with a store, a redis-server of its own on a loopback port. Read through when a marker address
-with 1000 requests at the log's end is blocked; then settled when the follower uses under a
-fifth of a core over a second (with a store: its first push of all of its counts done). Then
+with 1000 requests at the log's end is blocked; then settled: without a store, when the follower
+uses under a fifth of a core over a second; with one, when the store's sums hold every address
+of the log (its first push of all of its counts done). Then
 SCRAPERS times: NOISE requests of new
 addresses and 999 of a scraper appended, a pause, the scraper's 1000th request appended; the
 local block time is from that line's flushed write to the address in the blocklist (read every
@@ -92,6 +93,19 @@ def settle(pid, limit=300):
     return time.time() - started
 
 
+def pushed(port, distinct, limit=900):
+    """Seconds until the store's sums hash of the window (either layout) holds ``distinct``
+    addresses: the follower's first push of every count done."""
+    started, cli = time.time(), ['redis-cli', '-p', str(port)]
+    while time.time() - started < limit:
+        keys = subprocess.run(cli + ['--scan', '--pattern', '*:sum'], stdout=subprocess.PIPE, check=False).stdout.split()
+        held = [int(subprocess.run(cli + ['HLEN', key], stdout=subprocess.PIPE, check=False).stdout.strip() or 0) for key in keys]
+        if held and max(held) >= distinct:
+            return time.time() - started
+        time.sleep(1.0)
+    return time.time() - started
+
+
 def blocked(path, address, limit):
     """Seconds until ``address`` is in the blocklist at ``path`` (None past ``limit``)."""
     started, needle = time.time(), address + b'\n'
@@ -121,7 +135,7 @@ def start_store(base):
     raise SystemExit('redis-server did not start')
 
 
-def follower(core, base, log, store):
+def follower(core, base, log, store, distinct):
     """One follower's figures: {'read': s, 'blocks': [s], 'rss': MiB}."""
     os.makedirs(base)
     work = os.path.join(base, 'access.log')
@@ -144,7 +158,7 @@ def follower(core, base, log, store):
         if blocked(os.path.join(base, 'block'), b'192.0.2.250', READ_LIMIT) is None:
             raise SystemExit('the follower did not read the log within %d s' % READ_LIMIT)
         figures = {'read': time.time() - started, 'blocks': []}
-        figures['settled'] = settle(proc.pid)     # with a store: its first push of the whole window done
+        figures['settled'] = settle(proc.pid) if not store else pushed(port, distinct)
         for s in range(SCRAPERS):
             address = b'203.0.113.%d' % (10 + s)
             noise = b''.join(line(b'172.16.%d.%d' % (s, n % 250) if n < 250 else b'172.%d.%d.%d' % (17 + s, n >> 8, n & 255), n)
@@ -250,7 +264,7 @@ def main(argv):
         for label, rev in cores:
             core = core_at(rev, scratch)
             for store in ((False, True) if rev != BEFORE_REV else (False,)):
-                figures = follower(core, os.path.join(scratch, '%s-%d' % (rev or 'tree', store)), log, store)
+                figures = follower(core, os.path.join(scratch, '%s-%d' % (rev or 'tree', store)), log, store, count + 1)
                 print(label, 'store' if store else 'no store', figures, flush=True)
                 rows.append((label, store, figures))
     finally:
