@@ -101,7 +101,7 @@ class PreciseFilter:
         return lines, b'\n'.join(lines), None
 
     def count_into(self, lines, counter):
-        self.count_kept(self.kept(lines)[0], counter, None)
+        return self.count_kept(self.kept(lines)[0], counter, None)
 
     def _may_claim(self, lines):
         """A list of booleans: which of ``lines`` may claim a crawler (None: none may)."""
@@ -120,15 +120,18 @@ class PreciseFilter:
         return mask
 
     def count_kept(self, lines, counter, dummy):
+        """Count ``lines``; the keys counted (a list, or None), as rules.LineFilter.count_kept."""
         mask = self._may_claim(lines)
         if mask is None:
-            count_first_fields(lines, counter)
-            return
-        count_first_fields(list(compress(lines, map(not_, mask))), counter)
+            return count_first_fields(lines, counter)
+        keys = count_first_fields(list(compress(lines, map(not_, mask))), counter) or []
+        claimed = []
         for line in compress(lines, mask):
             field = first_field(line)
             match = self._crawler.search(user_agent(line))
-            counter[field if match is None else (field, self._names[match.lastgroup])] += 1
+            claimed.append(field if match is None else (field, self._names[match.lastgroup]))
+        counter.update(claimed)
+        return keys + claimed
 
 
 class SystemResolver:

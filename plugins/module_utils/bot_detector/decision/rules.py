@@ -95,14 +95,17 @@ class LineFilter:
     @staticmethod
     def count_kept(lines, counter, first_fields):
         """Count the first field of each of ``lines``, some of the lines ``kept`` kept, cut
-        by the ``first_fields`` it gave."""
+        by the ``first_fields`` it gave. Returns the keys counted (tally.Tally notes them)."""
         if lines:
-            counter.update(first_fields(lines))
+            keys = first_fields(lines)
+            counter.update(keys)
+            return keys
+        return None
 
     def count_into(self, lines, counter):
         """Count the first field of each line the rules keep."""
         lines, joined = self._kept(lines)
-        count_first_fields(lines, counter, joined)
+        return count_first_fields(lines, counter, joined)
 
 
 def in_text(needle, text):
@@ -121,9 +124,13 @@ def first_field(line):
 def count_first_fields(lines, counter, joined=None):
     """Add 1 to ``counter`` for the first field of each line (``joined``: the lines joined
     by newlines, when the caller has them). Counter.update of a list counts in C; of a
-    mapping, in Python; of a chain of maps, a third slower than of their list."""
+    mapping, in Python; of a chain of maps, a third slower than of their list. Returns the
+    keys counted (a list), or None."""
     if lines:
-        counter.update(_split_rule(b'\n'.join(lines) if joined is None else joined)(lines))
+        keys = _split_rule(b'\n'.join(lines) if joined is None else joined)(lines)
+        counter.update(keys)
+        return keys
+    return None
 
 
 def _split_rule(joined):

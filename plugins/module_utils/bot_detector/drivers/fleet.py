@@ -5,12 +5,14 @@
 run's one push, and the fleet's sums laid over a host's own counts for the decision step.
 
 - ``Fleet`` (follow mode): the follower hands it the windows' counts that changed
-  (``offer``, at most every PUSH_EVERY seconds while lines arrive); a thread sends them, one
-  script call a window (decision/fleet_store.py), at least every PUSH_EVERY seconds (an empty
-  push too: it brings the crossings), and keeps the crossings it learns. The follower's
-  loop never waits for the store: with the store away, its own counts decide as without one,
-  and what it hands over meanwhile stays pending (the latest absolute count per window and
-  address: bounded by the windows' distinct addresses) until the store answers.
+  (``offer``, at most every PUSH_EVERY / 2 seconds while lines arrive): the counts of the keys
+  its tally noted (reading/changed.py; past their bound, a share of count_budget, the whole
+  window), as a Snapshot the thread reads; a thread sends them, one script call a window and
+  batch (decision/fleet_store.py), at least every PUSH_EVERY seconds (an empty push too: it
+  brings the crossings), and keeps the crossings it learns. The follower's loop never waits for
+  the store: with the store away, its own counts decide as without one, and what it hands over
+  meanwhile stays pending (one snapshot a window, the latest) until the store answers. No copy
+  of the counts is kept to diff against: what it holds for the store is bounded by count_budget.
 - ``fleet_run`` (a state_dir run): all of the windows' counts pushed at once (absolute, so
   a run that pushed before pushes the same again harmlessly), the crossings read.
 - ``overlay``: the fleet's records beside the host's own counts, which it leaves as they are:
@@ -28,6 +30,7 @@ import time
 from ..base import messages
 from ..decision.fleet_answers import HELD_PER_WINDOW, FleetAnswers
 from ..decision.fleet_store import KEEP_AFTER, Store, StoreDown
+from ..reading.changed import Changed, Snapshot
 from ..reading.spill import SpillCounter, parts
 from ..reading.tally import WindowCounts, whole
 
@@ -66,7 +69,7 @@ class Fleet:
     or None before the first answer), ``push_behind_seconds`` (since the oldest count not yet
     sent), ``decisions_received`` (crossings learnt), ``describe()`` (the URL, no password)."""
 
-    def __init__(self, settings, warn, store=None, say=None, logs=()):
+    def __init__(self, settings, warn, store=None, say=None, logs=(), tracked=False):
         self.store = store if store is not None else Store(settings, logs=logs, warn=warn)
         self.threshold = settings.threshold
         self.answers, self.top = FleetAnswers(settings), settings.top
@@ -74,9 +77,14 @@ class Fleet:
         self.warn, self.say = warn, say or warn
         self.lock = threading.Lock()
         self.wake = threading.Event()
-        self.handed = {}        # stamp: {key: count} as handed to the thread (the follower's thread only)
-        self.pending = {}       # stamp: [{key: count} not yet sent, whole window] (either thread, under the lock)
+        # ``tracked``: the keys counted since the last offer, noted by the follower's tally, at most
+        # a quarter of count_budget (reading/changed.py); else each offer hands every window whole.
+        self.changed = Changed(settings.count_budget // 4) if tracked else None
+        self.bound = self.changed.bound if tracked else None
+        self.handed = set()     # stamps handed at least once (whole the first time)
+        self.pending = {}       # stamp: its Snapshot not yet sent (either thread, under the lock)
         self.full = set()       # stamps the store wants whole: handed whole at the next offer
+        self.redo = {}          # stamp: keys whose snapshot failed to go (sent again at the next offer)
         self.pending_since = None
         self.windows = []       # [(stamp, ttl at the offer's time)]
         self.starts = {}        # stamp: the window's start (the store's key of it)
@@ -118,9 +126,8 @@ class Fleet:
         wall = time.time()
         moved = [w.stamp for w in windows] != [stamp for stamp, dummy in self.windows]      # also the hour's turn
         spacing = max(PUSH_EVERY / 2, OFFER_SHARE * self.offer_seconds)     # many addresses: the local blocks first
-        if (self._unsent and wall - self._offered_at >= spacing) or self.full or moved:
-            self.offer(counters, windows)
-            self._unsent, self._offered_at = False, wall
+        if ((self._unsent or self.redo) and wall - self._offered_at >= spacing) or self.full or moved:
+            self._unsent, self._offered_at = self.offer(counters, windows), wall     # a spilled window's, deferred: again
             self.offer_seconds = time.time() - wall
         return self.fresh
 
@@ -153,44 +160,54 @@ class Fleet:
 
     def offer(self, counters, windows):
         """Hand the windows' counts that changed since the last offer (``counters``: {stamp:
-        counter}, ``windows``: the decision's windows)."""
+        counter}, ``windows``: the decision's windows): per window, a Snapshot of the keys noted
+        since (with those still pending or to send again), or of all of them. True when a spilled
+        window's keys were kept for a later offer (SPILLED_EVERY)."""
         stamps, now = [w.stamp for w in windows], time.time()
+        if self.changed is not None:
+            self.changed.keep_only(stamps)
         with self.lock:
             wanted, self.full = self.full, set()
-        changed = {}
+            redo, self.redo = self.redo, {}
+            prior = dict((stamp, self.pending.get(stamp)) for stamp in stamps)
+        changed, deferred = {}, False
         for window in windows:
             stamp, counter = window.stamp, counters.get(window.stamp)
             if counter is None:
                 continue
-            whole_window = stamp in wanted or stamp not in self.handed
-            if isinstance(counter, SpillCounter) and counter.spilled and not whole_window:
-                if now - self._spilled_at.get(stamp, 0) < SPILLED_EVERY:
+            counter = whole(counter)
+            keys = self.changed.take(stamp) if self.changed is not None else None
+            before = prior.get(stamp)
+            whole_window = (keys is None or stamp in wanted or stamp not in self.handed or redo.get(stamp, ()) is None
+                            or (before is not None and before.whole))
+            if not whole_window:
+                keys.update(redo.get(stamp, ()))
+                if before is not None:
+                    keys.update(before.keys)
+                whole_window = len(keys) > self.bound
+            if isinstance(counter, SpillCounter) and counter.spilled:        # its files are read for them
+                if not whole_window and now - self._spilled_at.get(stamp, 0) < SPILLED_EVERY:
+                    if keys:
+                        self.changed.note(stamp, keys)
+                        deferred = True
                     continue
                 self._spilled_at[stamp] = now
-            handed = self.handed.setdefault(stamp, {})
-            if whole_window:
-                diff = dict(all_items(counter))
-            else:
-                diff = dict((key, count) for key, count in all_items(counter) if handed.get(key) != count)
-            handed.update(diff)
-            if diff or whole_window:
-                changed[stamp] = (diff, whole_window)
-        for stamp in list(self.handed):
-            if stamp not in stamps:
-                del self.handed[stamp]
+            if whole_window or keys:
+                changed[stamp] = Snapshot(counter, None if whole_window else keys)
+                self.handed.add(stamp)
+        self.handed &= set(stamps)
+        self._spilled_at = dict((stamp, at) for stamp, at in self._spilled_at.items() if stamp in stamps)
         with self.lock:
             self.windows = [(w.stamp, KEEP_AFTER) for w in windows]
             self.starts = dict((w.stamp, w.start) for w in windows)
             for stamp in list(self.pending):
                 if stamp not in stamps:
                     del self.pending[stamp]
-            for stamp, (diff, whole_window) in changed.items():
-                entry = self.pending.setdefault(stamp, [{}, False])
-                entry[0].update(diff)
-                entry[1] = entry[1] or whole_window
+            self.pending.update(changed)        # the latest of each window: it holds what the one before did
             if changed and self.pending_since is None:
                 self.pending_since = time.time()
         self.wake.set()
+        return deferred
 
     def take_crossed(self):
         """The crossings learnt ({stamp: {key: sum}}), and whether any is new since the last call."""
@@ -225,26 +242,29 @@ class Fleet:
         self.store.forget(set(starts.values()))
         failed = None
         for stamp, ttl in windows:
-            counts, whole_window = batch.get(stamp, ({}, False))
+            snapshot = batch.get(stamp)
             try:
-                applied, crossings = self.store.push(starts[stamp], ttl, sorted(counts.items()), whole_window, self.threshold, stamp)
+                self._push_window(stamp, starts[stamp], ttl, snapshot)
+            except OSError:     # its spill files gone: the window left play meanwhile
+                batch.pop(stamp, None)
             except Exception as exc:        # pylint: disable=broad-except  # StoreDown, or anything: the counts stay
                 failed = failed or exc
                 if self.store.cluster:      # another window, another master
                     continue
                 break
-            if not applied:
-                with self.lock:
-                    self.full.add(stamp)        # the store was emptied, replaced or lost counts: all again
             batch.pop(stamp, None)
-            self._learn(stamp, crossings, starts[stamp])
         if failed is not None:
             with self.lock:
-                for stamp, (counts, whole_window) in batch.items():
-                    entry = self.pending.setdefault(stamp, [{}, False])
-                    for key, count in counts.items():
-                        entry[0].setdefault(key, count)     # a newer count handed meanwhile wins
-                    entry[1] = entry[1] or whole_window
+                for stamp, snapshot in batch.items():       # kept; or, a newer one handed meanwhile, its keys with the next
+                    if stamp not in self.pending:
+                        self.pending[stamp] = snapshot
+                    elif snapshot.whole or stamp in self.redo and self.redo[stamp] is None:
+                        self.redo[stamp] = None
+                    else:
+                        keys = self.redo.setdefault(stamp, set())
+                        keys.update(snapshot.keys)
+                        if len(keys) > self.bound:
+                            self.redo[stamp] = None
                 self.pending_since = since if since is not None else self.pending_since
             return self._down(failed)
         with self.lock:
@@ -254,6 +274,19 @@ class Fleet:
             self.say(messages.FLEET_BACK % self.describe())
         self.store_up = True
         return True
+
+    def _push_window(self, stamp, start, ttl, snapshot):
+        """One window's snapshot (None: nothing, the crossings only), a batch at a time; a
+        token the store changed meanwhile: the window whole at the next offer."""
+        batches = snapshot.batches() if snapshot is not None else iter(([],))
+        for index, pairs in enumerate(batches):
+            applied, crossings = self.store.push(start, ttl, pairs, snapshot is not None and snapshot.whole and index == 0,
+                                                 self.threshold, stamp)
+            self._learn(stamp, crossings, start)
+            if not applied:
+                with self.lock:
+                    self.full.add(stamp)        # the store was emptied, replaced or lost counts: all again
+                return
 
     def _down(self, exc):
         if self.store_up is not False:

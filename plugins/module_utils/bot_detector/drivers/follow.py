@@ -96,8 +96,8 @@ class Follower:
     def _new_tally(self, now):
         windows = hour_windows(now)
         self.horizon = now + state.HORIZON
-        return Tally([w.stamp for w in windows], self.rules.line_filter, state.stamps_in_play(now, self.horizon),
-                     count_lines=self.settings.metrics_file is not None, session=self.session)
+        return Tally([w.stamp for w in windows], self.rules.line_filter, state.stamps_in_play(now, self.horizon), session=self.session,
+                     count_lines=self.settings.metrics_file is not None, changed=getattr(self.fleet, 'changed', None))
 
     def _move_windows(self, now):
         """At the top of the hour, a tally for the new windows, with the counts held (and
@@ -384,7 +384,7 @@ class Follower:
         try:
             if self.settings.fleet_store:
                 from .fleet import Fleet        # a fleet store only: redis-py, a thread
-                self.fleet = Fleet(self.settings, self.warn, logs=self.logs).start()
+                self.fleet = Fleet(self.settings, self.warn, logs=self.logs, tracked=True).start()
             # --status lists it from its start: all of the logs to read, then after its first decision
             self.publish(now, sum(os.path.getsize(path) for path in self.logs if os.path.isfile(path)), metrics=False)
             self._start(now)
@@ -400,15 +400,15 @@ class Follower:
                 pending = pending or bool(read)
                 lists_now = self._lists_stat()
                 expire = self.settings.ban_time is not None and wall - last_expiry >= EXPIRE_EVERY
-                # Spilled counts may take a reading of their files per decision: at most half the time.
-                due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)
-                news = self.fleet is not None and self.fleet.tick(self.tally.counters, hour_windows(now), read)
+                due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)     # spilled: at most half the time
+                news = self.fleet is not None and self.fleet.fresh      # crossings learnt since the last decision
                 decided = due or moved or expire or lists_now != lists_seen or news
                 if decided:
                     self.decide(now, expire)
                     last_decision, pending, lists_seen = wall, False, self._lists_stat()
-                    if expire:
-                        last_expiry = wall
+                    last_expiry = wall if expire else last_expiry
+                if self.fleet is not None:      # the counts handed to the store after the decision: a local block never waits
+                    self.fleet.tick(self.tally.counters, hour_windows(now), read)
                 behind = sum(source.behind() for source in self.sources)
                 if not behind and not pending:
                     self.caught_up_at = now

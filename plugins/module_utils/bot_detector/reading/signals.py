@@ -124,8 +124,8 @@ class CampaignFilter:
         self.base.count_kept(lines, counter, first_fields)
 
     def count_stand_in(self, lines, counter):
-        """A long line's stand-in (chunks.LongLine): its address key only."""
-        self.base.count_into(lines, counter)
+        """A long line's stand-in (chunks.LongLine): its address key only (the keys counted)."""
+        return self.base.count_into(lines, counter)
 
     def count_into(self, lines, counter):
         """Count the rules' keys of ``lines`` and their signals."""

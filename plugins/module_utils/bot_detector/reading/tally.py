@@ -88,7 +88,7 @@ class Tally:
     first one, at once in a readable log) and, with ``count_lines``, how many lines it saw
     (``lines``; None without)."""
 
-    def __init__(self, stamps, line_filter, tracked=(), count_lines=False, session=None, reader=None):
+    def __init__(self, stamps, line_filter, tracked=(), count_lines=False, session=None, reader=None, changed=None):
         # A log in another format than combined: its lines become their combined twins first (formats/readers.py).
         self.reader = reader
         self.stamps = []
@@ -99,6 +99,7 @@ class Tally:
         self.line_filter = line_filter
         self.lines = 0 if count_lines else None
         self.stamped = False
+        self.changed = changed      # a fleet store's follower: the keys counted, noted (changed.Changed)
         # With a spill session (spill.py), past its budget of distinct keys the counts go to files.
         self.session = session if session is not None and getattr(line_filter, 'spillable', False) else None
         if self.session is not None:
@@ -115,7 +116,7 @@ class Tally:
         format's reader (or ``reader``: another log's), its unparsed count at zero."""
         if reader is None and self.reader is not None:
             reader = self.reader.fresh()
-        return Tally(self.stamps, self.line_filter, self.tracked, self.lines is not None, self.session, reader)
+        return Tally(self.stamps, self.line_filter, self.tracked, self.lines is not None, self.session, reader, self.changed)
 
     def add(self, counters, lines=None, stamped=False, unparsed=None):
         """Add another tally's counters ({stamp: Counter}), the smaller into the larger, and
@@ -127,6 +128,8 @@ class Tally:
             self.lines += lines
         self.stamped = self.stamped or stamped
         for stamp, theirs in counters.items():
+            if self.changed is not None:        # a spilled one's keys are in files: the window changed whole
+                self.changed.note(stamp, None if getattr(theirs, 'spilled', False) else list(theirs))
             mine = self.counters[stamp]
             if len(theirs) > len(mine):
                 mine, theirs = theirs, mine
@@ -193,7 +196,7 @@ class Tally:
         count = getattr(self.line_filter, 'count_stand_in', self.line_filter.count_into)     # campaigns: no signals
         for stamp, counter in self.counters.items():
             if stamp in found:
-                count([stand_in], counter)
+                self._noted(stamp, count([stand_in], counter))
         self.within_budget()
 
     def window_counts(self, windows):
@@ -228,7 +231,7 @@ class Tally:
             for stamp in self.stamps:       # few lines to count: find them
                 selected = lines_holding(buf, stamp, limit)
                 if selected:
-                    self.line_filter.count_into(selected, self.counters[stamp])
+                    self._noted(stamp, self.line_filter.count_into(selected, self.counters[stamp]))
             self._count_tracked(buf, limit)
         if self.session is not None:
             self.within_budget()
@@ -251,7 +254,7 @@ class Tally:
                 selected = list(compress(kept, map(contains, kept, repeat(stamp))))
             else:
                 selected = lines_holding(joined, stamp, len(joined))
-            self.line_filter.count_kept(selected, self.counters[stamp], first_fields)
+            self._noted(stamp, self.line_filter.count_kept(selected, self.counters[stamp], first_fields))
             selected_lines += len(selected)
         # Every line holding a stamp of the month holds its text ('/Nov/2026:') once per
         # stamp, and no stamp's text holds it twice: as many of them as lines selected,
@@ -268,9 +271,13 @@ class Tally:
                 for stamp in set(finder.findall(buf, 0, limit)):
                     found = lines_holding(buf, stamp, limit)
                     if kept is None:
-                        self.line_filter.count_into(found, self.counters[stamp])
+                        self._noted(stamp, self.line_filter.count_into(found, self.counters[stamp]))
                     else:
-                        self.line_filter.count_kept(found, self.counters[stamp], kept[0])
+                        self._noted(stamp, self.line_filter.count_kept(found, self.counters[stamp], kept[0]))
+
+    def _noted(self, stamp, keys):
+        if self.changed is not None and keys:
+            self.changed.note(stamp, keys)
 
 
 def _stamp_finders(stamps):
