@@ -320,3 +320,31 @@ def test_a_followers_pushes_follow_the_hours_turn_without_a_new_line(tmp_path):
         assert fleetstore.window_sums(server.cli, after[1].start) == {'203.0.113.7': 2}
     finally:
         server.kill()
+
+
+def test_precise_rules_crawler_claims_are_decided_by_each_host_and_never_summed(tmp_path):
+    """Under the precise rules an address claiming a crawler is counted under (address, crawler)
+    until the host verifies it; only that host can verify it, so the fleet sums addresses only:
+    a run with such lines pushes (it crashed sorting the mixed keys), a spread scraper is still
+    blocked on both hosts, and 600 + 600 claimed Googlebot requests are blocked on neither."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        claims = b''.join(loggen.line('198.51.100.7', NOW, path='/job/%d' % i, agent='Mozilla/5.0 (compatible; Googlebot/2.1)')
+                          for i in range(600))
+        results = []
+        for host in ('web-a', 'web-b', 'web-a'):        # web-a again: the sums web-b pushed
+            files = Files(tmp_path / host)
+            log = tmp_path / host / 'access.log'
+            log.write_bytes(in_timezone('UTC', lambda: loggen.planted_log(NOW, current={'192.0.2.77': 600}, extra=claims)))
+            got = run_core(files.options() + ['--rules', 'precise', '--server-ip', '10.0.0.5', '--now', '@%d' % NOW,
+                                              '--state-dir', tmp_path / host / 'state', '--fleet-store', server.url,
+                                              '--fleet-host', host, '--json', log])
+            assert got.returncode == 0, got.stderr
+            results.append((json.loads(got.stdout), files))
+        for result, files in results[1:]:
+            assert result['fleet']['up'] is True and result['warnings'] == []
+            assert blocked(files) == ['192.0.2.77']     # 600 + 600 through the store
+        sums = fleetstore.window_sums(server.cli, NOW - NOW % 3600)     # the current window's
+        assert '198.51.100.7' not in sums and sums.get('192.0.2.77') == 1200
+    finally:
+        server.kill()

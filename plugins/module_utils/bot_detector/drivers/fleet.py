@@ -30,7 +30,7 @@ import time
 from ..base import messages
 from ..decision.fleet_answers import HELD_PER_WINDOW, FleetAnswers
 from ..decision.fleet_store import KEEP_AFTER, Store, StoreDown
-from ..reading.changed import Changed, Snapshot
+from ..reading.changed import Changed, Snapshot, addresses_only
 from ..reading.spill import SpillCounter, parts
 from ..reading.tally import WindowCounts, whole
 
@@ -327,7 +327,7 @@ def fleet_run(settings, counts, warn, logs=()):
     shown = {'store': store.describe(), 'host': store.host, 'up': True, 'decisions_received': 0}
     try:
         for window, counter in counts:
-            pairs = sorted(all_items(counter))
+            pairs = addresses_only(all_items(counter))
             try:
                 dummy, crossings = store.push(window.start, KEEP_AFTER, pairs, True, settings.threshold, window.stamp)    # all of them
             except StoreDown as exc:

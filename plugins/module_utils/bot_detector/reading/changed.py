@@ -26,6 +26,13 @@ __metaclass__ = type
 PIECE = 64 * 1024
 
 
+def addresses_only(pairs):
+    """The (key, count) ``pairs`` whose key is an address (bytes), sorted: the precise rules'
+    crawler claims, (address, crawler) keys until the host verified them, are decided by each
+    host alone (only it verifies them), never summed by the fleet."""
+    return sorted(pair for pair in pairs if isinstance(pair[0], bytes))
+
+
 class Changed:
     """Per window stamp, the keys counted since they were last taken (``take``), at most
     ``bound`` keys in all: past it, the largest sets are dropped and their stamps noted as
@@ -100,7 +107,7 @@ class Snapshot:
         read up to their length at the hand-over). Raises OSError when a file is gone (the
         window left play)."""
         if self.files is None:
-            yield sorted(self.memory.items())
+            yield addresses_only(self.memory.items())
             return
         step = (self.high - self.low) // FANOUT
         if self.keys is not None:       # the partitions of these keys only
@@ -110,7 +117,7 @@ class Snapshot:
                 for path, size in self.files[part]:
                     for keys_read in _read_upto(path, size, self.codec):
                         found.update(compress(keys_read, map(wanted.__contains__, keys_read)))
-            yield sorted(found.items())
+            yield addresses_only(found.items())
             return
         by_part = [[] for dummy in range(FANOUT)]
         for key in self.memory:
@@ -124,7 +131,7 @@ class Snapshot:
                     found.update(keys_read)
             if found or (part == FANOUT - 1 and not sent):      # at least one batch: a push of the window
                 sent = True
-                yield sorted(found.items())
+                yield addresses_only(found.items())
 
 
 def _read_upto(path, size, codec):
