@@ -60,6 +60,11 @@ def test_config_list_items_keep_their_blanks(tmp_path, files):
     ('[bot_detector]\nrules = fuzzy\n', b': rules = fuzzy: must be one of spec, precise'),
     ('[bot_detector]\nrotated = maybe\n', b': rotated = maybe: must be true or false'),
     ('[bot_detector]\ncrawlers = {"x": \n', b': crawlers = {"x":: must be a JSON object'),
+    # nested deeper than Python's json reads: a RecursionError, no ValueError, escaped as a traceback
+    pytest.param('[bot_detector]\ncrawlers = %s%s\n' % ('[' * 5000, ']' * 5000), b': crawlers = [[[[',
+                 id='crawlers-nested-deep'),
+    pytest.param('[bot_detector]\nlog_json_fields = %s1%s\n' % ('{"a":' * 5000, '}' * 5000), b': log_json_fields = {"a":{"a":',
+                 id='log_json_fields-nested-deep'),
     ('[bot_detector]\nthreshhold = 5\n', b": unknown setting 'threshhold'"),
     ('threshold = 5\n', b'File contains no section headers'),
     ('[bot_detector]\nthreshold = 5\nthreshold = 6\n', b"option 'threshold'"),

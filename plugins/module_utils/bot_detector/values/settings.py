@@ -190,7 +190,7 @@ class Setting:
             import json     # only settings given as JSON (crawlers, log_json_fields)
             try:
                 value = json.loads(text)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:     # RecursionError: nested deeper than json reads
                 raise bad_option('%s: must be a JSON object (%s), got %r' % (where, exc, text))
             return self.check(value, where)
         return self.check(text.strip(), where)
