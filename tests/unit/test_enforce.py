@@ -2,6 +2,7 @@
 (checked by nft itself in a throwaway namespace), the nginx geo file, the metrics, the
 settings."""
 import ipaddress
+import os
 import random
 import subprocess
 
@@ -150,6 +151,22 @@ def test_enforcement_metrics_this_sync_else_the_last_ones():
     assert metrics.enforcement_samples(on, failed, old) == [
         ('enforcement_in_sync', (('backend', 'nftables'),), 0), ('enforcement_entries', (('backend', 'nftables'),), 12)]
     assert metrics.enforcement_samples(Settings(), None, old) == []       # enforcement off: gone
+
+
+def test_a_record_of_the_last_load_nested_deep_is_no_record(tmp_path):
+    """The nftables record beside the lock, garbled into JSON nested deeper than Python's json
+    reads (a RecursionError, no ValueError): no record, so a full load follows; never a sync, or a
+    follower at every start, ended by the traceback."""
+    (tmp_path / 'blocklist').write_text('192.0.2.9\n')
+    settings = Settings(blocklist=str(tmp_path / 'blocklist'), enforcement='nftables')
+    record = nftables.record_path(settings)
+    try:
+        with open(record, 'w') as handle:
+            handle.write('[' * 100000 + ']' * 100000)
+        assert nftables.loaded(settings) is None
+        assert nftables.add(settings, b'192.0.2.9\n192.0.2.10\n', 'ab' * 16, sync._span) is None
+    finally:
+        os.unlink(record)
 
 
 def test_settings_ports_and_choices(tmp_path):

@@ -180,7 +180,7 @@ def _read_record(settings):
             doc = json.load(handle)
         if not isinstance(doc, dict) or not isinstance(doc.get('entries'), int) or not isinstance(doc.get('handle'), int):
             return None
-    except (IOError, OSError, ValueError):
+    except (IOError, OSError, ValueError, RecursionError):     # RecursionError: nested too deep
         return None
     return doc
 
