@@ -150,3 +150,23 @@ def test_a_follower_never_switches_to_a_format_whose_address_field_holds_no_addr
     # Lines whose address field holds addresses: switched to as before.
     watch.see(b''.join(loggen.line('198.51.100.%d' % (i % 9 + 1), NOW_EPOCH + i) for i in range(choice.SAMPLE_LINES)), True)
     assert watch.astray() and watch.redecide('x.log') == 'combined'
+
+
+def test_a_new_logs_first_lines_too_long_for_the_head_never_blind_the_follower(tmp_path):
+    """--follow with auto, the log made after the start (a rotation): its first requests are a
+    client's with a User-Agent of 30,000 bytes (nginx writes what it cannot print as \\xHH, four
+    bytes a byte: 8 KiB of header make 32 KiB of log), so fewer than choice.FEW whole lines fit
+    in the first choice.HEAD_BYTES. The follower still tells the format once FEW lines are there,
+    and blocks the scraper after them (before: never told, the log never read while it ran)."""
+    files, log = follow.setup(tmp_path)
+    log.parent.mkdir()
+    long_agent = '\\xFF' * 7500
+    with follow.Following(tmp_path, files, log, extra=['--log-format', 'auto']) as follower:
+        follower.mark()
+        log.write_bytes(in_timezone('UTC', lambda: b''.join(
+            loggen.line('198.51.100.7', follow.START - 60 + i, agent=long_agent) for i in range(3))))
+        with open(str(log), 'ab') as handle:
+            handle.write(follow.lines(SCRAPER, follow.THRESHOLD + 10))
+        follower.caught_up()
+        assert follow.blocked(files) == [SCRAPER.encode()]
+        assert follower.stop() == 0

@@ -34,20 +34,22 @@ def reader_class(name):
     return text_logs.CLASSES[name]
 
 
-def head_of(path):
+def head_of(path, lines=1):
     """The first HEAD_BYTES of a log (decompressed when it is gzip), b'' when unreadable; and
-    past them to the end of its first line where that is longer, up to the longest line read
-    whole (chunks.LONG_LINE_READ; a longer one is unparsed): auto and the layouts are told
-    from whole lines."""
-    head, whole, most = bytearray(), False, max(HEAD_BYTES, chunks.LONG_LINE_READ + 1)    # a longest line and its newline
+    past them to the end of its first ``lines`` lines where they are longer, each up to the
+    longest line read whole (chunks.LONG_LINE_READ; a longer one is unparsed): auto and the
+    layouts are told from whole lines (a follower's new log from choice.FEW of them, however
+    long a client made them)."""
+    head, whole, most = bytearray(), 0, max(HEAD_BYTES, lines * (chunks.LONG_LINE_READ + 1))    # longest lines and their newlines
     try:
         with open(path, 'rb') as handle:
             raw = handle.read(HEAD_BYTES)
             inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if raw[:2] == b'\x1f\x8b' else None
-            while raw and len(head) < most and not (whole and len(head) >= HEAD_BYTES):
+            while raw and len(head) < most and not (whole >= lines and len(head) >= HEAD_BYTES):
                 piece = raw if inflate is None else inflate.decompress(raw, min(HEAD_BYTES, most - len(head)))
-                head += piece[:most - len(head)]
-                whole = whole or b'\n' in piece
+                piece = piece[:most - len(head)]
+                head += piece
+                whole += piece.count(b'\n')      # whole lines so far
                 if inflate is not None and inflate.eof:
                     break       # the first member (a rotated file's only one)
                 raw = (inflate is not None and inflate.unconsumed_tail) or handle.read(HEAD_BYTES)
@@ -75,10 +77,10 @@ def reader_for(settings, path, head=None, least=1):
     none either). ``least``: the fewest lines the format must fit (a follower's new log: FEW)."""
     name = format_of(settings, path)
     if name == 'auto':
-        head = head_of(path) if head is None else head
+        head = head_of(path, least) if head is None else head
         if not has_whole_line(head):
             sibling = rotated_sibling(path)
-            sibling_head = head_of(sibling) if sibling else b''
+            sibling_head = head_of(sibling, least) if sibling else b''
             if has_whole_line(sibling_head):
                 path, head = sibling, sibling_head      # its format, and its first line's layout, until the log has lines
             else:
