@@ -87,3 +87,24 @@ def test_status_of_a_list_it_cannot_read_is_an_error_naming_it(files):
     got = run_core(files.options() + ['--status'])
     assert got.returncode == 3 and got.stdout == b''
     assert got.stderr.decode().strip() == 'bot-detector: error: cannot read %s: not a regular file' % files.blocklist
+
+
+def test_a_follower_status_file_that_is_no_object_is_passed_over(tmp_path, monkeypatch):
+    """The followers' status files in the lock directory: one garbled into JSON that is no object
+    (a list, a string, null) is passed over as an unreadable one is (before: TypeError, --status
+    and the info module ended by a traceback)."""
+    import os
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import status
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists import writer
+    locks = tmp_path / 'run'
+    locks.mkdir(mode=0o700)
+    monkeypatch.setattr(writer, 'ROOT_LOCK_DIR', str(locks / 'bot-detector'))       # this test's, not the machine's
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(locks))
+    (locks / 'bot-detector').mkdir(mode=0o700)
+    directory = writer.lock_directory(create=False)
+    assert directory == str(locks / 'bot-detector')
+    for name, text in (('follow-1.json', '[1]'), ('follow-2.json', '"x"'), ('follow-3.json', 'null'),
+                       ('follow-4.json', '{"pid": 4, "blocklist": "/x"}')):
+        with open(os.path.join(directory, name), 'w') as handle:
+            handle.write(text)
+    assert [(doc['pid'], doc['running']) for doc in status.followers()] == [(4, False)]

@@ -189,6 +189,8 @@ def followers():
                 doc = json.loads(handle.read().decode('utf-8'))
         except (OSError, IOError, ValueError, RecursionError):     # RecursionError: nested too deep
             continue
+        if not isinstance(doc, dict):
+            continue        # garbled into JSON that is no status
         doc['running'] = running(os.path.join(directory, name[:-len('.json')] + '.pid'))
         found.append(doc)
     return found
