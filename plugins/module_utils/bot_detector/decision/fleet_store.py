@@ -57,6 +57,8 @@ REPLY_TIMEOUT = 2.0
 EXCHANGE_SECONDS = 3.0      # one whole exchange (connecting, loading the script, a call and its reply), at most
 KEEP_AFTER = 2 * 3600 + 900     # seconds a window's keys live after its last push (a window is in play 2 hours)
 LAYOUT = 2      # the key layout's version, in every key (1: issue 37's, by the hour stamp)
+TOKEN_BYTES = 12      # a window's token: this many random bytes, in lower-case hex (an epoch otherwise spelt
+                      # was written by a host, not the script: replaced, never a part of key names or replies)
 SAFE_POLICY = 'noeviction'      # every key has an expiry: any other policy may drop them under maxmemory
 
 # KEYS: epoch, this writer's hash, sums, crossings, names. ARGV: 1 token known ('' none), 2 a new
@@ -64,9 +66,9 @@ SAFE_POLICY = 'noeviction'      # every key has an expiry: any other policy may 
 # exactly that (no failure since), 5 threshold, 6 ttl, 7 crossings seen, 8 host, 9 machine,
 # 10 session (a cron run and a follower of one log are one writer, two sessions), then address,
 # count pairs.
-PUSH_SCRIPT = """
+PUSH_SCRIPT = ("""
 local cur = redis.call('GET', KEYS[1])
-if not cur then
+if not cur or #cur ~= %(token)d or string.find(cur, '[^0-9a-f]') then
   cur = ARGV[2]
   redis.call('SET', KEYS[1], cur, 'EX', ARGV[6])
 end
@@ -120,7 +122,7 @@ elseif owner[1] ~= ARGV[9] and not owner[2] then
   owner[2] = ARGV[9]
 end
 for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[6]) end
-""" + """
+""" % {'token': 2 * TOKEN_BYTES}) + """
 local function length(key)
   if #redis.call('LRANGE', key, 0, 0) == 0 then return 0 end
   local low, high = 0, 1
@@ -323,13 +325,14 @@ class Store:
             token = self.tokens.get(start, '')
             floor, exact = self.acked.get(start, (0, False))
             keys = window_keys(self.name, start, self.host, token, self.writer)
-            argv = [token, os.urandom(12).hex(), floor, '1' if exact else '0', threshold, max(60, int(ttl)),
+            argv = [token, os.urandom(TOKEN_BYTES).hex(), floor, '1' if exact else '0', threshold, max(60, int(ttl)),
                     self.seen.get(start, 0), self.host, self.machine, self.session]
             for address, count in batch:
                 argv.extend((address, count))
             self.acked[start] = (floor, False)      # until this call's answer: maybe applied, maybe not
             reply = self._call(keys, argv)
             if not (isinstance(reply, list) and len(reply) in (2, 3, 6) and isinstance(reply[1], bytes)
+                    and len(reply[1]) == 2 * TOKEN_BYTES
                     and (len(reply) != 6 or (isinstance(reply[2], list) and isinstance(reply[3], int)
                                              and isinstance(reply[5], int)))):
                 raise StoreDown('an answer not of this script: %r' % (reply[:2],))
