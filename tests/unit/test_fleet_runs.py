@@ -396,3 +396,26 @@ def test_a_followers_dst_night_pushes_each_hour_only_while_its_stamp_holds_it_al
         assert fleetstore.window_sums(server.cli, DST_SECOND + 3600) == {'203.0.113.7': 50}
     finally:
         server.kill()
+
+
+def test_a_cron_runs_hash_evicted_is_found_by_the_store_and_never_summed_twice(tmp_path):
+    """A cron run is a new session each time: it knows nothing it pushed before. With its
+    writer's hash evicted (maxmemory) and the sums kept, its next run's absolute counts must not
+    be added on top of what the sums still hold of it (300 + 300 + 300 is 900, never 1200)."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        for host in ('web0', 'web1', 'web2'):
+            got, files = cron_run(tmp_path, server.url, host, previous={'203.0.113.7': 300})
+            assert got.returncode == 0, got
+        previous = in_timezone('UTC', lambda: hour_windows(NOW))[0]
+        assert fleetstore.window_sums(server.cli, previous.start) == {'203.0.113.7': 900}
+        evicted = server.cli('--scan', '--pattern', '{bot-detector:v2:%d}:*:w:web0:*' % previous.start).split()
+        assert len(evicted) == 1
+        server.cli('del', evicted[0])
+        got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.7': 300})
+        assert got.returncode == 0 and blocked(files) == [], got
+        got, files = cron_run(tmp_path, server.url, 'web1', previous={'203.0.113.7': 300})
+        assert blocked(files) == [], got
+        assert fleetstore.window_sums(server.cli, previous.start).get('203.0.113.7', 0) <= 900
+    finally:
+        server.kill()

@@ -15,7 +15,8 @@ versions never share a key), all expiring after the window has left the previous
   TAG:TOKEN:w:HOST:ID     hash: address -> this writer's absolute count; ID is the machine's id and
                           the log's path, hashed: a host's two logs add up, a cron run and a
                           follower of one log are one writer; " total": their sum
-  TAG:TOKEN:sum           hash: address -> the sum of the writers' counts (" total", " crossed")
+  TAG:TOKEN:sum           hash: address -> the sum of the writers' counts (" total", " crossed",
+                          " " and each writer's hash key: it has pushed, so its hash gone is lost)
   TAG:TOKEN:crossed       list: "address sum" at the push that took the sum to the threshold
 
 A push sends absolute counts: the script applies count - stored for that writer, so a batch
@@ -24,8 +25,8 @@ store's (the store was emptied or replaced, or the window is new to it) is told 
 sends all its counts of that window again, into that token's keys. A store that lost part of
 its data but kept its token (an append-only file missing its last second, a restored backup, an
 early-promoted replica, a key evicted) is found by what the writers know they pushed: a
-writer's total below what the store acknowledged, the sums gone, the crossings list shorter
-than read. The script then draws a new token: every writer sends all its counts again into
+writer's total below what the store acknowledged, its hash gone while the sums name it (a cron
+run knows nothing it pushed before), the sums gone, the crossings list shorter than read. The script then draws a new token: every writer sends all its counts again into
 fresh keys, and the sums are exact again. The reply carries the crossings from the writer's
 last seen place in the list.
 
@@ -79,9 +80,9 @@ local seen = tonumber(ARGV[7])
 local floor = tonumber(ARGV[3])
 local writer = redis.call('HMGET', KEYS[2], ' total', ' by')
 local mine = tonumber(writer[1] or '0')
-local sums = redis.call('HMGET', KEYS[3], ' total', ' crossed')
+local sums = redis.call('HMGET', KEYS[3], ' total', ' crossed', ' ' .. KEYS[2])
 local listed = tonumber(sums[2] or '0')
-local lost = floor > 0 and not writer[1]
+local lost = (floor > 0 or sums[3]) and not writer[1]
 lost = lost or (writer[2] == ARGV[10] and (mine < floor or (ARGV[4] == '1' and mine ~= floor)))
 lost = lost or (writer[1] and not sums[1])
 lost = lost or (seen > 0 and #redis.call('LRANGE', KEYS[4], seen - 1, seen - 1) == 0)
@@ -113,6 +114,7 @@ if n > 0 then
 end
 mine = redis.call('HINCRBY', KEYS[2], ' total', added)
 redis.call('HSET', KEYS[2], ' by', ARGV[10])
+redis.call('HSET', KEYS[3], ' ' .. KEYS[2], 1)
 redis.call('HINCRBY', KEYS[3], ' total', added)
 local owner = redis.call('HMGET', KEYS[5], ARGV[8], ARGV[8] .. ' twice')
 if not owner[1] then
