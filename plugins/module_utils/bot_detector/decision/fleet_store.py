@@ -310,14 +310,18 @@ class Store:
         [(address bytes, absolute count)], all of this writer's counts of the window when
         ``full``. Returns (applied, crossings [(address bytes, sum)]): applied False means the
         store needs all this writer's counts of the window (call again with them all, ``full``).
-        ``stamp``: the window's hour stamp, to find hosts of the first layout (said once).
-        Raises StoreDown."""
-        if stamp is not None and start not in self.tokens:
-            self._older_layout(stamp)
+        ``stamp``: the window's hour stamp, to find hosts of the first layout (said once), after
+        the push: its key is in another slot, whose master away stops no push. Raises StoreDown."""
+        probe = stamp is not None and start not in self.tokens
         for dummy in range(3):      # all of them sent under the token the store holds (a new one: again)
             applied, crossings = self._push(start, ttl, pairs, threshold)
             if applied or not full:
                 break
+        if probe:
+            try:
+                self._older_layout(stamp)
+            except StoreDown:
+                pass        # asked again with the next connection's first push of the window
         return applied, crossings
 
     def _push(self, start, ttl, pairs, threshold):
@@ -425,12 +429,19 @@ class Store:
             raise box['error']
         return box.get('value')
 
+    def _load(self, client, key):
+        """The script loaded where ``key`` lives: on a cluster, only the master of its slot
+        (SCRIPT LOAD goes to every master by default: one away would stop every window)."""
+        if self.cluster:
+            return client.execute_command('SCRIPT LOAD', PUSH_SCRIPT, target_nodes=client.get_node_from_key(key))
+        return client.script_load(PUSH_SCRIPT)
+
     def _evalsha(self, keys, argv):
         client = self.connect()     # StoreDown itself when the password file cannot be read
         if self.sha is None:
-            self.sha = client.script_load(PUSH_SCRIPT)
+            self.sha = self._load(client, keys[0])
         try:
             return client.evalsha(self.sha, len(keys), *(list(keys) + argv))
-        except self.redis.exceptions.NoScriptError:      # a restarted or new server: load it again
-            client.script_load(PUSH_SCRIPT)
+        except self.redis.exceptions.NoScriptError:      # a restarted or new server, another master: load it there
+            self._load(client, keys[0])
             return client.evalsha(self.sha, len(keys), *(list(keys) + argv))
