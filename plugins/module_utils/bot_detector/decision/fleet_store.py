@@ -26,8 +26,9 @@ sends all its counts of that window again, into that token's keys. A store that 
 its data but kept its token (an append-only file missing its last second, a restored backup, an
 early-promoted replica, a key evicted) is found by what the writers know they pushed: a
 writer's total below what the store acknowledged, its hash gone while the sums name it (a cron
-run knows nothing it pushed before), the sums gone, the crossings list shorter than read. The script then draws a new token: every writer sends all its counts again into
-fresh keys, and the sums are exact again. The reply carries the crossings from the writer's
+run knows nothing it pushed before), the sums gone, the crossings list shorter than read.
+The script then draws a new token: every writer sends all its counts again into fresh keys,
+and the sums are exact again. The reply carries the crossings from the writer's
 last seen place in the list.
 
 Every exchange with the store (connecting included) is bounded as a whole (EXCHANGE_SECONDS):
