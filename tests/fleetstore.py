@@ -117,7 +117,7 @@ def plant_crossings(cli, start, items, name='bot-detector'):
     """As a host with the fleet's password could: ``items`` ("address sum" texts) appended to
     the crossings list of the window starting at ``start`` under its token (set when none)."""
     tag = '{%s:v2:%d}' % (name, start)
-    cli('set', tag + ':epoch', 'planted', 'nx')
+    cli('set', tag + ':epoch', 'b1a7ed' * 4, 'nx')        # one the script could have drawn: 24 hex digits
     token = cli('get', tag + ':epoch').strip()
     for item in items:
         cli('rpush', '%s:%s:crossed' % (tag, token), item)

@@ -91,7 +91,7 @@ def attack(target, windows, extra=()):
         with pytest.raises(redis.exceptions.ResponseError):
             client.execute_command('FLUSHALL')      # what it may not do: the user is the guide's
         for window in windows:
-            client.set(window_keys(client, window)[0], 'a token of its own', ex=7200)     # the hosts follow it
+            client.set(window_keys(client, window)[0], 'f00d' * 6, ex=7200)     # a token of its own, well formed: the hosts follow it
             epoch, other, sums, crossed = window_keys(client, window)
             sha = client.script_load(FLOOD)
             client.evalsha(sha, 3, crossed, other, sums, 3000)
@@ -343,5 +343,39 @@ def test_a_follower_decides_every_crossing_held_top_at_a_time(tmp_path):
         assert len(set(sum(decided, []))) == 45 and decided[0][0] == b'203.0.113.45'      # the largest sums first
         assert fleet.tick({}, windows, 0) is False
         fleet.store.close()
+    finally:
+        server.kill()
+
+
+@pytest.mark.parametrize('token', ['T' * (1 << 20), 'a token of its own', 'ab' * 12 + '\n', ''],
+                         ids=['a-MiB', 'not-hex', 'hex-and-newline', 'empty'])
+def test_an_epoch_token_a_host_wrote_is_never_taken_into_the_hosts_keys_or_replies(tmp_path, token):
+    """The epoch is a plain key the ACL lets a host SET: a token the script could not have drawn
+    (a MiB, not 24 hex digits) would be every host's key names and every reply's bytes from then
+    on (a MiB read and three written per push, twice a second). The script draws its own instead;
+    the sums go on exactly."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        acl_user(server)
+        server.cli('CONFIG', 'SET', 'proto-max-bulk-len', str(8 << 20))
+        settings = Settings(fleet_store='redis://bd@127.0.0.1:%d/0?cluster=no' % server.port, fleet_host='web1',
+                            threshold=1000, fleet_store_password_file=str(tmp_path / 'password'))
+        (tmp_path / 'password').write_text(PASSWORD + '\n')
+        (tmp_path / 'password').chmod(0o600)
+        store = fleet_store.Store(settings)
+        start = windows_of()[0].start
+        assert store.push(start, 7200, [(b'203.0.113.5', 600)], True, 1000)[0] is True
+        client = hostile_client(fleet_store.import_redis(), server)
+        client.set(fleet_store.window_keys('bot-detector', start, 'web2')[0], token, ex=7200)
+        client.close()
+        for dummy in range(2):
+            store.push(start, 7200, [(b'203.0.113.5', 700)], True, 1000)
+        held = store.tokens[start]
+        assert len(held) == 24 and all(c in '0123456789abcdef' for c in held), (len(held), held[:40])
+        epoch = server.cli('GET', fleet_store.window_keys('bot-detector', start, 'web1')[0]).strip()
+        assert epoch == held
+        sums = fleet_store.window_keys('bot-detector', start, 'web1', held, 'w')[2]
+        assert server.cli('HGET', sums, '203.0.113.5').strip() == '700'
+        store.close()
     finally:
         server.kill()

@@ -348,3 +348,74 @@ def test_precise_rules_crawler_claims_are_decided_by_each_host_and_never_summed(
         assert '198.51.100.7' not in sums and sums.get('192.0.2.77') == 1200
     finally:
         server.kill()
+
+
+# 2026-10-25 in Europe/Berlin: 03:00 CEST goes back to 02:00 CET at 01:00 UTC. The log's stamp
+# 25/Oct/2026:02 names two hours (00:00 and 01:00 UTC), which the host counts as one (the
+# reference's hour stamp); the store keeps the two hours apart, by their UTC starts.
+DST_FIRST, DST_SECOND = 1792886400, 1792890000      # 00:00 and 01:00 UTC
+
+
+@pytest.mark.parametrize('now', [DST_SECOND + 3000, DST_SECOND + 4200], ids=['in-the-second-02', 'the-hour-after'])
+def test_the_two_hours_of_a_dst_night_are_never_both_given_the_counts_of_the_two(tmp_path, now):
+    """A host whose one hour stamp holds both 02:00 hours never pushes those counts as either
+    hour's: 300 requests in each hour are at most 300 in each of the store's windows, never 600
+    (which a host in UTC with 450 in one of them would have summed to a block, 750 being true)."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        files = Files(tmp_path / 'berlin')
+        log = tmp_path / 'berlin' / 'access.log'
+        log.write_bytes(in_timezone('Europe/Berlin', lambda: b''.join(
+            loggen.line('203.0.113.7', first + i % 50) for first in (DST_FIRST + 1800, DST_SECOND + 300) for i in range(300))))
+        got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--now', '@%d' % now, '--fleet-store', server.url,
+                                          '--fleet-host', 'berlin', log], tz='Europe/Berlin')
+        assert got.returncode == 0, got
+        for start in (DST_FIRST, DST_SECOND):
+            assert fleetstore.window_sums(server.cli, start).get('203.0.113.7', 0) <= 300, (start, got)
+    finally:
+        server.kill()
+
+
+def test_a_followers_dst_night_pushes_each_hour_only_while_its_stamp_holds_it_alone(tmp_path):
+    """The follower's side of the same night: the first 02:00 hour's counts go while it is the
+    only 02:00 (its own, exact); once the second has begun, the stamp's counts (both hours) go
+    to neither window; the hour after is pushed as ever."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        fleet = Fleet(Settings(fleet_store=server.url + '?cluster=no', fleet_host='berlin', threshold=1000), lambda line: None)
+        scraper = b'203.0.113.7'
+        for now, counts in ((DST_FIRST + 1800, {b'25/Oct/2026:01': 10, b'25/Oct/2026:02': 300}),
+                            (DST_SECOND + 1800, {b'25/Oct/2026:02': 600}),
+                            (DST_SECOND + 4200, {b'25/Oct/2026:02': 600, b'25/Oct/2026:03': 50})):
+            windows = in_timezone('Europe/Berlin', lambda: hour_windows(now))
+            counters = dict((stamp, Counter({scraper: count})) for stamp, count in counts.items())
+            in_timezone('Europe/Berlin', lambda: fleet.offer(counters, windows))
+            assert fleet.push_once() and fleet.push_once(), fleet.last_error
+        assert fleetstore.window_sums(server.cli, DST_FIRST) == {'203.0.113.7': 300}
+        assert fleetstore.window_sums(server.cli, DST_SECOND).get('203.0.113.7', 0) == 0
+        assert fleetstore.window_sums(server.cli, DST_SECOND + 3600) == {'203.0.113.7': 50}
+    finally:
+        server.kill()
+
+
+def test_a_cron_runs_hash_evicted_is_found_by_the_store_and_never_summed_twice(tmp_path):
+    """A cron run is a new session each time: it knows nothing it pushed before. With its
+    writer's hash evicted (maxmemory) and the sums kept, its next run's absolute counts must not
+    be added on top of what the sums still hold of it (300 + 300 + 300 is 900, never 1200)."""
+    server = fleetstore.StoreServer(tmp_path).start()
+    try:
+        for host in ('web0', 'web1', 'web2'):
+            got, files = cron_run(tmp_path, server.url, host, previous={'203.0.113.7': 300})
+            assert got.returncode == 0, got
+        previous = in_timezone('UTC', lambda: hour_windows(NOW))[0]
+        assert fleetstore.window_sums(server.cli, previous.start) == {'203.0.113.7': 900}
+        evicted = server.cli('--scan', '--pattern', '{bot-detector:v2:%d}:*:w:web0:*' % previous.start).split()
+        assert len(evicted) == 1
+        server.cli('del', evicted[0])
+        got, files = cron_run(tmp_path, server.url, 'web0', previous={'203.0.113.7': 300})
+        assert got.returncode == 0 and blocked(files) == [], got
+        got, files = cron_run(tmp_path, server.url, 'web1', previous={'203.0.113.7': 300})
+        assert blocked(files) == [], got
+        assert fleetstore.window_sums(server.cli, previous.start).get('203.0.113.7', 0) <= 900
+    finally:
+        server.kill()

@@ -146,3 +146,21 @@ def test_a_fleet_name_with_a_glob_or_hash_tag_character_is_refused(tmp_path, fil
 @pytest.mark.parametrize('name', ['bot-detector', 'jobs-eu', 'jobs_eu.2', 'EU'])
 def test_a_plain_fleet_name_is_taken(name):
     assert settings.Settings(fleet_store='redis://store/0', fleet_name=name).fleet_name == name
+
+
+@pytest.mark.parametrize('url', ['redis://%s@127.0.0.1:1/0', 'rediss://%s@store:6380', 'redis://%s@127.0.0.1:1/0?cluster=maybe',
+                                 'redis://bd:x@127.0.0.1:1/0?%s', 'redis://127.0.0.1:1/0?db=0&%s'])
+def test_a_password_where_redis_cli_reads_one_or_a_bare_query_value_never_shows(tmp_path, files, url):
+    """redis-cli -u reads a user part without ':' as the password (redis://PASSWORD@host): an
+    operator who tried the URL so gives it whole; a bare query value is no db or cluster either.
+    Neither shows in the exit-2 line, the warnings, --json, --status or the metrics."""
+    url = url % SECRET
+    assert SECRET not in checks.redact_url(url)
+    log = tmp_path / 'access.log'
+    log.write_bytes(b'')
+    metrics = tmp_path / 'metrics.prom'
+    got = run_core(files.options() + ['--server-ip', '10.0.0.5', '--fleet-store', url, '--fleet-host', 'web1', '--json',
+                                      '--metrics-file', metrics, '--now', NOW, log])
+    status = run_core(files.options() + ['--server-ip', '10.0.0.5', '--fleet-store', url, '--status', '--json'])
+    shown = got.stdout + got.stderr + status.stdout + status.stderr + (metrics.read_bytes() if metrics.exists() else b'')
+    assert SECRET.encode() not in shown, shown

@@ -172,6 +172,47 @@ def test_a_dead_master_of_one_window_stops_no_other_windows_pushes(fleet_cluster
         fleetstore.wait_cluster_ok(cluster)
 
 
+
+def test_a_dead_master_stops_no_fresh_connections_push_of_a_window_on_a_live_one(fleet_cluster):
+    """A cron run (a new connection each time) loads the script (SCRIPT LOAD: every master, by
+    default) and asks, for each window, whether hosts of key layout 1 push too (a key of another
+    slot than the window's). A master stopped (no full coverage) that holds neither the window
+    nor anything the push needs: the window's counts are pushed all the same."""
+    cluster = fleet_cluster
+    current = WINDOWS[1]
+    for attempt in range(200):      # the window on a live master, the layout-1 probe's key on the URL's, to stop
+        name = 'fleet-dead-probe-%d' % attempt
+        slot = int(cluster.nodes[0].cli('cluster', 'keyslot', '{%s:v2:%d}' % (name, current.start)).strip())
+        probe = int(cluster.nodes[0].cli('cluster', 'keyslot', '{%s:%s}:epoch' % (name, current.stamp.decode())).strip())
+        if owner_of(cluster, probe) is cluster.nodes[0] and owner_of(cluster, slot) is not cluster.nodes[0]:
+            break
+    else:
+        pytest.fail('no fleet name found with the probe and the window on two masters')
+    live = owner_of(cluster, slot)
+    store = None
+    try:
+        for node in cluster.nodes:
+            node.cli('config', 'set', 'cluster-require-full-coverage', 'no')
+        warm = fleet_store.Store(Settings(fleet_store=cluster.url, fleet_host='web0', fleet_name=name, threshold=THRESHOLD))
+        warm.push(current.start, 7200, [], True, THRESHOLD)     # the client learns the cluster's nodes
+        known = warm.known_nodes
+        warm.close()
+        cluster.nodes[0].kill()
+        store = fleet_store.Store(Settings(fleet_store='redis://127.0.0.1:%d/0?cluster=yes' % live.port, fleet_host='web0',
+                                           fleet_name=name, threshold=THRESHOLD))
+        store.known_nodes = [node for node in known if node[1] != cluster.nodes[0].port] or known
+        applied = store.push(current.start, 7200, [(SCRAPER.encode(), 9)], True, THRESHOLD, current.stamp)[0]
+        assert applied is True
+        assert fleetstore.window_sums(lambda *a: live.cli('-c', *a), current.start, name) == {SCRAPER: 9}
+    finally:
+        if store is not None:
+            store.close()
+        if cluster.nodes[0].proc is None:
+            cluster.nodes[0].start()
+        for node in cluster.nodes:
+            node.cli('config', 'set', 'cluster-require-full-coverage', 'yes')
+        fleetstore.wait_cluster_ok(cluster)
+
 def owner_of(cluster, slot):
     for node in cluster.nodes:
         for line in node.cli('cluster', 'nodes').splitlines():

@@ -361,6 +361,16 @@ def hour_windows(now):
     ]
 
 
+def stamp_holds_another_hour(window, windows):
+    """Whether ``window``'s hour stamp, by which its lines are counted, names another hour too
+    whose lines may be in its counts: the clock went back (a DST night: 02:00 twice) and the
+    stamp's other hour has begun (another of ``windows`` has the stamp, or the hour before the
+    window's start has). The fleet store keeps the hours apart, by their starts: such counts are
+    never pushed as one hour's."""
+    return window.start is not None and (hour_stamp(window.start - 3600).encode('ascii') == window.stamp
+                                         or sum(1 for other in windows if other.stamp == window.stamp) > 1)
+
+
 def window_start(epoch):
     """The start of the local clock hour holding ``epoch``."""
     t = time.localtime(epoch)

@@ -15,7 +15,8 @@ versions never share a key), all expiring after the window has left the previous
   TAG:TOKEN:w:HOST:ID     hash: address -> this writer's absolute count; ID is the machine's id and
                           the log's path, hashed: a host's two logs add up, a cron run and a
                           follower of one log are one writer; " total": their sum
-  TAG:TOKEN:sum           hash: address -> the sum of the writers' counts (" total", " crossed")
+  TAG:TOKEN:sum           hash: address -> the sum of the writers' counts (" total", " crossed",
+                          " " and each writer's hash key: it has pushed, so its hash gone is lost)
   TAG:TOKEN:crossed       list: "address sum" at the push that took the sum to the threshold
 
 A push sends absolute counts: the script applies count - stored for that writer, so a batch
@@ -24,9 +25,10 @@ store's (the store was emptied or replaced, or the window is new to it) is told 
 sends all its counts of that window again, into that token's keys. A store that lost part of
 its data but kept its token (an append-only file missing its last second, a restored backup, an
 early-promoted replica, a key evicted) is found by what the writers know they pushed: a
-writer's total below what the store acknowledged, the sums gone, the crossings list shorter
-than read. The script then draws a new token: every writer sends all its counts again into
-fresh keys, and the sums are exact again. The reply carries the crossings from the writer's
+writer's total below what the store acknowledged, its hash gone while the sums name it (a cron
+run knows nothing it pushed before), the sums gone, the crossings list shorter than read.
+The script then draws a new token: every writer sends all its counts again into fresh keys,
+and the sums are exact again. The reply carries the crossings from the writer's
 last seen place in the list.
 
 Every exchange with the store (connecting included) is bounded as a whole (EXCHANGE_SECONDS):
@@ -57,6 +59,8 @@ REPLY_TIMEOUT = 2.0
 EXCHANGE_SECONDS = 3.0      # one whole exchange (connecting, loading the script, a call and its reply), at most
 KEEP_AFTER = 2 * 3600 + 900     # seconds a window's keys live after its last push (a window is in play 2 hours)
 LAYOUT = 2      # the key layout's version, in every key (1: issue 37's, by the hour stamp)
+TOKEN_BYTES = 12      # a window's token: this many random bytes, in lower-case hex (an epoch otherwise spelt
+                      # was written by a host, not the script: replaced, never a part of key names or replies)
 SAFE_POLICY = 'noeviction'      # every key has an expiry: any other policy may drop them under maxmemory
 
 # KEYS: epoch, this writer's hash, sums, crossings, names. ARGV: 1 token known ('' none), 2 a new
@@ -64,9 +68,9 @@ SAFE_POLICY = 'noeviction'      # every key has an expiry: any other policy may 
 # exactly that (no failure since), 5 threshold, 6 ttl, 7 crossings seen, 8 host, 9 machine,
 # 10 session (a cron run and a follower of one log are one writer, two sessions), then address,
 # count pairs.
-PUSH_SCRIPT = """
+PUSH_SCRIPT = ("""
 local cur = redis.call('GET', KEYS[1])
-if not cur then
+if not cur or #cur ~= %(token)d or string.find(cur, '[^0-9a-f]') then
   cur = ARGV[2]
   redis.call('SET', KEYS[1], cur, 'EX', ARGV[6])
 end
@@ -77,9 +81,9 @@ local seen = tonumber(ARGV[7])
 local floor = tonumber(ARGV[3])
 local writer = redis.call('HMGET', KEYS[2], ' total', ' by')
 local mine = tonumber(writer[1] or '0')
-local sums = redis.call('HMGET', KEYS[3], ' total', ' crossed')
+local sums = redis.call('HMGET', KEYS[3], ' total', ' crossed', ' ' .. KEYS[2])
 local listed = tonumber(sums[2] or '0')
-local lost = floor > 0 and not writer[1]
+local lost = (floor > 0 or sums[3]) and not writer[1]
 lost = lost or (writer[2] == ARGV[10] and (mine < floor or (ARGV[4] == '1' and mine ~= floor)))
 lost = lost or (writer[1] and not sums[1])
 lost = lost or (seen > 0 and #redis.call('LRANGE', KEYS[4], seen - 1, seen - 1) == 0)
@@ -111,6 +115,7 @@ if n > 0 then
 end
 mine = redis.call('HINCRBY', KEYS[2], ' total', added)
 redis.call('HSET', KEYS[2], ' by', ARGV[10])
+redis.call('HSET', KEYS[3], ' ' .. KEYS[2], 1)
 redis.call('HINCRBY', KEYS[3], ' total', added)
 local owner = redis.call('HMGET', KEYS[5], ARGV[8], ARGV[8] .. ' twice')
 if not owner[1] then
@@ -120,7 +125,7 @@ elseif owner[1] ~= ARGV[9] and not owner[2] then
   owner[2] = ARGV[9]
 end
 for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[6]) end
-""" + """
+""" % {'token': 2 * TOKEN_BYTES}) + """
 local function length(key)
   if #redis.call('LRANGE', key, 0, 0) == 0 then return 0 end
   local low, high = 0, 1
@@ -306,14 +311,18 @@ class Store:
         [(address bytes, absolute count)], all of this writer's counts of the window when
         ``full``. Returns (applied, crossings [(address bytes, sum)]): applied False means the
         store needs all this writer's counts of the window (call again with them all, ``full``).
-        ``stamp``: the window's hour stamp, to find hosts of the first layout (said once).
-        Raises StoreDown."""
-        if stamp is not None and start not in self.tokens:
-            self._older_layout(stamp)
+        ``stamp``: the window's hour stamp, to find hosts of the first layout (said once), after
+        the push: its key is in another slot, whose master away stops no push. Raises StoreDown."""
+        probe = stamp is not None and start not in self.tokens
         for dummy in range(3):      # all of them sent under the token the store holds (a new one: again)
             applied, crossings = self._push(start, ttl, pairs, threshold)
             if applied or not full:
                 break
+        if probe:
+            try:
+                self._older_layout(stamp)
+            except StoreDown:
+                pass        # asked again with the next connection's first push of the window
         return applied, crossings
 
     def _push(self, start, ttl, pairs, threshold):
@@ -323,13 +332,14 @@ class Store:
             token = self.tokens.get(start, '')
             floor, exact = self.acked.get(start, (0, False))
             keys = window_keys(self.name, start, self.host, token, self.writer)
-            argv = [token, os.urandom(12).hex(), floor, '1' if exact else '0', threshold, max(60, int(ttl)),
+            argv = [token, os.urandom(TOKEN_BYTES).hex(), floor, '1' if exact else '0', threshold, max(60, int(ttl)),
                     self.seen.get(start, 0), self.host, self.machine, self.session]
             for address, count in batch:
                 argv.extend((address, count))
             self.acked[start] = (floor, False)      # until this call's answer: maybe applied, maybe not
             reply = self._call(keys, argv)
             if not (isinstance(reply, list) and len(reply) in (2, 3, 6) and isinstance(reply[1], bytes)
+                    and len(reply[1]) == 2 * TOKEN_BYTES
                     and (len(reply) != 6 or (isinstance(reply[2], list) and isinstance(reply[3], int)
                                              and isinstance(reply[5], int)))):
                 raise StoreDown('an answer not of this script: %r' % (reply[:2],))
@@ -420,12 +430,19 @@ class Store:
             raise box['error']
         return box.get('value')
 
+    def _load(self, client, key):
+        """The script loaded where ``key`` lives: on a cluster, only the master of its slot
+        (SCRIPT LOAD goes to every master by default: one away would stop every window)."""
+        if self.cluster:
+            return client.execute_command('SCRIPT LOAD', PUSH_SCRIPT, target_nodes=client.get_node_from_key(key))
+        return client.script_load(PUSH_SCRIPT)
+
     def _evalsha(self, keys, argv):
         client = self.connect()     # StoreDown itself when the password file cannot be read
         if self.sha is None:
-            self.sha = client.script_load(PUSH_SCRIPT)
+            self.sha = self._load(client, keys[0])
         try:
             return client.evalsha(self.sha, len(keys), *(list(keys) + argv))
-        except self.redis.exceptions.NoScriptError:      # a restarted or new server: load it again
-            client.script_load(PUSH_SCRIPT)
+        except self.redis.exceptions.NoScriptError:      # a restarted or new server, another master: load it there
+            self._load(client, keys[0])
             return client.evalsha(self.sha, len(keys), *(list(keys) + argv))

@@ -28,6 +28,7 @@ import threading
 import time
 
 from ..base import messages
+from ..base.clock import stamp_holds_another_hour
 from ..decision.fleet_answers import HELD_PER_WINDOW, FleetAnswers
 from ..decision.fleet_store import KEEP_AFTER, Store, StoreDown
 from ..reading.changed import Changed, Snapshot, addresses_only
@@ -177,6 +178,8 @@ class Fleet:
                 continue
             counter = whole(counter)
             keys = self.changed.take(stamp) if self.changed is not None else None
+            if stamp_holds_another_hour(window, windows):
+                continue        # its counts are two hours' (a DST night): the crossings only, none pushed
             before = prior.get(stamp)
             whole_window = (keys is None or stamp in wanted or stamp not in self.handed or redo.get(stamp, ()) is None
                             or (before is not None and before.whole))
@@ -327,9 +330,10 @@ def fleet_run(settings, counts, warn, logs=()):
     shown = {'store': store.describe(), 'host': store.host, 'up': True, 'decisions_received': 0}
     try:
         for window, counter in counts:
-            pairs = addresses_only(all_items(counter))
+            pairs = [] if stamp_holds_another_hour(window, counts.windows) else addresses_only(all_items(counter))
             try:
-                dummy, crossings = store.push(window.start, KEEP_AFTER, pairs, True, settings.threshold, window.stamp)    # all of them
+                dummy, crossings = store.push(window.start, KEEP_AFTER, pairs, True, settings.threshold,
+                                              window.stamp)    # all of them (none: a DST night's two hours in one stamp)
             except StoreDown as exc:
                 if shown['up']:
                     warn(messages.FLEET_DOWN % (store.describe(), exc))

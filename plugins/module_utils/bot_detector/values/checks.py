@@ -69,8 +69,9 @@ def redact_url(url):
     """``url`` with its password, if any, as ``***``: what logs, results and --status show. In any
     spelling: the user part runs to the last '@', and when it holds '/', '?', '#', '[' or ']' (a raw
     password a parser would cut) all but the scheme is hidden; a user name other than letters,
-    digits and '._-' is hidden too (a password written there), and every query value but db's and
-    cluster's."""
+    digits and '._-' is hidden too (a password written there), and so is a user part without ':'
+    (redis-cli -u reads it as the password), every query value but db's and cluster's, and a
+    query field without '='."""
     scheme, sep, rest = url.partition('://')
     if not sep:
         scheme, rest = '', url
@@ -79,7 +80,7 @@ def redact_url(url):
         return scheme + sep + '***'     # a password cut by a parser, or an '@' past the host: nothing of it shown
     if at:
         name, colon, dummy = user.partition(':')
-        if not _PLAIN_USER.match(name) or (not colon and not scheme.startswith('redis')):
+        if not _PLAIN_USER.match(name) or not colon:       # no ':': the password, to redis-cli -u
             user = '***'
         else:
             user = name + colon + ('***' if colon else '')
@@ -88,7 +89,7 @@ def redact_url(url):
         shown = []
         for field in query.split('&'):
             key, equals, dummy = field.partition('=')
-            shown.append(field if key in ('db', 'cluster') else key + equals + '***')
+            shown.append(field if key in ('db', 'cluster') else key + equals + '***' if equals else '***')
         host = head + mark + '&'.join(shown)
     return scheme + sep + user + at + host
 
