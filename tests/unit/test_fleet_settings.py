@@ -68,6 +68,11 @@ def test_the_redacted_url_keeps_everything_but_the_password():
     (dict(fleet_store_password_file='/etc/pw'), 'fleet_store_password_file: needs fleet_store'),
     (dict(fleet_store='redis://store/0', fleet_name='a{b}'), 'fleet_name: must not hold'),
     (dict(fleet_store='redis://store/0', fleet_host='web 1\n'), 'fleet_host: must not hold braces'),
+    # A blank inside meets the store's own 'NAME twice' field; control characters reach the warnings.
+    (dict(fleet_store='redis://store/0', fleet_host='web1 twice'), 'fleet_host: must not hold braces, blanks'),
+    (dict(fleet_store='redis://store/0', fleet_host='e\x00u'), 'fleet_host: must not hold'),
+    (dict(fleet_store='redis://store/0', fleet_host='web\x7f'), 'fleet_host: must not hold'),
+    (dict(fleet_store='redis://store/0', fleet_host='web\u2028'), 'fleet_host: must not hold'),
 ])
 def test_the_settings_refuse_what_cannot_work(values, message):
     with pytest.raises(errors.BotDetectorError) as caught:

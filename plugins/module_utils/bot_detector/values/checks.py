@@ -55,8 +55,10 @@ def check_fleet(settings):
         raise bad_option('fleet_name: must not hold %s or blanks (the ACL\'s key pattern ~{NAME:* and the keys\' '
                          'hash tag), got %r' % (' '.join(FLEET_NAME_REFUSED), name))
     host = settings.fleet_host
-    if host is not None and (any(c in host for c in '{}\n\r') or host != host.strip()):
-        raise bad_option('fleet_host: must not hold braces, line breaks or surrounding blanks, got %r' % (host,))
+    # A blank would meet the store's own fields ('NAME twice' in a window's names hash); a control
+    # character reaches the warnings that name the host.
+    if host is not None and (not host or any(c in host for c in '{}') or any(c.isspace() or not c.isprintable() for c in host)):
+        raise bad_option('fleet_host: must not hold braces, blanks or control characters, got %r' % (host,))
     if settings.fleet_store is not None:
         store = fleet_store_url(settings.fleet_store)
         if store['password'] is not None and settings.fleet_store_password_file:
