@@ -224,6 +224,12 @@ def test_a_password_file_that_is_a_fifo_or_readable_by_others(tmp_path):
         got, files = cron_run(tmp_path, url, 'web1', previous={'203.0.113.8': 10}, extra=['--fleet-store-password-file', readable])
         assert got.returncode == 0 and b'unreachable' not in got.stderr, got
         assert got.stderr.decode().count(messages.FLEET_PASSWORD_READABLE % (readable, 0o644)) == 1, got.stderr
+        status = subprocess.run([sys.executable, str(CORE), '--status', '--json', '--blocklist', str(tmp_path / 'none'),
+                                 '--fleet-store', url, '--fleet-store-password-file', str(readable)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=False)
+        report = json.loads(status.stdout)      # --status warns as a run does
+        assert report['fleet_store']['reachable'] is True, status
+        assert messages.FLEET_PASSWORD_READABLE % (readable, 0o644) in report['warnings'], report
         os.chmod(str(readable), 0o600)
         got, files = cron_run(tmp_path, url, 'web1', previous={'203.0.113.8': 10}, extra=['--fleet-store-password-file', readable])
         assert got.returncode == 0 and got.stderr == b'', got

@@ -131,7 +131,7 @@ def status(settings, logs=(), now=None, resolver=None):
         report.enforcement_state = enforcement_state(settings, content)
     report.followers = [doc for doc in followers() if doc.get('blocklist') == os.path.realpath(settings.blocklist)]
     if settings.fleet_store:
-        report.fleet_store = fleet_store_status(settings)
+        report.fleet_store = fleet_store_status(settings, report.warn)
     if logs:
         with Session(settings.count_budget, settings.state_dir, create=False, warn=report.warn) as session:
             _windows(report, settings, logs, now, resolver, content, session)
@@ -153,12 +153,13 @@ def _windows(report, settings, logs, now, resolver, content, session):
                                'threshold': settings.threshold, 'records': records})
 
 
-def fleet_store_status(settings):
+def fleet_store_status(settings, warn=None):
     """The fleet store: its URL without the password, the fleet's and this host's names, and
     whether it answers a PING (within fleet_store.EXCHANGE_SECONDS, however slowly it answers),
-    its eviction policy (INFO memory's maxmemory_policy: only noeviction keeps every count)."""
+    its eviction policy (INFO memory's maxmemory_policy: only noeviction keeps every count).
+    ``warn`` gets what a run would warn about too (a password file others can read)."""
     from ..decision.fleet_store import Store     # a fleet store only: redis-py
-    store = Store(settings)
+    store = Store(settings, warn=warn)
     doc = {'store': store.describe(), 'name': store.name, 'host': store.host, 'reachable': False, 'error': None,
            'eviction_policy': None}
     try:
