@@ -264,7 +264,7 @@ def main(argv):
         for label, rev in cores:
             core = core_at(rev, scratch)
             for store in ((False, True) if rev != BEFORE_REV else (False,)):
-                figures = follower(core, os.path.join(scratch, '%s-%d' % (rev or 'tree', store)), log, store, count + 1)
+                figures = follower(core, os.path.join(scratch, '%s-%s' % (rev or 'tree', 'store' if store else 'alone')), log, store, count + 1)
                 print(label, 'store' if store else 'no store', figures, flush=True)
                 rows.append((label, store, figures))
     finally:
