@@ -172,7 +172,6 @@ def test_a_dead_master_of_one_window_stops_no_other_windows_pushes(fleet_cluster
         fleetstore.wait_cluster_ok(cluster)
 
 
-
 def test_a_dead_master_stops_no_fresh_connections_push_of_a_window_on_a_live_one(fleet_cluster):
     """A cron run (a new connection each time) loads the script (SCRIPT LOAD: every master, by
     default) and asks, for each window, whether hosts of key layout 1 push too (a key of another
@@ -212,6 +211,7 @@ def test_a_dead_master_stops_no_fresh_connections_push_of_a_window_on_a_live_one
         for node in cluster.nodes:
             node.cli('config', 'set', 'cluster-require-full-coverage', 'yes')
         fleetstore.wait_cluster_ok(cluster)
+
 
 def owner_of(cluster, slot):
     for node in cluster.nodes:

@@ -59,8 +59,9 @@ REPLY_TIMEOUT = 2.0
 EXCHANGE_SECONDS = 3.0      # one whole exchange (connecting, loading the script, a call and its reply), at most
 KEEP_AFTER = 2 * 3600 + 900     # seconds a window's keys live after its last push (a window is in play 2 hours)
 LAYOUT = 2      # the key layout's version, in every key (1: issue 37's, by the hour stamp)
-TOKEN_BYTES = 12      # a window's token: this many random bytes, in lower-case hex (an epoch otherwise spelt
-                      # was written by a host, not the script: replaced, never a part of key names or replies)
+# A window's token: this many random bytes, in lower-case hex (an epoch otherwise spelt was written
+# by a host, not the script: replaced, never a part of key names or replies).
+TOKEN_BYTES = 12
 SAFE_POLICY = 'noeviction'      # every key has an expiry: any other policy may drop them under maxmemory
 
 # KEYS: epoch, this writer's hash, sums, crossings, names. ARGV: 1 token known ('' none), 2 a new
