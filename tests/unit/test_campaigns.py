@@ -265,3 +265,51 @@ def test_what_the_profile_does_not_take_yet_is_refused(tmp_path, files, extra, f
     got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', NOW, '--campaigns'] + extra + [log])
     assert got.returncode == 2 and fragment in got.stderr and got.stdout == b'', got.stderr
     assert files.read('blocklist') is None
+
+
+SIGNAL_PIECES = [b'"GET /job/', b'"GET /jobs/', b'"GET /static/a.css', b'"HEAD /i.PNG', b'.png', b'.js?', b'.woff2 ',
+                 b'"GET /jobs/featured-x/', b'/jobs/featured-x/', b'/jobs/featured-y/', b'" 200 512 "https://s"',
+                 b'" 404 - "-"', b'bot', b'Google', b'/files/', b' ', b'\t', b'"', b'10.0.0.5', b'2001:db8::1',
+                 b'21/Nov/2026:10', b'21/Nov/2026:09', b'20/Nov/2026:23', b'\xff']
+
+
+def per_line_campaign(line_filter, lines, stamp):
+    """What the profile counts, line by line: the definition the chunked passes must agree with."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.rules import first_field
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import signals
+    from collections import Counter
+    counted = Counter()
+    for line in lines:
+        if stamp not in line:
+            continue
+        kept = line_filter.base.keep(line)
+        if kept:
+            counted[first_field(line)] += 1
+        if signals._ASSET.search(line):
+            counted[signals.ASSET + first_field(line)] += 1
+        if kept and signals._REFERER.search(line):
+            counted[signals.REFERRED + first_field(line)] += 1
+        if line_filter._traps.search(line) and b'bot' not in line.lower() and b'Google' not in line:
+            counted[signals.TRAP + first_field(line)] += 1
+    return counted
+
+
+def test_the_signals_chunk_by_chunk_equal_their_per_line_definition():
+    """Assets, referers and traps counted a stamp at a time from each chunk's lines (the
+    windows' stamps, dense or not, and tracked ones), as each line alone would be: on random
+    lines of the pieces the signals look for, blanks and tabs, stamps anywhere."""
+    import random
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import signals, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SPEC_JOB_PREFIXES
+    stamps = [b'21/Nov/2026:10', b'21/Nov/2026:09', b'20/Nov/2026:23']
+    rng = random.Random(45)
+    for case in range(300):
+        lines = [b''.join(rng.choice(SIGNAL_PIECES) for dummy in range(rng.randrange(12))) for dummy in range(rng.randrange(60))]
+        if case % 2:    # most lines of the first stamp: the dense path
+            lines = [line + b' [21/Nov/2026:10:00:00 +0000]' if i % 5 else line for i, line in enumerate(lines)]
+        line_filter = signals.CampaignFilter(rules.LineFilter(SPEC_JOB_PREFIXES, 'Google'), ['/jobs/featured-x/', '/jobs/featured-y/'])
+        counted = tally.Tally(stamps[:2], line_filter, tracked=stamps[2:])
+        counted.chunk(b'\n'.join(lines) + b'\n' * (case % 3 == 0))
+        for stamp in stamps:
+            assert counted.counters[stamp] == per_line_campaign(line_filter, lines, stamp), (case, stamp)
