@@ -313,3 +313,32 @@ def test_the_signals_chunk_by_chunk_equal_their_per_line_definition():
         counted.chunk(b'\n'.join(lines) + b'\n' * (case % 3 == 0))
         for stamp in stamps:
             assert counted.counters[stamp] == per_line_campaign(line_filter, lines, stamp), (case, stamp)
+
+
+def test_the_blocklists_content_answers_as_a_substring_search_however_many_keys_a_run_appends():
+    """A campaign run appends thousands of trap hits and looks each new key up in the
+    blocklist's content (the reference's substring rule): its faster content must answer as
+    the plain bytes do, for keys inside appended keys, across the content read, short ones,
+    with a newline, and once its index of pieces is full."""
+    import random
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.campaigns import AppendedContent
+    rng = random.Random(45)
+
+    def address():
+        if rng.random() < 0.2:
+            return ('2001:db8::%x' % rng.randrange(1 << 16)).encode()
+        return ('%d.%d.%d.%d' % tuple(rng.choice([1, 10, 11, 110, 255, rng.randrange(256)]) for dummy in range(4))).encode()
+    for case in range(60):
+        read = b'\n'.join(address() for dummy in range(rng.randrange(5))) + rng.choice([b'', b'\n', b'1', b'1.2.3'])
+        content, plain = AppendedContent(read), bytes(read)
+        if case % 10 == 9:
+            content.MOST = 5
+        for dummy in range(80):
+            key = address()
+            probes = [key, key[1:], key[:-1], key[2:-2], key + b'1', b'1' + key, key[:5], b'\n' + key, read[-6:] + b'\n1']
+            for probe in probes:
+                assert (probe in content) == (probe in plain), (case, probe, plain)
+            more = b'\n' + key + b'\n'
+            content += more
+            plain += more
+        assert bytes(content) == plain

@@ -23,6 +23,8 @@ from __future__ import absolute_import, division, print_function
 import socket
 import time
 from collections import Counter
+from itertools import compress, repeat
+from operator import ge
 
 from ..base.clock import window_start
 from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, CampaignFilter
@@ -30,7 +32,7 @@ from ..reading.spill import parts
 from ..reading.tally import whole
 from .addresses import _IPV4 as IPV4      # is_client_address's IPv4 rule
 from .never_blocked import never_blocked
-from .rules import SpecRules, server_test
+from .rules import SpecRules, SubstringLists, server_test
 
 __metaclass__ = type
 
@@ -116,8 +118,13 @@ class Campaigns:
         the other decisions, [Decision]."""
         addresses, signals = split(counter)
         is_server = server_test(server_ips)
+        keys = list(addresses)
+        numbers = dict(zip(keys, map(address_number, keys)))     # each address parsed once: thousands a window
+        servers = set(compress(keys, map(is_server, addresses.values(), keys))) if is_server else set()
 
         def mine(address, count):
+            if address in numbers:
+                return address not in servers
             return is_server is None or not is_server(count, address)
         # behaviour()'s browsers, found among the addresses that loaded an asset at least
         assets, referred = signals[ASSET], signals[REFERRED]
@@ -140,28 +147,28 @@ class Campaigns:
         others = []
         for address, hits in sorted(signals[TRAP].items()):
             count = addresses.get(address, 0)
-            if address in ranked or not mine(address, count) or address_number(address) is None:
+            if address in ranked or not mine(address, count) or (numbers[address] if address in numbers else address_number(address)) is None:
                 continue
             browser, shown = self.behaviour(address, count, signals)
             others.append(Decision(CHALLENGE if browser else BLOCK, address, count, 'trap, %d hits, %s%s' % (
                 hits, 'browser behaviour: ' if browser else 'no browser behaviour: ', shown)))
         trapped = set(decision.key for decision in others)
-        for address, count in sorted(addresses.items()):
-            if (self.behaviour_threshold <= count and address not in browsers and address not in ranked
-                    and address not in trapped and mine(address, count) and address_number(address) is not None):
+        for address, count in sorted(compress(addresses.items(), map(ge, addresses.values(), repeat(self.behaviour_threshold)))):
+            if (address not in browsers and address not in ranked and address not in trapped and address not in servers
+                    and numbers[address] is not None):
                 others.append(Decision(CHALLENGE, address, count, 'address, no browser behaviour: %s'
                                        % self.behaviour(address, count, signals)[1]))
         # An address over the threshold is decided on its own: left out of its network's and AS's
         # sums. A trap hit counts towards them (one flags its address and its network's verdict).
         alone = set(key for key, decision in ranked.items() if decision.answer == BLOCK)
-        parsed, seekers = _numbers(addresses, browsers, alone, mine)
+        parsed, seekers = _numbers(addresses, numbers, browsers, alone | servers)
         networks, decided = self.networks(parsed)
         others.extend(networks)
         if self.database is not None:
             others.extend(self.autonomous_systems(parsed, seekers, decided))
         if others:      # what is never blocked (the server, loopback, the allow-list, the trusted proxies) is never listed
             guard = never_blocked(self.settings)
-            others = [decision for decision in others if not guard.address(decision.key)]
+            others = [decision for decision in others if not _never_blocked(guard, decision.key, numbers)]
         return ranked, others
 
     def networks(self, parsed):
@@ -248,17 +255,24 @@ def address_number(key):
         return None
 
 
-def _numbers(addresses, browsers, left_out, mine):
-    """([(version, integer, count)] of the addresses (keys) neither in ``browsers`` nor in
-    ``left_out``, the same of those in ``browsers``), of those not the server's, valid."""
+def _numbers(addresses, numbers, browsers, left_out):
+    """([(version, integer, count)] of the valid addresses (keys; ``numbers``: their
+    address_number) neither in ``browsers`` nor in ``left_out``, the same of those in ``browsers``)."""
     parsed, seekers = [], []
     for address, count in addresses.items():
-        if address in left_out or not mine(address, count):
-            continue
-        found = address_number(address)
-        if found is not None:
+        found = numbers[address]
+        if found is not None and address not in left_out:
             (seekers if address in browsers else parsed).append(found + (count,))
     return parsed, seekers
+
+
+def _never_blocked(guard, key, numbers):
+    """guard.address(key), for an IPv4 address parsed already without parsing it again
+    (the never-blocked list's own rule for one: its span of one address)."""
+    found = numbers.get(key)
+    if found is not None and found[0] == 4:
+        return guard.covers(4, found[1], found[1])
+    return guard.address(key)
 
 
 def _address(version, number):
@@ -280,8 +294,41 @@ class CampaignRules(SpecRules):
         self.campaigns = Campaigns(settings)
         self.line_filter = self.campaigns.line_filter(self.line_filter, settings)
 
+    @staticmethod
+    def lists(blocklist_content, exclusions_content):
+        return SubstringLists(AppendedContent(blocklist_content), exclusions_content)
+
     def examined(self, counter, server_ips, top, at_least=None, wanted=None):
         addresses = split(whole(counter))[0]        # a state's Prefix ranks signals too: read in full
         if wanted is not None:
             addresses = Counter(dict((key, count) for key, count in addresses.items() if wanted(key)))
         return super(CampaignRules, self).examined(addresses, server_ips, top, at_least)
+
+
+class AppendedContent(bytearray):
+    """A blocklist's content as SubstringLists searches it (``key in content``) in a run that
+    appends thousands of keys (a campaign's trap hits), the same answers: a key of GRAM bytes or
+    more, without a newline, can only be inside the content read or inside one key appended
+    (each between newlines), so the appended part is searched only when the key's last GRAM
+    bytes (an address's most varied) are a piece of one of them (``pieces``; past MOST, always)."""
+
+    GRAM, MOST = 7, 1 << 17     # at most about 10 MiB of pieces
+
+    def __init__(self, content):
+        super(AppendedContent, self).__init__(content)
+        self.read, self.pieces = len(content), set()
+
+    def __contains__(self, key):
+        if self.pieces is None or len(key) < self.GRAM or b'\n' in key:
+            return bytearray.__contains__(self, key)
+        return self.find(key, 0, self.read) != -1 or (key[-self.GRAM:] in self.pieces and self.find(key, self.read) != -1)
+
+    def __iadd__(self, more):
+        bytearray.__iadd__(self, more)
+        if self.pieces is not None:
+            for key in more.split(b'\n'):
+                ends = range(self.GRAM, len(key) + 1)
+                self.pieces.update(map(key.__getitem__, map(slice, range(len(ends)), ends)))
+            if len(self.pieces) > self.MOST:
+                self.pieces = None
+        return self
