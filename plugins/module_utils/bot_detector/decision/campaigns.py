@@ -12,7 +12,13 @@ answer and why.
 - address without browser behaviour at or over ``campaign_behaviour_threshold``: a challenge;
 - network (IPv4 /24, IPv6 /64 and /48 by default) whose addresses without browser behaviour
   sent ``campaign_network_threshold`` job-page requests (from two or more addresses), or
-  ``campaign_network_addresses`` distinct such addresses: a challenge, never a block.
+  ``campaign_network_addresses`` distinct such addresses: a challenge, never a block;
+- an address that behaves as a browser but walks job ids (``campaign_walk_ids`` of the ids it
+  came to by a referer have a neighbour id it also requested, half of them at least): a
+  challenge at ``campaign_behaviour_threshold``, over ``threshold`` too (it may be a NAT address
+  of people looking at neighbouring jobs); it counts towards its network as no browser does;
+- a network or AS in one of ``hosting_asns`` (hosting and cloud, where no person browses from):
+  its thresholds divided by ``campaign_hosting_divisor``.
 
 Networks and distinct addresses are sums over the address keys, all of them (the top cut
 is the address key's alone), one part of spilled counts at a time.
@@ -27,7 +33,7 @@ from itertools import compress, repeat
 from operator import ge
 
 from ..base.clock import window_start
-from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, CampaignFilter
+from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilter
 from ..reading.spill import parts
 from ..reading.tally import whole
 from .addresses import _IPV4 as IPV4      # is_client_address's IPv4 rule
@@ -52,7 +58,7 @@ class Decision:
 
 def split(counter):
     """(Counter of the address keys, {signal: {address: count}}) of one window's counts."""
-    addresses, signals = Counter(), {ASSET: {}, REFERRED: {}, TRAP: {}}
+    addresses, signals = Counter(), {ASSET: {}, REFERRED: {}, TRAP: {}, WALK: {}}
     for part in parts(counter):
         for key, count in part.items():
             if key[:1] == SIGNAL:
@@ -95,13 +101,16 @@ class Campaigns:
         self.settings = settings
         self.as_threshold = settings.campaign_as_threshold
         self.as_addresses = settings.campaign_as_addresses
+        self.walk_ids = settings.campaign_walk_ids
+        self.hosting = frozenset(settings.hosting_asns or ())
+        self.hosting_divisor = settings.campaign_hosting_divisor
         self.database = None
         if settings.asn_database:
             from .asn import open_database      # an AS database set only
             self.database = open_database(settings.asn_database)
 
     def line_filter(self, base, settings):
-        return CampaignFilter(base, settings.trap_paths or (), settings.search_engine)
+        return CampaignFilter(base, settings.trap_paths or (), settings.search_engine, settings.job_prefixes)
 
     @staticmethod
     def behaviour(address, count, signals):
@@ -133,6 +142,7 @@ class Campaigns:
             count = addresses.get(address)
             if count is not None and loaded >= 1 and loaded * 2 >= count and referred.get(address, 0) * 2 >= count:
                 browsers.add(address)
+        walkers = self.walkers(browsers, signals[WALK])
         ranked = {}
         for count, address in records:
             if count < self.threshold:
@@ -140,6 +150,9 @@ class Campaigns:
             browser, shown = self.behaviour(address, count, signals)
             if not browser:
                 ranked[address] = Decision(BLOCK, address, count, 'address, no browser behaviour: %s' % shown)
+            elif address in walkers:
+                ranked[address] = Decision(CHALLENGE, address, count, 'shared address, browser behaviour but %s: %s'
+                                           % (walkers[address], shown))
             elif count >= self.shared_threshold:
                 ranked[address] = Decision(CHALLENGE, address, count, 'shared address, browser behaviour: %s' % shown)
             else:
@@ -154,28 +167,59 @@ class Campaigns:
                 hits, 'browser behaviour: ' if browser else 'no browser behaviour: ', shown)))
         trapped = set(decision.key for decision in others)
         for address, count in sorted(compress(addresses.items(), map(ge, addresses.values(), repeat(self.behaviour_threshold)))):
-            if (address not in browsers and address not in ranked and address not in trapped and address not in servers
-                    and numbers[address] is not None):
-                others.append(Decision(CHALLENGE, address, count, 'address, no browser behaviour: %s'
-                                       % self.behaviour(address, count, signals)[1]))
+            if ((address not in browsers or address in walkers) and address not in ranked and address not in trapped
+                    and address not in servers and numbers[address] is not None):
+                others.append(Decision(CHALLENGE, address, count, 'address, %s: %s' % (
+                    walkers.get(address, 'no browser behaviour'), self.behaviour(address, count, signals)[1])))
         # An address over the threshold is decided on its own: left out of its network's and AS's
         # sums. A trap hit counts towards them (one flags its address and its network's verdict).
         alone = set(key for key, decision in ranked.items() if decision.answer == BLOCK)
-        parsed, seekers = _numbers(addresses, numbers, browsers, alone | servers)
-        networks, decided = self.networks(parsed)
+        parsed, seekers = _numbers(addresses, numbers, browsers.difference(walkers), alone | servers)
+        located = {}
+        if self.database is not None:     # each address's AS and range, once
+            lookup = self.database.lookup_number
+            located = dict(((version, number), lookup(version, number)) for version, number, count in parsed + seekers)
+        hosted = set(key for key, found in located.items() if found is not None and found[0] in self.hosting)
+        networks, decided = self.networks(parsed, hosted)
         others.extend(networks)
         if self.database is not None:
-            others.extend(self.autonomous_systems(parsed, seekers, decided))
+            others.extend(self.autonomous_systems(parsed, seekers, decided, located))
         if others:      # what is never blocked (the server, loopback, the allow-list, the trusted proxies) is never listed
             guard = never_blocked(self.settings)
             others = [decision for decision in others if not _never_blocked(guard, decision.key, numbers)]
         return ranked, others
 
-    def networks(self, parsed):
+    def walkers(self, browsers, walks):
+        """{address: why} of the ``browsers`` that walk job ids: of the ids each came to by a
+        referer (``walks``: {address/id: requests}), ``walk_ids`` at least, and half of them at
+        least, have a neighbour (id - 1 or id + 1) it requested too. People look at a few jobs
+        (or, behind one NAT address, at scattered ones); a harvester faking a browser walks."""
+        ids = {}
+        for key in walks:
+            address, dummy, number = key.rpartition(b'/')
+            if address in browsers and len(number) <= 18:      # an id too long for a number is none
+                ids.setdefault(address, set()).add(int(number))
+        found = {}
+        for address, numbers in ids.items():
+            if len(numbers) >= self.walk_ids:
+                walked = sum(1 for number in numbers if number - 1 in numbers or number + 1 in numbers)
+                if walked >= self.walk_ids and walked * 2 >= len(numbers):
+                    found[address] = 'walks job ids (%d of %d next to another)' % (walked, len(numbers))
+        return found
+
+    def lowered(self, count, distinct, hosting):
+        """(requests, addresses) thresholds: ``count`` and ``distinct`` divided by the hosting
+        divisor for a network or AS of ``hosting_asns`` (two addresses at least)."""
+        if not hosting:
+            return count, distinct
+        return max(1, count // self.hosting_divisor), max(2, distinct // self.hosting_divisor)
+
+    def networks(self, parsed, hosted=()):
         """The networks' decisions: the addresses without browser behaviour (``parsed``,
         [(version, number, count)]), summed per network of each prefix length, the narrower
         first; a wider network is judged on its addresses outside the narrower networks
-        decided. Returns (decisions, [(version, length, network number)] decided)."""
+        decided; one whose addresses are all in hosting ASes (``hosted``: (version, number))
+        on the lowered thresholds. Returns (decisions, [(version, length, network number)] decided)."""
         found, decided = [], []
         lengths = [(4, self.v4_prefix)] + [(6, length) for length in self.v6_prefixes]
         for version, length in lengths:
@@ -185,31 +229,33 @@ class Campaigns:
             for v, number, count in parsed:
                 if v != version or (narrower and any(number >> cut == prefix for cut, prefix in narrower)):
                     continue
-                total = sums.setdefault(number >> shift, [0, 0])
+                total = sums.setdefault(number >> shift, [0, 0, 0])
                 total[0] += count
                 total[1] += 1
-            for prefix, (count, distinct) in sorted(sums.items(), key=lambda item: (-item[1][0], item[0])):
-                if (count >= self.network_threshold and distinct >= 2) or distinct >= self.network_addresses:
+                total[2] += (v, number) in hosted
+            for prefix, (count, distinct, hosting) in sorted(sums.items(), key=lambda item: (-item[1][0], item[0])):
+                requests, addresses = self.lowered(self.network_threshold, self.network_addresses, hosting == distinct)
+                if (count >= requests and distinct >= 2) or distinct >= addresses:
                     decided.append((version, length, prefix))
                     network = _network(version, prefix << shift, length)
-                    found.append(Decision(CHALLENGE, str(network).encode('ascii'), count,
-                                          'network %s, %d addresses' % (network, distinct)))
+                    found.append(Decision(CHALLENGE, str(network).encode('ascii'), count, 'network %s, %d addresses%s' % (
+                        network, distinct, ', a hosting AS' if hosting == distinct and self.hosting else '')))
         return found, decided
 
-    def autonomous_systems(self, parsed, browsers, decided):
+    def autonomous_systems(self, parsed, browsers, decided, located):
         """The ASes' decisions: the addresses without browser behaviour (``parsed``) summed
-        per AS; an AS at either threshold gets challenged the ranges of it that carried them
-        where no address behaved as a browser (``browsers``: the log's job seekers), each as
-        its networks, less those ``decided`` already. An AS is never blocked whole."""
+        per AS (``located``: {(version, number): (AS, range) or None}); an AS at either
+        threshold (lowered for one of ``hosting_asns``) gets challenged the ranges of it that
+        carried them where no address behaved as a browser (``browsers``: the log's job
+        seekers), each as its networks, less those ``decided`` already. An AS is never blocked whole."""
         import ipaddress    # the decided networks' text only
-        lookup = self.database.lookup_number
         per_as, seekers = {}, set()
         for version, number, count in browsers:
-            found = lookup(version, number)
+            found = located[(version, number)]
             if found is not None:
                 seekers.add(found[1])
         for version, number, count in parsed:
-            found = lookup(version, number)
+            found = located[(version, number)]
             if found is None:
                 continue
             total = per_as.setdefault(found[0], [0, 0, {}])
@@ -221,7 +267,8 @@ class Campaigns:
         decided = [_network(version, prefix << (BITS[version] - length), length) for version, length, prefix in decided]
         decisions = []
         for asn, (count, distinct, ranges) in sorted(per_as.items()):
-            if count < self.as_threshold and distinct < self.as_addresses:
+            least_requests, least_addresses = self.lowered(self.as_threshold, self.as_addresses, asn in self.hosting)
+            if count < least_requests and distinct < least_addresses:
                 continue
             name = self.database.names.get(asn, '')
             name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
@@ -232,8 +279,9 @@ class Campaigns:
                 for network in ipaddress.summarize_address_range(first, last):
                     if not any(network.subnet_of(other) for other in decided if other.version == version):
                         decisions.append(Decision(CHALLENGE, str(network).encode('ascii'), carried, (
-                            'AS%d %s, %d addresses, %d in range %s-%s, no job seekers there'
-                            % (asn, name, distinct, addresses, first, last)).replace('  ', ' ')))
+                            'AS%d %s%s, %d addresses, %d in range %s-%s, no job seekers there'
+                            % (asn, name, ' (hosting)' if asn in self.hosting else '', distinct, addresses, first, last)
+                        ).replace('  ', ' ')))
         return decisions
 
 

@@ -13,7 +13,11 @@ signal; a state file holds keys apart by spaces):
 - ``b'\ta'+address``: requests for assets (CSS, JS, images, fonts): what a browser loads after a page;
 - ``b'\tr'+address``: job-page requests (lines the rules count) with a referer;
 - ``b'\tt'+address``: requests for a trap path (``trap_paths``), less those a bot or the
-  search engine names (the rules never count those).
+  search engine names (the rules never count those);
+- ``b'\tw'+address+b'/'+job id``: job-page requests with a referer, by the job id in their path
+  (the first run of digits after the job prefix): the ids an address looked at as a browser
+  would, so that one walking ids in order while faking assets and referers shows (decision/
+  campaigns.py: ``campaign_walk_ids``).
 
 Networks and the distinct addresses of a network are not counted here: they are sums over
 the address keys (decision/campaigns.py), so the one pass holds one key an address.
@@ -23,12 +27,12 @@ from __future__ import absolute_import, division, print_function
 
 import re
 from itertools import compress, repeat
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 
 __metaclass__ = type
 
 SIGNAL = b'\t'          # the first byte of a signal's key; an address's never is
-ASSET, REFERRED, TRAP = b'\ta', b'\tr', b'\tt'
+ASSET, REFERRED, TRAP, WALK = b'\ta', b'\tr', b'\tt', b'\tw'
 _ASSET = re.compile(br'"(?:GET|HEAD) [^ "?]*\.(?:css|js|mjs|png|jpe?g|gif|svg|webp|avif|ico|woff2?)[ ?]')
 _REFERER = re.compile(br'" [0-9]{3} (?:[0-9]+|-) "[^-"]')      # combined: status, size, then a referer not "-"
 
@@ -41,6 +45,14 @@ def trap_pattern(trap_paths):
     return re.compile(br'"[A-Z]+ (?:' + paths + br')')
 
 
+def job_id_pattern(job_prefixes):
+    """A regex whose group 1 is the job id of a job-page request line: the first run of digits
+    in its path after a job prefix (before a blank, a quote or the query)."""
+    prefixes = b'|'.join(re.escape(prefix.encode('utf-8') if not isinstance(prefix, bytes) else prefix)
+                         for prefix in job_prefixes)
+    return re.compile(b'(?:' + prefixes + b')[^ "?0-9]*([0-9]+)')
+
+
 def _trap_bytes(trap_paths):
     return [path.encode('utf-8') if not isinstance(path, bytes) else path for path in trap_paths]
 
@@ -49,16 +61,16 @@ class CampaignFilter:
     """The rules' line filter (``base``) and the signals, behind the same interface
     (tally.Tally calls ``kept``, ``count_kept``, ``signal_groups`` and ``count_into``)."""
 
-    def __init__(self, base, trap_paths=(), search_engine=b'Google'):
+    def __init__(self, base, trap_paths=(), search_engine=b'Google', job_prefixes=()):
         self.base = base
+        self._job_id = job_id_pattern(job_prefixes) if job_prefixes else None
         self._traps = trap_pattern(trap_paths)
         self._trap_paths = [path for path in _trap_bytes(trap_paths or ()) if b'\n' not in path]   # on no line
         self._search_engine = search_engine if isinstance(search_engine, bytes) else search_engine.encode('utf-8')
         # A line longer than a chunk is judged by its stand-in (chunks.LongLine): its address
         # key as the rules count it; its signals are not counted.
         self.needles = getattr(base, 'needles', None)
-        self.count_kept = base.count_kept       # the rules' lines; the signals' are signal_groups'
-        self._last = ((), ())
+        self._last = ()
 
     @property
     def spillable(self):
@@ -68,12 +80,11 @@ class CampaignFilter:
     def spill_codec(self):
         return getattr(self.base, 'spill_codec', None)
 
-    def _signal_lines(self, lines, kept, text=None, limit=None):
+    def _signal_lines(self, lines, text=None, limit=None):
         """[(signal, its lines)]: the lines of assets and traps among ``lines`` (``text[:limit]``:
-        them joined, when the caller has it), the kept job lines with a referer; the lines
-        themselves, not copies (the tally selects each stamp's among them, signal_groups)."""
-        groups = [(ASSET, list(compress(lines, map(_ASSET.search, lines)))),
-                  (REFERRED, list(compress(kept, map(_REFERER.search, kept))))]
+        them joined, when the caller has it); the lines themselves, not copies (the tally
+        selects each stamp's among them)."""
+        groups = [(ASSET, list(compress(lines, map(_ASSET.search, lines))))]
         if self._traps is not None:
             candidates = self._trap_candidates(b'\n'.join(lines) if text is None else text, limit)
             hits = compress(candidates, map(self._traps.search, candidates))
@@ -102,15 +113,34 @@ class CampaignFilter:
         """The rules' (lines to count, joined, how to cut their first fields); the signal
         lines among ``lines`` wait for ``signal_groups``."""
         kept, joined, first_fields = self.base.kept(lines)
-        self._last = (lines, kept)
+        self._last = lines
         return kept, joined, first_fields
 
+    def count_kept(self, lines, counter, first_fields):
+        """The rules' count of ``lines`` (some that ``kept`` kept) and their referers' signals."""
+        return self._referred(lines, self.base.count_kept(lines, counter, first_fields), counter)
+
+    def _referred(self, kept, keys, counter):
+        """Count the signals of the job lines ``kept`` (the rules' ``keys``: their first fields)
+        that came with a referer: each under its key, and its job id (WALK). Returns all keys."""
+        if not keys:
+            return keys
+        found = list(map(_REFERER.search, kept))
+        referred = list(compress(keys, found))
+        more = list(map(REFERRED.__add__, referred))
+        if referred and self._job_id is not None:
+            ids = list(map(self._job_id.search, compress(kept, found)))
+            more.extend(map(b''.join, zip(repeat(WALK), compress(referred, ids), repeat(b'/'),
+                                          map(methodcaller('group', 1), filter(None, ids)))))
+        counter.update(more)
+        return keys + more
+
     def signal_groups(self, text, limit):
-        """[(lines, count(lines, counter, ignored))]: the signal lines of the lines of the last
-        ``kept`` (``text[:limit]``: them joined), a group a signal, each counted by its own key
-        (the signal and the line's first field)."""
-        (lines, kept), self._last = self._last, ((), ())
-        return [(found, _counter_of(signal)) for signal, found in self._signal_lines(lines, kept, text, limit)]
+        """[(lines, count(lines, counter, ignored))]: the asset and trap lines among the lines
+        of the last ``kept`` (``text[:limit]``: them joined), a group a signal, each counted by
+        its own key (the signal and the line's first field)."""
+        lines, self._last = self._last, ()
+        return [(found, _counter_of(signal)) for signal, found in self._signal_lines(lines, text, limit)]
 
     def count_stand_in(self, lines, counter):
         """A long line's stand-in (chunks.LongLine): its address key only (the keys counted)."""
@@ -119,8 +149,8 @@ class CampaignFilter:
     def count_into(self, lines, counter):
         """Count the rules' keys of ``lines`` and their signals."""
         kept = self.base.keep_all(lines) if hasattr(self.base, 'keep_all') else self.base.kept(lines)[0]
-        keys = self.base.count_into(lines, counter)
-        for signal, found in self._signal_lines(lines, kept):
+        keys = self._referred(kept, self.base.count_into(lines, counter), counter)
+        for signal, found in self._signal_lines(lines):
             keys = (keys or []) + _counter_of(signal)(found, counter)
         return keys
 
