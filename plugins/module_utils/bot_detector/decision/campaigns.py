@@ -30,7 +30,7 @@ import socket
 import time
 from collections import Counter
 from itertools import compress, repeat
-from operator import ge
+from operator import ge, itemgetter, methodcaller, not_
 
 from ..base.clock import window_start
 from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilter
@@ -57,14 +57,21 @@ class Decision:
 
 
 def split(counter):
-    """(Counter of the address keys, {signal: {address: count}}) of one window's counts."""
-    addresses, signals = Counter(), {ASSET: {}, REFERRED: {}, TRAP: {}, WALK: {}}
+    """(Counter of the address keys, {signal: {address: count}}) of one window's counts: by
+    C-level passes over each part's keys (tens of thousands a window), its parts disjoint."""
+    addresses, signals = Counter(), dict((signal, {}) for signal in (ASSET, REFERRED, TRAP, WALK))
     for part in parts(counter):
-        for key, count in part.items():
-            if key[:1] == SIGNAL:
-                signals.setdefault(key[:2], {})[key[2:]] = count
-            else:
-                addresses[key] = count
+        keys = list(part)
+        marked = list(map(bytes.startswith, keys, repeat(SIGNAL)))
+        dict.update(addresses, zip(compress(keys, map(not_, marked)), compress(part.values(), map(not_, marked))))
+        if not any(marked):
+            continue
+        keys, counts = list(compress(keys, marked)), list(compress(part.values(), marked))
+        kinds = list(map(itemgetter(slice(0, 2)), keys))
+        for kind in set(kinds):
+            mine = list(map(kind.__eq__, kinds))
+            dict.update(signals.setdefault(kind, {}), zip(map(itemgetter(slice(2, None)), compress(keys, mine)),
+                                                          compress(counts, mine)))
     return addresses, signals
 
 
@@ -194,10 +201,14 @@ class Campaigns:
         referer (``walks``: {address/id: requests}), ``walk_ids`` at least, and half of them at
         least, have a neighbour (id - 1 or id + 1) it requested too. People look at a few jobs
         (or, behind one NAT address, at scattered ones); a harvester faking a browser walks."""
+        if not walks:
+            return {}
+        cut = list(map(methodcaller('rpartition', b'/'), walks))
+        per_address = Counter(map(itemgetter(0), cut))     # ids an address came to: few have walk_ids
+        wanted = browsers.intersection(compress(per_address, map(ge, per_address.values(), repeat(self.walk_ids))))
         ids = {}
-        for key in walks:
-            address, dummy, number = key.rpartition(b'/')
-            if address in browsers and len(number) <= 18:      # an id too long for a number is none
+        for address, dummy, number in compress(cut, map(wanted.__contains__, map(itemgetter(0), cut))) if wanted else ():
+            if len(number) <= 18:       # a longer id is none
                 ids.setdefault(address, set()).add(int(number))
         found = {}
         for address, numbers in ids.items():
