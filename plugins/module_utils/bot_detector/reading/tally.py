@@ -274,14 +274,11 @@ class Tally:
     def _count_tracked(self, buf, limit, count=None, first_fields=None):
         """Count the lines of ``buf[:limit]`` holding a tracked stamp (rare in a chunk: one search per date
         tells), by ``count`` (lines the rules kept, joined; their ``first_fields``), else by count_into."""
+        count = count or (lambda found, counter, dummy: self.line_filter.count_into(found, counter))
         for date, finder in self._finders:
             if buf.find(date, 0, limit) != -1:
                 for stamp in set(finder.findall(buf, 0, limit)):
-                    found = lines_holding(buf, stamp, limit)
-                    if count is None:
-                        self._noted(stamp, self.line_filter.count_into(found, self.counters[stamp]))
-                    else:
-                        self._noted(stamp, count(found, self.counters[stamp], first_fields))
+                    self._noted(stamp, count(lines_holding(buf, stamp, limit), self.counters[stamp], first_fields))
 
     def _noted(self, stamp, keys):
         if self.changed is not None and keys:
