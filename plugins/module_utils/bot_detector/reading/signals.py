@@ -26,6 +26,7 @@ the address keys (decision/campaigns.py), so the one pass holds one key an addre
 from __future__ import absolute_import, division, print_function
 
 import re
+from collections import Counter
 from itertools import compress, repeat
 from operator import itemgetter, methodcaller
 
@@ -127,12 +128,13 @@ class CampaignFilter:
             return keys
         found = list(map(_REFERER.search, kept))
         referred = list(compress(keys, found))
-        more = list(map(REFERRED.__add__, referred))
+        more = _count_under(REFERRED, referred, counter)
         if referred and self._job_id is not None:
             ids = list(map(self._job_id.search, compress(kept, found)))
-            more.extend(map(b''.join, zip(repeat(WALK), compress(referred, ids), repeat(b'/'),
-                                          map(methodcaller('group', 1), filter(None, ids)))))
-        counter.update(more)
+            walks = list(map(b''.join, zip(repeat(WALK), compress(referred, ids), repeat(b'/'),
+                                           map(methodcaller('group', 1), filter(None, ids)))))
+            counter.update(walks)
+            more.extend(walks)
         return keys + more
 
     def signal_groups(self, text, limit):
@@ -158,10 +160,17 @@ class CampaignFilter:
 def _counter_of(signal):
     def count(lines, counter, dummy=None):
         """Count ``lines`` under ``signal``'s keys; the keys counted (Tally notes them)."""
-        keys = list(map(signal.__add__, first_fields(lines)))
-        counter.update(keys)
-        return keys
+        return _count_under(signal, first_fields(lines), counter)
     return count
+
+
+def _count_under(signal, keys, counter):
+    """Count ``keys`` (addresses, one a line) under ``signal``'s keys; those keys, each once.
+    An address has many lines (a page's assets): counted first, then marked once each."""
+    per_address = Counter(keys)
+    marked = dict(zip(map(signal.__add__, per_address), per_address.values()))
+    counter.update(marked)
+    return list(marked)
 
 
 _FIELD = re.compile(b'[^ \t]+')    # awk's first field: the first run of characters other than blanks
