@@ -109,6 +109,7 @@ class Campaigns:
         self.as_threshold = settings.campaign_as_threshold
         self.as_addresses = settings.campaign_as_addresses
         self.walk_ids = settings.campaign_walk_ids
+        self.last_split = None      # (counter, split(counter)) ranked just before judge() (CampaignRules.examined)
         self.hosting = frozenset(settings.hosting_asns or ())
         self.hosting_divisor = settings.campaign_hosting_divisor
         self.database = None
@@ -132,7 +133,8 @@ class Campaigns:
         """A window's decisions: {address: Decision} for the ranked ``records`` over the
         threshold (the reference's rule, answered by behaviour; answer None: spared), and
         the other decisions, [Decision]."""
-        addresses, signals = split(counter)
+        last, self.last_split = self.last_split, None
+        addresses, signals = last[1] if last is not None and last[0] is counter else split(counter)
         is_server = server_test(server_ips)
         keys = list(addresses)
         numbers = dict(zip(keys, map(address_number, keys)))     # each address parsed once: thousands a window
@@ -358,7 +360,9 @@ class CampaignRules(SpecRules):
         return SubstringLists(AppendedContent(blocklist_content), exclusions_content)
 
     def examined(self, counter, server_ips, top, at_least=None, wanted=None):
-        addresses = split(whole(counter))[0]        # a state's Prefix ranks signals too: read in full
+        counter = whole(counter)        # a state's Prefix ranks signals too: read in full
+        self.campaigns.last_split = (counter, split(counter))      # judge() of the same counts, next: split once
+        addresses = self.campaigns.last_split[1][0]
         if wanted is not None:
             addresses = Counter(dict((key, count) for key, count in addresses.items() if wanted(key)))
         return super(CampaignRules, self).examined(addresses, server_ips, top, at_least)
