@@ -102,7 +102,8 @@ def test_the_config_file_takes_exactly_the_names_and_aliases_the_module_takes(tm
         setting = settings.BY_NAME[name]
         value = settings.SETTINGS[0].default if setting.kind == 'path' else setting.default
         if value is None or value == []:
-            value = {'list': [24] if setting.elements == 'int' else ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x', 'dict': {'address': 'real_ip'},
+            value = {'list': [24] if setting.elements == 'int' else ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x',
+                     'dict': {'address': 'real_ip'},
                      'str': 'redis://127.0.0.1:6379/0'}[setting.kind]
         config = tmp_path / ('%s.conf' % key)
         text = setting.format(value)
