@@ -679,6 +679,39 @@ options:
         Default: the host config file's C(campaign_as_threshold) when set there, else 300.
     type: int
     version_added: 2.0.0
+  campaign_walk_ids:
+    description:
+      - >-
+        Campaigns: job ids, among those an address came to by a referer, that have a neighbour id
+        (one more or one less) it requested too, and half of its ids at least, that make an address
+        that behaves as a browser a walker of ids (a harvester faking assets and referers):
+        challenged from campaign_behaviour_threshold requests (over the threshold too, never
+        blocked: many people behind one address may look at neighbouring jobs), and counted towards
+        its network and AS as no browser is.
+      - >-
+        Default: the host config file's C(campaign_walk_ids) when set there, else 20.
+    type: int
+    version_added: 2.0.0
+  hosting_asns:
+    description:
+      - >-
+        Campaigns: AS numbers of hosting and cloud providers, where no person browses from: a
+        network whose addresses are all in them, and each of them as an AS, are judged on the
+        network and AS thresholds divided by campaign_hosting_divisor. Needs asn_database.
+      - >-
+        Default: the host config file's C(hosting_asns) when set there, else off.
+    type: list
+    elements: int
+    version_added: 2.0.0
+  campaign_hosting_divisor:
+    description:
+      - >-
+        Campaigns: what the network and AS thresholds (requests and distinct addresses, two at
+        least) are divided by for the networks and ASes of hosting_asns.
+      - >-
+        Default: the host config file's C(campaign_hosting_divisor) when set there, else 4.
+    type: int
+    version_added: 2.0.0
   campaign_as_addresses:
     description:
       - >-

@@ -153,3 +153,43 @@ def test_an_as_is_named_by_its_first_row_read_when_a_decision_names_it(tmp_path)
     assert database.names.get(164500, '') == b'LONGER'
     assert database.names.get(64501, '') == ''
     assert database.lookup_number(4, (10 << 24) + 256 + 9) == (64500, (4, (10 << 24) + 256, (10 << 24) + 511))
+
+
+@pytest.mark.parametrize('kind', sorted(DATABASES))
+@pytest.mark.parametrize('proxies', [5, 4])
+def test_a_hosting_as_is_judged_on_its_lowered_thresholds(tmp_path, files, kind, proxies):
+    """AS65536 named a hosting AS: its thresholds divided by 4 (300 requests, 20 addresses:
+    75 and 5); AS64500, as many addresses, is not one: nothing."""
+    got = detect(tmp_path, files, campaign(proxies), DATABASES[kind](tmp_path), '--hosting-asn', '65536')
+    assert got.returncode == 0, got.stderr
+    result = json.loads(got.stdout)
+    expected = [('10.128.0.0/12', 5, 'AS65536 ELSEWHERE (hosting), 5 addresses, 5 in range 10.128.0.0-10.143.255.255, '
+                 'no job seekers there')] if proxies == 5 else []
+    assert [(e['address'], e['count'], e['reason']) for e in result['challenged']] == expected
+    assert result['blocked'] == []
+
+
+@pytest.mark.parametrize('addresses', [4, 3])
+def test_a_network_all_in_hosting_ases_is_judged_on_its_lowered_thresholds(tmp_path, files, addresses):
+    """16 distinct addresses a network, divided by 4 for one all of whose addresses are in a
+    hosting AS (AS65536's 10.128.7.0/24); the same in AS65537, not named: nothing."""
+    text = ''.join(scraper('10.128.7.%d' % i, 1) + scraper('10.144.7.%d' % i, 1) for i in range(1, addresses + 1))
+    got = detect(tmp_path, files, text, DATABASES['tsv'](tmp_path), '--hosting-asn', '65536', '--hosting-asn', '64511')
+    assert got.returncode == 0, got.stderr
+    expected = [('10.128.7.0/24', 4, 'network 10.128.7.0/24, 4 addresses, a hosting AS')] if addresses == 4 else []
+    assert [(e['address'], e['count'], e['reason']) for e in json.loads(got.stdout)['challenged']] == expected
+
+
+@pytest.mark.parametrize('extra,fragment', [
+    (['--campaigns'], b'hosting_asns: needs an AS database (asn_database)'),
+    ([], b'hosting_asns: needs the campaign profile'),
+    (['--campaigns', '--asn-database', 'DB', '--hosting-asn', '0'], b'hosting-asn'),
+    (['--campaigns', '--asn-database', 'DB', '--hosting-asn', 'AS65536'], b'hosting-asn'),
+])
+def test_hosting_ases_need_the_profile_and_a_database_and_are_as_numbers(tmp_path, files, extra, fragment):
+    log = tmp_path / 'access.log'
+    log.write_text('')
+    extra = [str(write_tsv(tmp_path / 'ip2asn.tsv')) if item == 'DB' else item for item in extra]
+    got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--hosting-asn', '65536'] + extra + [log])
+    assert got.returncode == 2 and fragment in got.stderr, got.stderr
+    assert files.read('blocklist') is None

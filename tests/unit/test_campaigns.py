@@ -265,3 +265,132 @@ def test_what_the_profile_does_not_take_yet_is_refused(tmp_path, files, extra, f
     got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', NOW, '--campaigns'] + extra + [log])
     assert got.returncode == 2 and fragment in got.stderr and got.stdout == b'', got.stderr
     assert files.read('blocklist') is None
+
+
+SIGNAL_PIECES = [b'"GET /job/', b'"GET /jobs/', b'GET /job/12', b'/job/x-7?', b'345', b'0',
+                 b'"GET /static/a.css', b'"HEAD /i.PNG', b'.png', b'.js?', b'.woff2 ',
+                 b'"GET /jobs/featured-x/', b'/jobs/featured-x/', b'/jobs/featured-y/', b'" 200 512 "https://s"',
+                 b'" 404 - "-"', b'bot', b'Google', b'/files/', b' ', b'\t', b'"', b'10.0.0.5', b'2001:db8::1',
+                 b'21/Nov/2026:10', b'21/Nov/2026:09', b'20/Nov/2026:23', b'\xff']
+
+
+def per_line_campaign(line_filter, lines, stamp):
+    """What the profile counts, line by line: the definition the chunked passes must agree with."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.rules import first_field
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import signals
+    from collections import Counter
+    counted = Counter()
+    for line in lines:
+        if stamp not in line:
+            continue
+        kept = line_filter.base.keep(line)
+        if kept:
+            counted[first_field(line)] += 1
+        if signals._ASSET.search(line):
+            counted[signals.ASSET + first_field(line)] += 1
+        if kept and signals._REFERER.search(line):
+            counted[signals.REFERRED + first_field(line)] += 1
+            job = line_filter._job_id.search(line)
+            if job:
+                counted[signals.WALK + first_field(line) + b'/' + job.group(1)] += 1
+        if line_filter._traps.search(line) and b'bot' not in line.lower() and b'Google' not in line:
+            counted[signals.TRAP + first_field(line)] += 1
+    return counted
+
+
+def test_the_signals_chunk_by_chunk_equal_their_per_line_definition():
+    """Assets, referers (and their job ids) and traps counted a stamp at a time from each chunk's lines (the
+    windows' stamps, dense or not, and tracked ones), as each line alone would be: on random
+    lines of the pieces the signals look for, blanks and tabs, stamps anywhere."""
+    import random
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import rules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import signals, tally
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SPEC_JOB_PREFIXES
+    stamps = [b'21/Nov/2026:10', b'21/Nov/2026:09', b'20/Nov/2026:23']
+    rng = random.Random(45)
+    for case in range(300):
+        lines = [b''.join(rng.choice(SIGNAL_PIECES) for dummy in range(rng.randrange(12))) for dummy in range(rng.randrange(60))]
+        if case % 2:    # most lines of the first stamp: the dense path
+            lines = [line + b' [21/Nov/2026:10:00:00 +0000]' if i % 5 else line for i, line in enumerate(lines)]
+        line_filter = signals.CampaignFilter(rules.LineFilter(SPEC_JOB_PREFIXES, 'Google'), ['/jobs/featured-x/', '/jobs/featured-y/'],
+                                             'Google', SPEC_JOB_PREFIXES)
+        counted = tally.Tally(stamps[:2], line_filter, tracked=stamps[2:])
+        counted.chunk(b'\n'.join(lines) + b'\n' * (case % 3 == 0))
+        for stamp in stamps:
+            assert counted.counters[stamp] == per_line_campaign(line_filter, lines, stamp), (case, stamp)
+
+
+def test_the_blocklists_content_answers_as_a_substring_search_however_many_keys_a_run_appends():
+    """A campaign run appends thousands of trap hits and looks each new key up in the
+    blocklist's content (the reference's substring rule): its faster content must answer as
+    the plain bytes do, for keys inside appended keys, across the content read, short ones,
+    with a newline, and once its index of pieces is full."""
+    import random
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.campaigns import AppendedContent
+    rng = random.Random(45)
+
+    def address():
+        if rng.random() < 0.2:
+            return ('2001:db8::%x' % rng.randrange(1 << 16)).encode()
+        return ('%d.%d.%d.%d' % tuple(rng.choice([1, 10, 11, 110, 255, rng.randrange(256)]) for dummy in range(4))).encode()
+    for case in range(60):
+        read = b'\n'.join(address() for dummy in range(rng.randrange(5))) + rng.choice([b'', b'\n', b'1', b'1.2.3'])
+        content, plain = AppendedContent(read), bytes(read)
+        if case % 10 == 9:
+            content.MOST = 5
+        for dummy in range(80):
+            key = address()
+            probes = [key, key[1:], key[:-1], key[2:-2], key + b'1', b'1' + key, key[:5], b'\n' + key, read[-6:] + b'\n1']
+            for probe in probes:
+                assert (probe in content) == (probe in plain), (case, probe, plain)
+            more = b'\n' + key + b'\n'
+            content += more
+            plain += more
+        assert bytes(content) == plain
+
+
+def walking_browser(address, ids, minute=10):
+    """A harvester faking a browser: a job page for each of ``ids``, each with a referer and
+    its assets."""
+    lines = []
+    for i, number in enumerate(ids):
+        page = '/job/%d' % number
+        lines.append(request(address, page, minute + i % 30, i % 60, SITE + '/jobs/?q=cook'))
+        lines.append(request(address, '/static/app.css', minute + i % 30, i % 60, SITE + page))
+        lines.append(request(address, '/static/logo.png', minute + i % 30, i % 60, SITE + page))
+    return ''.join(lines)
+
+
+def test_a_browser_walking_job_ids_is_challenged_over_the_threshold_never_blocked(tmp_path, files):
+    """Assets and referers do not hide a walk of ids: over the threshold a challenge (a NAT
+    address's people may look at neighbouring jobs), never a block; people looking at
+    scattered jobs (ids 7 apart) are spared as before."""
+    result = detect(tmp_path, files, walking_browser('100.64.0.9', range(5000, 6000))
+                    + browser('100.64.0.10', 1000))
+    assert blocked(result) == [] and files.read('blocklist') is None
+    assert challenged(result) == [('100.64.0.9', 1000, 'shared address, browser behaviour but walks job ids '
+                                   '(1000 of 1000 next to another): 2000 assets, 1000 referers')]
+    assert any('100.64.0.10 behaves as a browser and will not be blocked' in line for line in result['messages'])
+
+
+@pytest.mark.parametrize('ids,walker', [
+    (range(300, 320), True),                                  # 20 ids, each next to another: the threshold
+    (range(300, 319), False),                                 # 19: one short
+    (list(range(300, 319)) + [400], False),                   # 19 next to another, one alone
+    (list(range(300, 320)) + list(range(1000, 1420, 20)), False),    # 20 of 41: under half
+])
+def test_a_walk_of_ids_counts_from_its_threshold(tmp_path, files, ids, walker):
+    result = detect(tmp_path, files, walking_browser('192.0.2.60', ids), '--campaign-behaviour-threshold', '19')
+    expected = [('192.0.2.60', len(ids), 'address, walks job ids (%d of %d next to another): %d assets, %d referers'
+                 % (20, len(ids), 2 * len(ids), len(ids)))] if walker else []
+    assert challenged(result) == expected
+    assert blocked(result) == []
+
+
+def test_walkers_count_towards_their_network_as_no_browser_does(tmp_path, files):
+    """Sixteen addresses of one /24 each walking a few ids, faking a browser: the network's
+    distinct addresses; below the walk threshold they are browsers, and nothing is decided."""
+    text = ''.join(walking_browser('203.0.113.%d' % i, range(100 * i, 100 * i + 4)) for i in range(1, 17))
+    result = detect(tmp_path, files, text, '--campaign-walk-ids', '4')
+    assert challenged(result) == [('203.0.113.0/24', 64, 'network 203.0.113.0/24, 16 addresses')]
+    assert challenged(detect(tmp_path, files, text, '--campaign-walk-ids', '5')) == []

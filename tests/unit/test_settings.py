@@ -102,7 +102,8 @@ def test_the_config_file_takes_exactly_the_names_and_aliases_the_module_takes(tm
         setting = settings.BY_NAME[name]
         value = settings.SETTINGS[0].default if setting.kind == 'path' else setting.default
         if value is None or value == []:
-            value = {'list': ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x', 'dict': {'address': 'real_ip'},
+            value = {'list': [24] if setting.elements == 'int' else ['127.0.0.1'], 'int': 24, 'duration': 3600, 'path': '/tmp/x',
+                     'dict': {'address': 'real_ip'},
                      'str': 'redis://127.0.0.1:6379/0'}[setting.kind]
         config = tmp_path / ('%s.conf' % key)
         text = setting.format(value)
@@ -161,6 +162,7 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'campaign_behaviour_threshold': 50, 'campaign_shared_threshold': 4000, 'campaign_network_threshold': 300,
               'campaign_network_addresses': 8, 'campaign_ipv4_prefix': 22, 'campaign_ipv6_prefixes': [56, 40],
               'asn_database': '/srv/ip2asn v4.tsv', 'campaign_as_threshold': 500, 'campaign_as_addresses': 30,
+              'campaign_walk_ids': 12, 'hosting_asns': [64510, 4294967295], 'campaign_hosting_divisor': 8,
               'throttle_list': '/srv/t list', 'challenge_list': '/srv/c', 'answer_dir': '/srv/answers', 'answer_time': 7200,
               'throttle_rate': '5r/s', 'throttle_burst': 0, 'throttle_retry_after': 30, 'challenge_pass_time': 600,
               'challenge_secret_file': '/srv/secret', 'answer_exempt_paths': ['/healthz', '/static/'],

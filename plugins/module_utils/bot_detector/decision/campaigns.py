@@ -12,7 +12,13 @@ answer and why.
 - address without browser behaviour at or over ``campaign_behaviour_threshold``: a challenge;
 - network (IPv4 /24, IPv6 /64 and /48 by default) whose addresses without browser behaviour
   sent ``campaign_network_threshold`` job-page requests (from two or more addresses), or
-  ``campaign_network_addresses`` distinct such addresses: a challenge, never a block.
+  ``campaign_network_addresses`` distinct such addresses: a challenge, never a block;
+- an address that behaves as a browser but walks job ids (``campaign_walk_ids`` of the ids it
+  came to by a referer have a neighbour id it also requested, half of them at least): a
+  challenge at ``campaign_behaviour_threshold``, over ``threshold`` too (it may be a NAT address
+  of people looking at neighbouring jobs); it counts towards its network as no browser does;
+- a network or AS in one of ``hosting_asns`` (hosting and cloud, where no person browses from):
+  its thresholds divided by ``campaign_hosting_divisor``.
 
 Networks and distinct addresses are sums over the address keys, all of them (the top cut
 is the address key's alone), one part of spilled counts at a time.
@@ -23,14 +29,16 @@ from __future__ import absolute_import, division, print_function
 import socket
 import time
 from collections import Counter
+from itertools import compress, repeat
+from operator import ge, itemgetter, methodcaller, not_
 
 from ..base.clock import window_start
-from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, CampaignFilter
+from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilter
 from ..reading.spill import parts
 from ..reading.tally import whole
 from .addresses import _IPV4 as IPV4      # is_client_address's IPv4 rule
 from .never_blocked import never_blocked
-from .rules import SpecRules, server_test
+from .rules import SpecRules, SubstringLists, server_test
 
 __metaclass__ = type
 
@@ -49,14 +57,21 @@ class Decision:
 
 
 def split(counter):
-    """(Counter of the address keys, {signal: {address: count}}) of one window's counts."""
-    addresses, signals = Counter(), {ASSET: {}, REFERRED: {}, TRAP: {}}
+    """(Counter of the address keys, {signal: {address: count}}) of one window's counts: by
+    C-level passes over each part's keys (tens of thousands a window), its parts disjoint."""
+    addresses, signals = Counter(), dict((signal, {}) for signal in (ASSET, REFERRED, TRAP, WALK))
     for part in parts(counter):
-        for key, count in part.items():
-            if key[:1] == SIGNAL:
-                signals.setdefault(key[:2], {})[key[2:]] = count
-            else:
-                addresses[key] = count
+        keys = list(part)
+        marked = list(map(bytes.startswith, keys, repeat(SIGNAL)))
+        dict.update(addresses, zip(compress(keys, map(not_, marked)), compress(part.values(), map(not_, marked))))
+        if not any(marked):
+            continue
+        keys, counts = list(compress(keys, marked)), list(compress(part.values(), marked))
+        kinds = list(map(itemgetter(slice(0, 2)), keys))
+        for kind in set(kinds):
+            mine = list(map(kind.__eq__, kinds))
+            dict.update(signals.setdefault(kind, {}), zip(map(itemgetter(slice(2, None)), compress(keys, mine)),
+                                                          compress(counts, mine)))
     return addresses, signals
 
 
@@ -93,13 +108,17 @@ class Campaigns:
         self.settings = settings
         self.as_threshold = settings.campaign_as_threshold
         self.as_addresses = settings.campaign_as_addresses
+        self.walk_ids = settings.campaign_walk_ids
+        self.last_split = None      # (counter, split(counter)) ranked just before judge() (CampaignRules.examined)
+        self.hosting = frozenset(settings.hosting_asns or ())
+        self.hosting_divisor = settings.campaign_hosting_divisor
         self.database = None
         if settings.asn_database:
             from .asn import open_database      # an AS database set only
             self.database = open_database(settings.asn_database)
 
     def line_filter(self, base, settings):
-        return CampaignFilter(base, settings.trap_paths or (), settings.search_engine)
+        return CampaignFilter(base, settings.trap_paths or (), settings.search_engine, settings.job_prefixes)
 
     @staticmethod
     def behaviour(address, count, signals):
@@ -114,10 +133,16 @@ class Campaigns:
         """A window's decisions: {address: Decision} for the ranked ``records`` over the
         threshold (the reference's rule, answered by behaviour; answer None: spared), and
         the other decisions, [Decision]."""
-        addresses, signals = split(counter)
+        last, self.last_split = self.last_split, None
+        addresses, signals = last[1] if last is not None and last[0] is counter else split(counter)
         is_server = server_test(server_ips)
+        keys = list(addresses)
+        numbers = dict(zip(keys, map(address_number, keys)))     # each address parsed once: thousands a window
+        servers = set(compress(keys, map(is_server, addresses.values(), keys))) if is_server else set()
 
         def mine(address, count):
+            if address in numbers:
+                return address not in servers
             return is_server is None or not is_server(count, address)
         # behaviour()'s browsers, found among the addresses that loaded an asset at least
         assets, referred = signals[ASSET], signals[REFERRED]
@@ -126,6 +151,7 @@ class Campaigns:
             count = addresses.get(address)
             if count is not None and loaded >= 1 and loaded * 2 >= count and referred.get(address, 0) * 2 >= count:
                 browsers.add(address)
+        walkers = self.walkers(browsers, signals[WALK])
         ranked = {}
         for count, address in records:
             if count < self.threshold:
@@ -133,6 +159,9 @@ class Campaigns:
             browser, shown = self.behaviour(address, count, signals)
             if not browser:
                 ranked[address] = Decision(BLOCK, address, count, 'address, no browser behaviour: %s' % shown)
+            elif address in walkers:
+                ranked[address] = Decision(CHALLENGE, address, count, 'shared address, browser behaviour but %s: %s'
+                                           % (walkers[address], shown))
             elif count >= self.shared_threshold:
                 ranked[address] = Decision(CHALLENGE, address, count, 'shared address, browser behaviour: %s' % shown)
             else:
@@ -140,35 +169,70 @@ class Campaigns:
         others = []
         for address, hits in sorted(signals[TRAP].items()):
             count = addresses.get(address, 0)
-            if address in ranked or not mine(address, count) or address_number(address) is None:
+            if address in ranked or not mine(address, count) or (numbers[address] if address in numbers else address_number(address)) is None:
                 continue
             browser, shown = self.behaviour(address, count, signals)
             others.append(Decision(CHALLENGE if browser else BLOCK, address, count, 'trap, %d hits, %s%s' % (
                 hits, 'browser behaviour: ' if browser else 'no browser behaviour: ', shown)))
         trapped = set(decision.key for decision in others)
-        for address, count in sorted(addresses.items()):
-            if (self.behaviour_threshold <= count and address not in browsers and address not in ranked
-                    and address not in trapped and mine(address, count) and address_number(address) is not None):
-                others.append(Decision(CHALLENGE, address, count, 'address, no browser behaviour: %s'
-                                       % self.behaviour(address, count, signals)[1]))
+        for address, count in sorted(compress(addresses.items(), map(ge, addresses.values(), repeat(self.behaviour_threshold)))):
+            if ((address not in browsers or address in walkers) and address not in ranked and address not in trapped
+                    and address not in servers and numbers[address] is not None):
+                others.append(Decision(CHALLENGE, address, count, 'address, %s: %s' % (
+                    walkers.get(address, 'no browser behaviour'), self.behaviour(address, count, signals)[1])))
         # An address over the threshold is decided on its own: left out of its network's and AS's
         # sums. A trap hit counts towards them (one flags its address and its network's verdict).
         alone = set(key for key, decision in ranked.items() if decision.answer == BLOCK)
-        parsed, seekers = _numbers(addresses, browsers, alone, mine)
-        networks, decided = self.networks(parsed)
+        parsed, seekers = _numbers(addresses, numbers, browsers.difference(walkers), alone | servers)
+        located = {}
+        if self.database is not None:     # each address's AS and range, once
+            lookup = self.database.lookup_number
+            located = dict(((version, number), lookup(version, number)) for version, number, count in parsed + seekers)
+        hosted = set(key for key, found in located.items() if found is not None and found[0] in self.hosting)
+        networks, decided = self.networks(parsed, hosted)
         others.extend(networks)
         if self.database is not None:
-            others.extend(self.autonomous_systems(parsed, seekers, decided))
+            others.extend(self.autonomous_systems(parsed, seekers, decided, located))
         if others:      # what is never blocked (the server, loopback, the allow-list, the trusted proxies) is never listed
             guard = never_blocked(self.settings)
-            others = [decision for decision in others if not guard.address(decision.key)]
+            others = [decision for decision in others if not _never_blocked(guard, decision.key, numbers)]
         return ranked, others
 
-    def networks(self, parsed):
+    def walkers(self, browsers, walks):
+        """{address: why} of the ``browsers`` that walk job ids: of the ids each came to by a
+        referer (``walks``: {address/id: requests}), ``walk_ids`` at least, and half of them at
+        least, have a neighbour (id - 1 or id + 1) it requested too. People look at a few jobs
+        (or, behind one NAT address, at scattered ones); a harvester faking a browser walks."""
+        if not walks:
+            return {}
+        cut = list(map(methodcaller('rpartition', b'/'), walks))
+        per_address = Counter(map(itemgetter(0), cut))     # ids an address came to: few have walk_ids
+        wanted = browsers.intersection(compress(per_address, map(ge, per_address.values(), repeat(self.walk_ids))))
+        ids = {}
+        for address, dummy, number in compress(cut, map(wanted.__contains__, map(itemgetter(0), cut))) if wanted else ():
+            if len(number) <= 18:       # a longer id is none
+                ids.setdefault(address, set()).add(int(number))
+        found = {}
+        for address, numbers in ids.items():
+            if len(numbers) >= self.walk_ids:
+                walked = sum(1 for number in numbers if number - 1 in numbers or number + 1 in numbers)
+                if walked >= self.walk_ids and walked * 2 >= len(numbers):
+                    found[address] = 'walks job ids (%d of %d next to another)' % (walked, len(numbers))
+        return found
+
+    def lowered(self, count, distinct, hosting):
+        """(requests, addresses) thresholds: ``count`` and ``distinct`` divided by the hosting
+        divisor for a network or AS of ``hosting_asns`` (two addresses at least)."""
+        if not hosting:
+            return count, distinct
+        return max(1, count // self.hosting_divisor), max(2, distinct // self.hosting_divisor)
+
+    def networks(self, parsed, hosted=()):
         """The networks' decisions: the addresses without browser behaviour (``parsed``,
         [(version, number, count)]), summed per network of each prefix length, the narrower
         first; a wider network is judged on its addresses outside the narrower networks
-        decided. Returns (decisions, [(version, length, network number)] decided)."""
+        decided; one whose addresses are all in hosting ASes (``hosted``: (version, number))
+        on the lowered thresholds. Returns (decisions, [(version, length, network number)] decided)."""
         found, decided = [], []
         lengths = [(4, self.v4_prefix)] + [(6, length) for length in self.v6_prefixes]
         for version, length in lengths:
@@ -178,31 +242,33 @@ class Campaigns:
             for v, number, count in parsed:
                 if v != version or (narrower and any(number >> cut == prefix for cut, prefix in narrower)):
                     continue
-                total = sums.setdefault(number >> shift, [0, 0])
+                total = sums.setdefault(number >> shift, [0, 0, 0])
                 total[0] += count
                 total[1] += 1
-            for prefix, (count, distinct) in sorted(sums.items(), key=lambda item: (-item[1][0], item[0])):
-                if (count >= self.network_threshold and distinct >= 2) or distinct >= self.network_addresses:
+                total[2] += (v, number) in hosted
+            for prefix, (count, distinct, hosting) in sorted(sums.items(), key=lambda item: (-item[1][0], item[0])):
+                requests, addresses = self.lowered(self.network_threshold, self.network_addresses, hosting == distinct)
+                if (count >= requests and distinct >= 2) or distinct >= addresses:
                     decided.append((version, length, prefix))
                     network = _network(version, prefix << shift, length)
-                    found.append(Decision(CHALLENGE, str(network).encode('ascii'), count,
-                                          'network %s, %d addresses' % (network, distinct)))
+                    found.append(Decision(CHALLENGE, str(network).encode('ascii'), count, 'network %s, %d addresses%s' % (
+                        network, distinct, ', a hosting AS' if hosting == distinct and self.hosting else '')))
         return found, decided
 
-    def autonomous_systems(self, parsed, browsers, decided):
+    def autonomous_systems(self, parsed, browsers, decided, located):
         """The ASes' decisions: the addresses without browser behaviour (``parsed``) summed
-        per AS; an AS at either threshold gets challenged the ranges of it that carried them
-        where no address behaved as a browser (``browsers``: the log's job seekers), each as
-        its networks, less those ``decided`` already. An AS is never blocked whole."""
+        per AS (``located``: {(version, number): (AS, range) or None}); an AS at either
+        threshold (lowered for one of ``hosting_asns``) gets challenged the ranges of it that
+        carried them where no address behaved as a browser (``browsers``: the log's job
+        seekers), each as its networks, less those ``decided`` already. An AS is never blocked whole."""
         import ipaddress    # the decided networks' text only
-        lookup = self.database.lookup_number
         per_as, seekers = {}, set()
         for version, number, count in browsers:
-            found = lookup(version, number)
+            found = located[(version, number)]
             if found is not None:
                 seekers.add(found[1])
         for version, number, count in parsed:
-            found = lookup(version, number)
+            found = located[(version, number)]
             if found is None:
                 continue
             total = per_as.setdefault(found[0], [0, 0, {}])
@@ -214,7 +280,8 @@ class Campaigns:
         decided = [_network(version, prefix << (BITS[version] - length), length) for version, length, prefix in decided]
         decisions = []
         for asn, (count, distinct, ranges) in sorted(per_as.items()):
-            if count < self.as_threshold and distinct < self.as_addresses:
+            least_requests, least_addresses = self.lowered(self.as_threshold, self.as_addresses, asn in self.hosting)
+            if count < least_requests and distinct < least_addresses:
                 continue
             name = self.database.names.get(asn, '')
             name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
@@ -225,8 +292,9 @@ class Campaigns:
                 for network in ipaddress.summarize_address_range(first, last):
                     if not any(network.subnet_of(other) for other in decided if other.version == version):
                         decisions.append(Decision(CHALLENGE, str(network).encode('ascii'), carried, (
-                            'AS%d %s, %d addresses, %d in range %s-%s, no job seekers there'
-                            % (asn, name, distinct, addresses, first, last)).replace('  ', ' ')))
+                            'AS%d %s%s, %d addresses, %d in range %s-%s, no job seekers there'
+                            % (asn, name, ' (hosting)' if asn in self.hosting else '', distinct, addresses, first, last)
+                        ).replace('  ', ' ')))
         return decisions
 
 
@@ -248,17 +316,24 @@ def address_number(key):
         return None
 
 
-def _numbers(addresses, browsers, left_out, mine):
-    """([(version, integer, count)] of the addresses (keys) neither in ``browsers`` nor in
-    ``left_out``, the same of those in ``browsers``), of those not the server's, valid."""
+def _numbers(addresses, numbers, browsers, left_out):
+    """([(version, integer, count)] of the valid addresses (keys; ``numbers``: their
+    address_number) neither in ``browsers`` nor in ``left_out``, the same of those in ``browsers``)."""
     parsed, seekers = [], []
     for address, count in addresses.items():
-        if address in left_out or not mine(address, count):
-            continue
-        found = address_number(address)
-        if found is not None:
+        found = numbers[address]
+        if found is not None and address not in left_out:
             (seekers if address in browsers else parsed).append(found + (count,))
     return parsed, seekers
+
+
+def _never_blocked(guard, key, numbers):
+    """guard.address(key), for an IPv4 address parsed already without parsing it again
+    (the never-blocked list's own rule for one: its span of one address)."""
+    found = numbers.get(key)
+    if found is not None and found[0] == 4:
+        return guard.covers(4, found[1], found[1])
+    return guard.address(key)
 
 
 def _address(version, number):
@@ -280,8 +355,43 @@ class CampaignRules(SpecRules):
         self.campaigns = Campaigns(settings)
         self.line_filter = self.campaigns.line_filter(self.line_filter, settings)
 
+    @staticmethod
+    def lists(blocklist_content, exclusions_content):
+        return SubstringLists(AppendedContent(blocklist_content), exclusions_content)
+
     def examined(self, counter, server_ips, top, at_least=None, wanted=None):
-        addresses = split(whole(counter))[0]        # a state's Prefix ranks signals too: read in full
+        counter = whole(counter)        # a state's Prefix ranks signals too: read in full
+        self.campaigns.last_split = (counter, split(counter))      # judge() of the same counts, next: split once
+        addresses = self.campaigns.last_split[1][0]
         if wanted is not None:
             addresses = Counter(dict((key, count) for key, count in addresses.items() if wanted(key)))
         return super(CampaignRules, self).examined(addresses, server_ips, top, at_least)
+
+
+class AppendedContent(bytearray):
+    """A blocklist's content as SubstringLists searches it (``key in content``) in a run that
+    appends thousands of keys (a campaign's trap hits), the same answers: a key of GRAM bytes or
+    more, without a newline, can only be inside the content read or inside one key appended
+    (each between newlines), so the appended part is searched only when the key's last GRAM
+    bytes (an address's most varied) are a piece of one of them (``pieces``; past MOST, always)."""
+
+    GRAM, MOST = 7, 1 << 17     # at most about 10 MiB of pieces
+
+    def __init__(self, content):
+        super(AppendedContent, self).__init__(content)
+        self.read, self.pieces = len(content), set()
+
+    def __contains__(self, key):
+        if self.pieces is None or len(key) < self.GRAM or b'\n' in key:
+            return bytearray.__contains__(self, key)
+        return self.find(key, 0, self.read) != -1 or (key[-self.GRAM:] in self.pieces and self.find(key, self.read) != -1)
+
+    def __iadd__(self, more):
+        bytearray.__iadd__(self, more)
+        if self.pieces is not None:
+            for key in more.split(b'\n'):
+                ends = range(self.GRAM, len(key) + 1)
+                self.pieces.update(map(key.__getitem__, map(slice, range(len(ends)), ends)))
+            if len(self.pieces) > self.MOST:
+                self.pieces = None
+        return self

@@ -237,43 +237,48 @@ class Tally:
             self.within_budget()
 
     def _dense_chunk(self, buf, limit, dense):
-        """A chunk mostly of the windows' hours (a time-ordered log; what an incremental run
-        reads). The rules are line predicates, as the stamps are, so they go first, one
-        C-level pass each over all the lines: they drop about a third of them, which the
-        stamps' passes then skip. A stamp is looked for in the lines kept, by a pass over
-        them when ``dense``, else by bytes.find in them joined."""
+        """A chunk mostly of the windows' hours (a time-ordered log; what an incremental run reads). The
+        rules are line predicates, as the stamps are, so they go first, one C-level pass each over all the
+        lines: they drop about a third of them, which the stamps' passes then skip; the signal lines too."""
         lines = buf.split(b'\n')
         if limit < len(buf):
             lines.pop()     # the unfinished line after ``limit``
         kept, joined, first_fields = self.line_filter.kept(lines)
+        self._count_selected(kept, joined, dense, first_fields, self.line_filter.count_kept, self.stamps)
+        groups = self.line_filter.signal_groups(buf, limit) if hasattr(self.line_filter, 'signal_groups') else ()
+        stamps = [stamp for stamp in self.stamps if stamp in dense or buf.find(stamp, 0, limit) != -1] if groups else ()
+        for group, count in groups:
+            self._count_selected(group, None, dense, None, count, stamps)
+
+    def _count_selected(self, kept, joined, dense, first_fields, count, stamps):
+        """Count each stamp's lines of ``kept`` (``joined``: them joined, or None) by ``count(lines,
+        counter, first_fields)``: found by a pass over them when ``dense``, else by bytes.find in them joined."""
         if not kept:
             return
         selected_lines = 0
-        for stamp in self.stamps:
+        for stamp in stamps:
             if stamp in dense:
                 selected = list(compress(kept, map(contains, kept, repeat(stamp))))
             else:
+                joined = b'\n'.join(kept) if joined is None else joined
                 selected = lines_holding(joined, stamp, len(joined))
-            self._noted(stamp, self.line_filter.count_kept(selected, self.counters[stamp], first_fields))
+            self._noted(stamp, count(selected, self.counters[stamp], first_fields))
             selected_lines += len(selected)
-        # Every line holding a stamp of the month holds its text ('/Nov/2026:') once per
-        # stamp, and no stamp's text holds it twice: as many of them as lines selected,
-        # and no tracked stamp is among the lines kept.
-        if self.tracked and (self._month is None or joined.count(self._month) != selected_lines):
-            self._count_tracked(joined, len(joined), (first_fields,))
+        # Every line holding a stamp of the month holds its text ('/Nov/2026:') once per stamp, and no
+        # stamp's text holds it twice: as many of them as lines selected, and no tracked stamp is among them.
+        if self.tracked:
+            joined = b'\n'.join(kept) if joined is None else joined
+            if self._month is None or joined.count(self._month) != selected_lines:
+                self._count_tracked(joined, len(joined), count, first_fields)
 
-    def _count_tracked(self, buf, limit, kept=None):
-        """Count the lines of ``buf[:limit]`` holding a tracked stamp (rare in a chunk:
-        one search per date tells whether any is there at all). ``kept``: ``buf`` holds
-        lines the rules kept, joined, and ``kept[0]`` cuts their first fields."""
+    def _count_tracked(self, buf, limit, count=None, first_fields=None):
+        """Count the lines of ``buf[:limit]`` holding a tracked stamp (rare in a chunk: one search per date
+        tells), by ``count`` (lines the rules kept, joined; their ``first_fields``), else by count_into."""
+        count = count or (lambda found, counter, dummy: self.line_filter.count_into(found, counter))
         for date, finder in self._finders:
             if buf.find(date, 0, limit) != -1:
                 for stamp in set(finder.findall(buf, 0, limit)):
-                    found = lines_holding(buf, stamp, limit)
-                    if kept is None:
-                        self._noted(stamp, self.line_filter.count_into(found, self.counters[stamp]))
-                    else:
-                        self._noted(stamp, self.line_filter.count_kept(found, self.counters[stamp], kept[0]))
+                    self._noted(stamp, count(lines_holding(buf, stamp, limit), self.counters[stamp], first_fields))
 
     def _noted(self, stamp, keys):
         if self.changed is not None and keys:

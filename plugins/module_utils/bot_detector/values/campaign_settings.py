@@ -68,6 +68,23 @@ CAMPAIGN_ROWS = (
      'Campaigns: job-page requests in a window from one AS\'s addresses without browser behaviour that get its '
      'ranges without job seekers challenged.',
      {'metavar': 'N', 'minimum': 1, 'version_added': '2.0.0'}),
+    ('campaign_walk_ids', 'int', 20,
+     'Campaigns: job ids, among those an address came to by a referer, that have a neighbour id (one more or '
+     'one less) it requested too, and half of its ids at least, that make an address that behaves as a browser '
+     'a walker of ids (a harvester faking assets and referers): challenged from campaign_behaviour_threshold '
+     'requests (over the threshold too, never blocked: many people behind one address may look at '
+     'neighbouring jobs), and counted towards its network and AS as no browser is.',
+     {'metavar': 'N', 'minimum': 2, 'version_added': '2.0.0'}),
+    ('hosting_asns', 'list', None,
+     'Campaigns: AS numbers of hosting and cloud providers, where no person browses from: a network whose '
+     'addresses are all in them, and each of them as an AS, are judged on the network and AS thresholds '
+     'divided by campaign_hosting_divisor. Needs asn_database.',
+     {'flag': '--hosting-asn', 'metavar': 'ASN', 'elements': 'int', 'minimum': 1, 'maximum': 4294967295,
+      'version_added': '2.0.0'}),
+    ('campaign_hosting_divisor', 'int', 4,
+     'Campaigns: what the network and AS thresholds (requests and distinct addresses, two at least) are '
+     'divided by for the networks and ASes of hosting_asns.',
+     {'metavar': 'N', 'minimum': 1, 'version_added': '2.0.0'}),
     ('campaign_as_addresses', 'int', 20,
      'Campaigns: distinct addresses without browser behaviour of one AS in a window that get its ranges without '
      'job seekers challenged.',
@@ -78,7 +95,7 @@ CAMPAIGN_ROWS = (
 def check_campaigns(settings):
     """What the campaign rows need of each other and of the rest."""
     if not settings.campaigns:
-        for name in ('trap_paths', 'asn_database'):
+        for name in ('trap_paths', 'asn_database', 'hosting_asns'):
             if getattr(settings, name):
                 raise bad_option('%s: needs the campaign profile (campaigns: true)' % name)
         return
@@ -88,6 +105,8 @@ def check_campaigns(settings):
         raise bad_option('campaigns: the fleet store does not sum the campaign keys yet (unset fleet_store)')
     if not settings.campaign_ipv6_prefixes:
         raise bad_option('campaign_ipv6_prefixes: must list at least one prefix length')
+    if settings.hosting_asns and not settings.asn_database:
+        raise bad_option('hosting_asns: needs an AS database (asn_database) to tell which addresses are in them')
     pages = [prefix.split(' ', 1)[-1] for prefix in settings.job_prefixes]
     for path in settings.trap_paths or ():
         if not path.startswith('/') or ' ' in path or '"' in path:
