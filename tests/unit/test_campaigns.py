@@ -320,6 +320,30 @@ def test_the_signals_chunk_by_chunk_equal_their_per_line_definition():
             assert counted.counters[stamp] == per_line_campaign(line_filter, lines, stamp), (case, stamp)
 
 
+def test_a_windows_counts_split_by_kind_as_each_key_alone_is():
+    """The judgement's split of a window's counts into addresses and each signal's counts, by
+    passes over all the keys, equals the per-key definition (a key starting with a tab is a
+    signal's: its first two bytes the kind, the rest the address): on random keys, with and
+    without the keys too short to cut by bytes (b'' and a tab alone), and a kind no signal has."""
+    import random
+    from collections import Counter
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.campaigns import split
+    rng = random.Random(45)
+    pieces = [b'\ta', b'\tr', b'\tt', b'\tw', b'\tz', b'10.0.0.5', b'2001:db8::1', b'/17', b'1', b' ', b'\xff']
+    for case in range(200):
+        counts = Counter(dict((b''.join(rng.choice(pieces) for dummy in range(rng.randrange(1, 4))), rng.randrange(1, 9))
+                              for dummy in range(rng.randrange(40))))
+        if case % 3 == 0:
+            counts.update({b'': 2, b'\t': 3})
+        addresses, signals = Counter(), {b'\ta': {}, b'\tr': {}, b'\tt': {}, b'\tw': {}}
+        for key, count in counts.items():
+            if key.startswith(b'\t'):
+                signals.setdefault(key[:2], {})[key[2:]] = count
+            else:
+                addresses[key] = count
+        assert split(counts) == (addresses, signals), case
+
+
 def test_the_blocklists_content_answers_as_a_substring_search_however_many_keys_a_run_appends():
     """A campaign run appends thousands of trap hits and looks each new key up in the
     blocklist's content (the reference's substring rule): its faster content must answer as

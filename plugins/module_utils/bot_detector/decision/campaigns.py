@@ -62,17 +62,23 @@ def split(counter):
     addresses, signals = Counter(), dict((signal, {}) for signal in (ASSET, REFERRED, TRAP, WALK))
     for part in parts(counter):
         keys = list(part)
-        marked = list(map(bytes.startswith, keys, repeat(SIGNAL)))
+        # By each key's first and second bytes, integers (no new objects); by slices when a key is
+        # too short for that (b'', or the signal's byte alone: never in a real count).
+        short = b'' in part or SIGNAL in part
+        marked = list(map(bytes.startswith, keys, repeat(SIGNAL)) if short else map(_TAB, map(itemgetter(0), keys)))
         dict.update(addresses, zip(compress(keys, map(not_, marked)), compress(part.values(), map(not_, marked))))
         if not any(marked):
             continue
         keys, counts = list(compress(keys, marked)), list(compress(part.values(), marked))
-        kinds = list(map(itemgetter(slice(0, 2)), keys))
+        kinds = list(map(itemgetter(slice(0, 2) if short else 1), keys))
         for kind in set(kinds):
             mine = list(map(kind.__eq__, kinds))
-            dict.update(signals.setdefault(kind, {}), zip(map(itemgetter(slice(2, None)), compress(keys, mine)),
-                                                          compress(counts, mine)))
+            dict.update(signals.setdefault(kind if short else SIGNAL + bytes(bytearray([kind])), {}),
+                        zip(map(itemgetter(slice(2, None)), compress(keys, mine)), compress(counts, mine)))
     return addresses, signals
+
+
+_TAB = SIGNAL[0].__eq__      # a key's first byte is the signal's
 
 
 def sliding(previous, current, weight):
