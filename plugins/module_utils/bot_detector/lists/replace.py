@@ -10,7 +10,6 @@ from __future__ import absolute_import, division, print_function
 import errno
 import os
 import stat
-import tempfile
 
 from ..base.errors import BotDetectorError
 from ..base.text import write_all
@@ -68,6 +67,7 @@ def replace_file(path, content, info=None, before_rename=None):
     part; a crash leaves the old one. ``before_rename(stat of the new file)``, when given, is
     called once the new file is written, just before the rename: False, or an exception, leaves the file as it
     is (False: returns False)."""
+    import tempfile     # a replacement only: it imports shutil, random and the compressors (4 ms a run)
     directory, base = os.path.split(os.path.abspath(path))
     _remove_stale_temporaries(directory, base)
     temporary = None
