@@ -91,6 +91,8 @@ HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whos
 METRICS_UNWRITABLE = 'metrics not written: %s'
 # The exclusion list cannot be read (lists/allow.py): empty under the spec's rules, an error under precise.
 EXCLUSIONS_UNREADABLE = '%s; the exclusion list counts as empty (as the reference does): no address is allow-listed'
+# ... a device that never ends or a FIFO: the reference's grep never returns from it (spec rule 5.7), so its run never ends.
+EXCLUSIONS_ENDLESS = "%s; the exclusion list counts as empty: no address is allow-listed (where the reference's search in it never ends)"
 EXCLUSIONS_REQUIRED = '%s; the precise rules do not run without their exclusion list'
 # Enforcement (enforce/): a warning for blocklist lines it cannot load, one for a failed sync
 # (the blocklist keeps its changes), and --enforce-now's line.
