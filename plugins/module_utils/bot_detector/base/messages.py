@@ -102,6 +102,8 @@ ENFORCEMENT_TOO_BROAD = ('enforcement: %d blocklist %s refused, covering togethe
 # An allow-list line or trusted proxy wider than the enforcement's limits (a typo such as /0):
 # 'enforcement' or 'precise rules', the count, 'line ... is', the limits, the lines named.
 NEVER_BLOCKED_TOO_WIDE = '%s: %d allow-list %s wider than a /%d of IPv4 or a /%d of IPv6 and spares no one: %s'
+# The nftables record of the last load cannot be used (enforce/nftables.py: bad_record): removed, the table loaded whole.
+BAD_RECORD = 'enforcement (nftables): the record of the last load %s is bad (%s): removed, the table is loaded whole'
 ENFORCEMENT_FAILED = ('enforcement (%s) failed, the blocklist is updated but not in effect there: %s')
 ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
 # The module's read-only modes, moved into bot_detector_info (removed in 3.0.0).
