@@ -92,15 +92,14 @@ def run(tmp_path, plays):
     return got.returncode, outputs, (scratch / 'present').read_text().split()
 
 
-INSTALL = ('install', [{'name': 'Install', 'ansible.builtin.include_role': {'name': 'jobboard.bot_detector.bot_detector',
-                                                                           'tasks_from': 'answers.yml'}},
+ROLE_NAME = 'jobboard.bot_detector.bot_detector'
+INSTALL = ('install', [{'name': 'Install', 'ansible.builtin.include_role': {'name': ROLE_NAME, 'tasks_from': 'answers.yml'}},
                        {'name': 'The directory of a listed key, as the detector makes it', 'ansible.builtin.file': {
                            'path': '/etc/nginx/bot-detector/answers/challenge', 'state': 'directory', 'mode': '0755'}},
                        {'name': 'A listed key, as the detector mirrors it', 'ansible.builtin.copy': {
                            'content': '', 'mode': '0644',
                            'dest': '/etc/nginx/bot-detector/answers/challenge/4-cb007107'}}])
-REMOVE = ('remove', [{'name': 'Remove', 'ansible.builtin.include_role': {'name': 'jobboard.bot_detector.bot_detector',
-                                                                        'tasks_from': 'answers_absent.yml'}}])
+REMOVE = ('remove', [{'name': 'Remove', 'ansible.builtin.include_role': {'name': ROLE_NAME, 'tasks_from': 'answers_absent.yml'}}])
 
 
 def test_absent_removes_the_answers_files_and_keeps_the_operators_lists(tmp_path):

@@ -27,7 +27,6 @@ when it calls them (and in keeping a window's ranking until its counts change: R
 from __future__ import absolute_import, division, print_function
 
 import base64
-import json
 import os
 import signal
 import time

@@ -92,7 +92,6 @@ class Answered:
                 if not data:
                     break
 
-
     def read_range(self, fd, start, end):
         """Add the whole lines of the open file ``fd`` from ``start`` to ``end`` (a follower's
         range just counted: follow.py), a megabyte at a time."""
