@@ -2,11 +2,13 @@
 (issue 46): the next run finishes it, as the blocklist's killed removals are finished
 (test_rewrite_races.py): every entry that left the list has exactly one removal line, none is
 lost or listed twice, and the per-key files nginx's njs reads (answer_dir) match the list."""
+import calendar
 import ipaddress
 import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -132,5 +134,8 @@ def test_a_removal_killed_at_each_step_is_finished_by_the_next_run(tmp_path, rew
             left = [line for line in files.listed.read_bytes().split(b'\n') if line]
             assert left == entries[10:] and set(removals(files)) == set(gone)
     assert sorted(os.listdir(str(files.answers / KIND))) == sorted(key_file(e) for e in left)
+    added = calendar.timegm(time.strptime(STAMP.decode(), '%a %b %d %H:%M:%S UTC %Y'))
+    for entry in left:      # each file's time: its entry's expiry, the addition's date plus answer_time
+        assert os.lstat(str(files.answers / KIND / key_file(entry))).st_mtime == added + 30 * 86400
     assert [n for n in os.listdir(str(files.base)) if 'bot-detector-' in n] == []
     assert files.read('blocklist') == b''

@@ -26,14 +26,25 @@ DNAT = '''table ip docker_like {
 ''' % BACKEND
 
 
-@pytest.mark.parametrize('where', ['host', 'behind-dnat'])
+# common tuning on busy hosts: no connection tracking on the web port (no ct state there)
+NOTRACK = '''table inet tuning {
+    chain prerouting { type filter hook prerouting priority raw; tcp dport 80 notrack; }
+    chain output { type filter hook output priority raw; tcp sport 80 notrack; }
+}
+'''
+
+
+@pytest.mark.parametrize('where', ['host', 'behind-dnat', 'notrack'])
 def test_a_throttled_address_opens_few_new_connections_but_escapes_on_one_keep_alive(lab, files, tmp_path, where):
-    """On the host itself and for a web server behind DNAT (a container): the throttle judges
-    the packets in prerouting, before DNAT, as the drops do (test_enforce_prerouting.py)."""
+    """On the host itself, for a web server behind DNAT (a container) and beside a raw-table
+    notrack: the throttle judges the packets in prerouting, before conntrack and DNAT, as the
+    drops do (test_enforce_prerouting.py)."""
     client = lab.client('c', [SERVER + '/24'], [CLIENT + '/24'])
     (tmp_path / 'www').mkdir()
     (tmp_path / 'www' / 'job').write_text('a job\n')
-    if where == 'host':
+    if where == 'notrack':
+        sh('ip', 'netns', 'exec', lab.server, 'nft', '-f', '-', input=NOTRACK.encode())
+    if where != 'behind-dnat':
         lab.start(lab.server, sys.executable, '-m', 'http.server', '80', '--bind', SERVER, '--protocol', 'HTTP/1.1',
                   '--directory', tmp_path / 'www')
     else:
