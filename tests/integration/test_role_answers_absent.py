@@ -107,6 +107,8 @@ def test_absent_removes_the_answers_files_and_keeps_the_operators_lists(tmp_path
     assert status == 0, outputs.get("remove", "")[-4000:] + outputs.get("install", "")[-3000:]
     assert present == KEPT, (present, outputs['remove'][-3000:])
     assert 'changed=0' in outputs['again'], outputs['again'][-2000:]     # idempotent
+    for run_output in (outputs['remove'], outputs['again']):
+        assert '[WARNING]' not in run_output, run_output[-3000:]
 
 
 def test_absent_stops_before_any_change_while_a_server_block_includes_the_snippet(tmp_path):
