@@ -256,8 +256,9 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 elif verdict == BLOCK:      # not to the blocklist: a list of its own
                     result.answer(decision.answer, dict(entry, reason=decision.reason))
         decisions = _softer_decisions(settings, softer, result.softer)
-        if decisions or (expire_bans and (settings.throttle_list or settings.challenge_list)):
-            from .answers import answer_decisions     # with softer decisions or an answer list only (a follower: when it expires bans)
+        lists_due = expire_bans or getattr(result, 'answered', None) is not None     # a follower: an expiry, or a key to escalate
+        if decisions or (lists_due and (settings.throttle_list or settings.challenge_list)):
+            from .answers import answer_decisions     # with softer decisions or an answer list only
             answer_decisions(result, settings, decisions, _escalation(result, writer, lists, settings.threshold))
         if after is not None:
             after()
