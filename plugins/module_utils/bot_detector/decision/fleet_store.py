@@ -159,7 +159,7 @@ PUSH_SCRIPT = SCRIPT_HEAD + ADDRESS_PAIRS + SCRIPT_TAIL % {'read': READ_PER_PUSH
 # commands' key positions: without it redis-py's cluster client stops at its start), the fleet's keys.
 ACL_RULES = ('resetchannels', '-@all', '+evalsha', '+script|load', '+ping', '+info', '+cluster|slots',
              '+cluster|shards', '+cluster|nodes', '+command', '+get', '+set', '+hmget', '+hset', '+hincrby',
-             '+rpush', '+lrange', '+expire')
+             '+hsetnx', '+rpush', '+lrange', '+expire')
 EXACT = 3       # ARGV's place (from 0) of the flag 'the floor is exactly what the store holds'
 MAX_BATCH = 2000        # address pairs per script call (each call is one round trip)
 
@@ -337,7 +337,8 @@ class Store:
                 self.acked[start] = (0, False)      # what it holds of this writer: another session's maybe
                 if len(reply) == 3:
                     self.lost += 1
-                    self.warn(messages.FLEET_LOST % (self.describe(), time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(start))))
+                    said = messages.FLEET_JUNK if reply[2] == b'junk' else messages.FLEET_LOST      # junk: fleet_campaigns.py
+                    self.warn(said % (self.describe(), time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(start))))
                 return False, crossings
             self.acked[start] = (reply[3], True)
             if reply[4] and not self.twice:

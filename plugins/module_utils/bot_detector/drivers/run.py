@@ -182,7 +182,7 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
     if settings.fleet_store and not check_mode:
         from .fleet import fleet_run      # a fleet store only: redis-py
-        counts, result.fleet = fleet_run(settings, counts, result.warn, logs)
+        counts, result.fleet = fleet_run(settings, counts, result.warn, logs, getattr(rules, 'campaigns', None), server_ips)
 
     def save_states():
         if states and not check_mode:
@@ -224,7 +224,12 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     ranked = []
     for window, counter in windows:
         records = rules.examined(counter, server_ips, settings.top, at_least)
-        ranked.append((window, records, campaigns.judge(whole(counter), records, server_ips) if campaigns else ({}, ())))
+        judged = campaigns.judge(whole(counter), records, server_ips) if campaigns else ({}, ())
+        if campaigns and getattr(counts, 'fleet_campaigns', {}).get(window.stamp):      # the fleet's, beside the host's own
+            from ..decision.fleet_campaigns import fleet_decisions      # a fleet store only
+            judged = (judged[0], list(judged[1]) + fleet_decisions(campaigns, whole(counter), judged[1], counts.fleet_campaigns[
+                window.stamp], server_ips, settings.threshold))
+        ranked.append((window, records, judged))
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     softer = []
     try:

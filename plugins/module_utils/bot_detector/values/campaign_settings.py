@@ -84,8 +84,6 @@ def check_campaigns(settings):
         return
     if settings.rules != 'spec':
         raise bad_option('campaigns: the campaign profile works with the spec rules for now (rules: spec)')
-    if settings.fleet_store:
-        raise bad_option('campaigns: the fleet store does not sum the campaign keys yet (unset fleet_store)')
     if not settings.campaign_ipv6_prefixes:
         raise bad_option('campaign_ipv6_prefixes: must list at least one prefix length')
     pages = [prefix.split(' ', 1)[-1] for prefix in settings.job_prefixes]
