@@ -40,19 +40,24 @@ from __future__ import absolute_import, division, print_function
 import threading
 import time
 
+from ..base import messages
+from ..base.clock import stamp_holds_another_hour
+from ..reading.signals import ASSET, REFERRED
+from ..reading.tally import whole
 from .campaigns import CHALLENGE, Decision, address_number, split
-from .fleet_answers import READ_PER_PUSH, SUM_DIGITS
+from .fleet_answers import HELD_PER_WINDOW, READ_PER_PUSH, SUM_DIGITS
+from .fleet_identity import StoreDown
 from .fleet_store import KEEP_AFTER, SCRIPT_HEAD, SCRIPT_TAIL, Store
 from .never_blocked import never_blocked
 from .ranges import BITS, grouped, network, spelling
 from .rules import server_test
-from ..reading.signals import ASSET, REFERRED
 
 __metaclass__ = type
 
 ENTRY_BYTES = 100       # "n NETWORK COUNT DISTINCT": an IPv6 network (43 characters at most) and two sums
 NETWORK, AUTONOMOUS = b'n', b'a'
-OFFER_EVERY = 0.5       # seconds between a follower's campaign pairs (each a pass over the window's addresses)
+OFFER_EVERY = 0.5       # seconds between a follower's campaign pairs (each a pass over the window's addresses), at least
+OFFER_SHARE = 10        # and at least this many times what the last pass took: 10% of the follower's time at most
 
 CAMPAIGN_PAIRS = """local limits = {}
 for value in string.gmatch(ARGV[5], '[0-9]+') do limits[#limits + 1] = tonumber(value) end
@@ -299,21 +304,20 @@ class CampaignPush:
         self.latest, self.sent = {}, {}     # start: pairs (the store's thread): the latest, acknowledged
         self.windows = {}       # start: stamp, the decision's windows
         self.crossed = {}       # stamp: {(kind, key): (count, distinct)}
-        self.offered_at = 0.0
+        self.offered_at = self.offer_seconds = 0.0
 
     def offer(self, counters, windows, server_ips):
-        """The windows' pairs for the next push; False (nothing done) within OFFER_EVERY of the last."""
+        """The windows' pairs for the next push; False (nothing done) too soon after the last."""
         now = time.time()
-        if now - self.offered_at < OFFER_EVERY:
+        if now - self.offered_at < max(OFFER_EVERY, OFFER_SHARE * self.offer_seconds):
             return False
         self.offered_at = now
-        from ..base.clock import stamp_holds_another_hour     # as the address keys: a DST night's stamp is pushed nothing
         pairs = {}
         for window in windows:
             counter = counters.get(window.stamp)
-            if counter is not None and not stamp_holds_another_hour(window, windows):
-                from ..reading.tally import whole
+            if counter is not None and not stamp_holds_another_hour(window, windows):     # a DST night's: nothing, as addresses
                 pairs[window.start] = window_pairs(self.campaigns, whole(counter), server_ips, self.threshold)
+        self.offer_seconds = time.time() - now
         with self.lock:
             self.windows = dict((window.start, window.stamp) for window in windows)
             self.pending.update(pairs)
@@ -362,17 +366,10 @@ class CampaignPush:
             return dict((stamp, dict(found)) for stamp, found in self.crossed.items())
 
 
-HELD_PER_WINDOW = 10000     # crossings held a window (fleet_answers.HELD_PER_WINDOW's bound)
-
-
 def campaign_run(settings, campaigns, counts, server_ips, warn, logs=()):
     """A run's campaign push (cron or timer): every window's pairs, then its crossings read.
     Returns {stamp: {(kind, key): (count, distinct)}}; the store away: what was read, and a
     warning (the run's own counts decide)."""
-    from ..base import messages
-    from ..base.clock import stamp_holds_another_hour
-    from ..reading.tally import whole
-    from .fleet_identity import StoreDown
     store = CampaignStore(settings, lengths_of(campaigns), logs=logs, warn=warn)
     crossed, numbers = {}, limits(settings)
     try:
