@@ -340,8 +340,7 @@ class CampaignPush:
             applied, crossings = self.store.push(start, KEEP_AFTER, changed, False, self.limits)
             if not applied:     # a new token: all of them again
                 applied, crossings = self.store.push(start, KEEP_AFTER, sorted(latest.items()), True, self.limits)
-            if applied:
-                self.sent[start] = latest
+            self.sent[start] = latest if applied else {}        # not applied: all of them at the next round
             self._learn(stamp, start, crossings)
 
     def _learn(self, stamp, start, crossings):
