@@ -129,7 +129,8 @@ def latency(base, rounds):
 def memory(base):
     server = Server(base)
     try:
-        used = lambda: int([f for f in server.cli('info', 'memory').split() if f.startswith('used_memory:')][0].split(':')[1])
+        def used():
+            return int([f for f in server.cli('info', 'memory').split() if f.startswith('used_memory:')][0].split(':')[1])
         before = used()
         addresses = ['10.%d.%d.%d' % (n // 250 // 4, n // 4 % 250, 1 + n % 250) for n in range(3000)]
         by_host = [[address for n, address in enumerate(addresses) if n % 3 != i] for i in range(3)]      # 2,000 each
