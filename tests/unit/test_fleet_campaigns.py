@@ -188,54 +188,80 @@ def test_a_follower_decides_the_fleets_crossing_and_after_kill_9_and_an_emptied_
         server.kill()
 
 
-def hostile_client(server):
-    server.cli('ACL', 'SETUSER', 'bd', 'on', '>' + PASSWORD, '~{fc-hostile:*', *fleet_store.ACL_RULES)
-    return fleet_store.import_redis().Redis(host='127.0.0.1', port=server.port, username='bd', password=PASSWORD)
-
-
-def test_a_hostile_host_gets_at_most_a_seeker_heavy_network_challenged_and_junk_fields_are_said(tmp_path):
-    """With the fleet's ACL user: crossings of networks of other lengths, other spellings, under
-    the thresholds, holding the server's address, huge, of an AS the host carries nothing of,
-    and one plausible entry for the host's network of job seekers: only that network is
-    challenged, nothing blocked. Then the sums' fields made non-numbers: said, and the window's
-    campaign keys sent again under a new token, exact; the sums' key made a string: the store
-    is away for the run, whose own counts decide."""
-    server = fleetstore.StoreServer(tmp_path).start()
+@pytest.fixture(params=['server', 'cluster'])
+def guarded(request, tmp_path):
+    """(target, url, password file, cli): a redis-server or a 3-master cluster of this test's own
+    whose hosts and attacker are the fleet's ACL user exactly as the guide grants it (ACL_RULES)."""
+    if request.param == 'cluster':
+        target = fleetstore.Cluster(tmp_path / 'cluster').start()
+        nodes, cli = target.nodes, (lambda *a: target.nodes[0].cli('-c', *a))
+    else:
+        target = fleetstore.StoreServer(tmp_path / 'server').start()
+        nodes, cli = [target], target.cli
     try:
-        hostile = hostile_client(server)
-        tag = '{fc-hostile:v2c:%d}' % START
-        token = 'b1a7ed' * 4
-        hostile.set(tag + ':epoch', token, nx=True)
-        hostile.rpush('%s:%s:crossed' % (tag, token), *[
-            'n 10.0.0.0/8 999999 999999', 'n 203.0.113.5/24 999 999', 'n 2001:DB8::/64 999 999', 'n 192.0.2.7 999 999',
-            'n 198.51.100.0/24 999 999', 'n 203.0.113.0/24 5 1', 'n 203.0.113.0/24 -5 99', 'a 65536 999 999',
-            'a 0 999 999', 'a 065536 999 999', 'n 203.0.113.0/24 ' + '9' * 40 + ' 99', 'A' * (1 << 20), 'x 1 2 3', '',
-            'n 192.0.2.0/24 500 40'])
-        store = (server.url, 'fc-hostile', server.cli)
-        seekers = ''.join(browser('192.0.2.%d' % i, 3) for i in range(100, 140))
-        result, files = host_run(tmp_path, store, 'web0', seekers + rotating('203.0.113.%d', range(1, 4), 5))
-        assert challenged(result) == [('192.0.2.0/24', 500, 'network 192.0.2.0/24, 40 addresses fleet-wide (fleet)')]
-        assert result['blocked'] == [] and files.read('blocklist') is None
-        fields = campaign_fields(server.cli, 'fc-hostile')
-        assert (fields['n 203.0.113.0/24'], fields['d n 203.0.113.0/24']) == ('15', '3')
-        hostile.hset('%s:%s:sum' % (tag, token), mapping={'n 203.0.113.0/24': 'not a number', 'd n 203.0.113.0/24': 'x' * (1 << 20)})
-        result, files = host_run(tmp_path, store, 'web1', rotating('203.0.113.%d', range(4, 7), 5))
-        said = messages.FLEET_JUNK % ('redis://127.0.0.1:%d/0' % server.port, '2026-11-21 10:00 UTC')
-        assert said in result['warnings'], result['warnings']
-        fields = campaign_fields(server.cli, 'fc-hostile')
-        assert (fields['n 203.0.113.0/24'], fields['d n 203.0.113.0/24']) == ('15', '3')      # web1's; web0's at its next push
-        host_run(tmp_path, store, 'web0', seekers + rotating('203.0.113.%d', range(1, 4), 5))
-        fields = campaign_fields(server.cli, 'fc-hostile')
-        assert (fields['n 203.0.113.0/24'], fields['d n 203.0.113.0/24']) == ('30', '6')
-        new_token = server.cli('get', tag + ':epoch').strip()
-        assert new_token != token
-        hostile.set('%s:%s:sum' % (tag, new_token), 'a string')
-        result, files = host_run(tmp_path, store, 'web2', rotating('203.0.113.%d', range(1, 17), 1))
-        assert any('unreachable' in line for line in result['warnings']), result['warnings']
-        assert challenged(result) == [('203.0.113.0/24', 16, 'network 203.0.113.0/24, 16 addresses')]      # its own counts
-        assert files.read('blocklist') is None
+        for node in nodes:
+            node.cli('ACL', 'SETUSER', 'bd', 'on', '>' + PASSWORD, '~{fc-hostile:*', *fleet_store.ACL_RULES)
+            node.cli('CONFIG', 'SET', 'proto-max-bulk-len', str(8 << 20))
+        password = tmp_path / 'password'
+        password.write_text(PASSWORD + '\n')
+        password.chmod(0o600)
+        url = 'redis://bd@127.0.0.1:%d/0?cluster=%s' % (nodes[0].port, 'yes' if request.param == 'cluster' else 'no')
+        yield target, url, password, cli
     finally:
-        server.kill()
+        target.kill()
+
+
+def hostile_client(target):
+    """What a compromised host holds: a client of the fleet's ACL user."""
+    if isinstance(target, fleetstore.Cluster):
+        from redis.cluster import RedisCluster
+        return RedisCluster(host='127.0.0.1', port=target.nodes[0].port, username='bd', password=PASSWORD)
+    return fleet_store.import_redis().Redis(host='127.0.0.1', port=target.port, username='bd', password=PASSWORD)
+
+
+def test_a_hostile_host_gets_at_most_a_seeker_heavy_network_challenged_and_junk_fields_are_said(tmp_path, guarded):
+    """With the fleet's ACL user (the hosts too): crossings of networks of other lengths, other
+    spellings, under the thresholds, holding the server's address, huge, of an AS the host carries
+    nothing of, and one plausible entry for the host's network of job seekers: only that network
+    is challenged, nothing blocked. Then the sums' fields made non-numbers: said, and the window's
+    campaign keys sent again under a new token, exact; the sums' key made a string: the store is
+    away for the run, whose own counts decide."""
+    target, url, password, cli = guarded
+    hostile = hostile_client(target)
+    tag = '{fc-hostile:v2c:%d}' % START
+    token = 'b1a7ed' * 4
+    hostile.set(tag + ':epoch', token, nx=True)
+    hostile.rpush('%s:%s:crossed' % (tag, token), *[
+        'n 10.0.0.0/8 999999 999999', 'n 203.0.113.5/24 999 999', 'n 2001:DB8::/64 999 999', 'n 192.0.2.7 999 999',
+        'n 198.51.100.0/24 999 999', 'n 203.0.113.0/24 5 1', 'n 203.0.113.0/24 -5 99', 'a 65536 999 999',
+        'a 0 999 999', 'a 065536 999 999', 'n 203.0.113.0/24 ' + '9' * 40 + ' 99', 'A' * (1 << 20), 'x 1 2 3', '',
+        'n 192.0.2.0/24 500 40'])
+    store = (url, 'fc-hostile', cli)
+    extra = ('--fleet-store-password-file', password)
+    seekers = ''.join(browser('192.0.2.%d' % i, 3) for i in range(100, 140))
+    result, files = host_run(tmp_path, store, 'web0', seekers + rotating('203.0.113.%d', range(1, 4), 5), *extra)
+    assert challenged(result) == [('192.0.2.0/24', 500, 'network 192.0.2.0/24, 40 addresses fleet-wide (fleet)')]
+    assert result['blocked'] == [] and files.read('blocklist') is None and result['warnings'] == []
+    fields = campaign_fields(cli, 'fc-hostile')
+    assert (fields['n 203.0.113.0/24'], fields['d n 203.0.113.0/24']) == ('15', '3')
+    hostile.hset('%s:%s:sum' % (tag, token), mapping={'n 203.0.113.0/24': 'not a number', 'd n 203.0.113.0/24': 'x' * (1 << 20)})
+    result, files = host_run(tmp_path, store, 'web1', rotating('203.0.113.%d', range(4, 7), 5), *extra)
+    said = [line for line in result['warnings'] if line.startswith('fleet store redis://') and line.endswith(
+        messages.FLEET_JUNK.split('%s', 1)[1] % '2026-11-21 10:00 UTC')]
+    assert len(said) == 1, result['warnings']
+    fields = campaign_fields(cli, 'fc-hostile')
+    assert (fields['n 203.0.113.0/24'], fields['d n 203.0.113.0/24']) == ('15', '3')      # web1's; web0's at its next push
+    host_run(tmp_path, store, 'web0', seekers + rotating('203.0.113.%d', range(1, 4), 5), *extra)
+    fields = campaign_fields(cli, 'fc-hostile')
+    assert (fields['n 203.0.113.0/24'], fields['d n 203.0.113.0/24']) == ('30', '6')
+    new_token = cli('get', tag + ':epoch').strip()
+    assert new_token != token
+    hostile.set('%s:%s:sum' % (tag, new_token), 'a string')        # the ACL grants no DEL: a wrong type by SET
+    result, files = host_run(tmp_path, store, 'web2', rotating('203.0.113.%d', range(1, 17), 1), *extra)
+    assert any('unreachable' in line for line in result['warnings']), result['warnings']
+    assert challenged(result) == [('203.0.113.0/24', 16, 'network 203.0.113.0/24, 16 addresses')]      # its own counts
+    assert files.read('blocklist') is None
+    hostile.close()
 
 
 def test_with_a_store_and_no_profile_no_campaign_key_is_written(tmp_path):
