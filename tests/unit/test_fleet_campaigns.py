@@ -107,6 +107,22 @@ def test_distinct_addresses_are_a_union_across_hosts_not_a_sum(tmp_path, store, 
     assert challenged(last) == expected
 
 
+@pytest.mark.parametrize('spread,expected', [
+    (False, [('2001:db8:1:2::/64', 16, 'network 2001:db8:1:2::/64, 16 addresses fleet-wide (fleet)')]),
+    (True, [('2001:db8:1::/48', 16, 'network 2001:db8:1::/48, 16 addresses fleet-wide (fleet)')]),
+])
+def test_ipv6_networks_are_summed_fleet_wide_the_narrower_first(tmp_path, store, spread, expected):
+    """16 addresses of one /64 over two hosts: the /64 is challenged, not its /48 (a host's own
+    wider network is judged on what the narrower decided leave); 16 addresses in 16 /64s of one
+    /48: the /48."""
+    def address(i):
+        return '2001:db8:1:%x::%x' % ((i, 1) if spread else (2, i))
+    host_run(tmp_path, store, 'web0', ''.join(scraper(address(i), 1) for i in range(1, 9)))
+    last, files = host_run(tmp_path, store, 'web1', ''.join(scraper(address(i), 1) for i in range(9, 17)))
+    assert challenged(last) == expected
+    assert last['blocked'] == [] and files.read('blocklist') is None
+
+
 @pytest.mark.parametrize('proxies', [10, 9])
 def test_an_as_is_summed_fleet_wide_and_each_host_lists_its_own_ranges_without_seekers(tmp_path, store, proxies):
     """AS65536's addresses without browser behaviour, one request each, 10 on one host and 10

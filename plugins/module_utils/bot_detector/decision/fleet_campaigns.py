@@ -242,8 +242,10 @@ def fleet_decisions(campaigns, counter, others, crossed, server_ips, threshold):
     that carried this host's own traffic without browser behaviour and no job seekers here."""
     own = set(decision.key for decision in others)
     found = []
+    networks = [key for (kind, key) in crossed if kind == NETWORK] + [key for key in own if b'/' in key]
+    narrower = [parsed for parsed in map(network, networks) if parsed is not None]
     for (kind, key), (count, distinct) in sorted(crossed.items()):
-        if kind == NETWORK and key not in own:
+        if kind == NETWORK and key not in own and not _holds_narrower(network(key), narrower):
             found.append(Decision(CHALLENGE, key, count, 'network %s, %d addresses fleet-wide (fleet)'
                                   % (key.decode('ascii'), distinct)))
     autonomous = dict((int(key), value) for (kind, key), value in crossed.items() if kind == AUTONOMOUS)
@@ -253,6 +255,15 @@ def fleet_decisions(campaigns, counter, others, crossed, server_ips, threshold):
         guard = never_blocked(campaigns.settings)
         found = [decision for decision in found if not guard.address(decision.key)]
     return found
+
+
+def _holds_narrower(wide, decided):
+    """Whether the network ``wide`` (version, length, first) holds a narrower one ``decided``:
+    then it is left to them, as a host's own wider network is judged on the addresses outside
+    the narrower ones decided (the fleet's sums are not split so: the wider one is not listed)."""
+    version, length, first = wide
+    return any(v == version and other > length and grouped(version, start, length) == first
+               for v, other, start in decided)
 
 
 def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
