@@ -84,7 +84,7 @@ def test_a_networks_requests_are_summed_across_hosts_to_a_threshold_no_host_reac
     total = 199 if short else 200
     assert campaign_fields(cli, name)['n 203.0.113.0/24'] == str(total)
     assert campaign_fields(cli, name)['d n 203.0.113.0/24'] == '12'
-    expected = [] if short else [('203.0.113.0/24', 200, 'network 203.0.113.0/24, 12 addresses fleet-wide (fleet)')]
+    expected = [] if short else [('203.0.113.0/24', 200, 'network 203.0.113.0/24, 12 addresses fleet-wide')]
     assert challenged(last) == expected
     again, dummy = host_run(tmp_path, store, 'web0', rotating('203.0.113.%d', range(1, 6), 20))      # the same writer again
     assert challenged(again) == expected and campaign_fields(cli, name)['n 203.0.113.0/24'] == str(total)
@@ -103,13 +103,13 @@ def test_distinct_addresses_are_a_union_across_hosts_not_a_sum(tmp_path, store, 
     last, dummy = host_run(tmp_path, store, 'web2', rotating('203.0.113.%d', third, 1))
     assert campaign_fields(cli, name)['d n 203.0.113.0/24'] == str(union)
     assert campaign_fields(cli, name)['n 203.0.113.0/24'] == str(20 + len(third))
-    expected = [('203.0.113.0/24', 22, 'network 203.0.113.0/24, 16 addresses fleet-wide (fleet)')] if union == 16 else []
+    expected = [('203.0.113.0/24', 22, 'network 203.0.113.0/24, 16 addresses fleet-wide')] if union == 16 else []
     assert challenged(last) == expected
 
 
 @pytest.mark.parametrize('spread,expected', [
-    (False, [('2001:db8:1:2::/64', 16, 'network 2001:db8:1:2::/64, 16 addresses fleet-wide (fleet)')]),
-    (True, [('2001:db8:1::/48', 16, 'network 2001:db8:1::/48, 16 addresses fleet-wide (fleet)')]),
+    (False, [('2001:db8:1:2::/64', 16, 'network 2001:db8:1:2::/64, 16 addresses fleet-wide')]),
+    (True, [('2001:db8:1::/48', 16, 'network 2001:db8:1::/48, 16 addresses fleet-wide')]),
 ])
 def test_ipv6_networks_are_summed_fleet_wide_the_narrower_first(tmp_path, store, spread, expected):
     """16 addresses of one /64 over two hosts: the /64 is challenged, not its /48 (a host's own
@@ -142,7 +142,7 @@ def test_an_as_is_summed_fleet_wide_and_each_host_lists_its_own_ranges_without_s
     if proxies == 9:
         assert challenged(last) == challenged(again) == []
         return
-    reason = 'AS65536 ELSEWHERE, 20 addresses fleet-wide, 10 in range 10.128.0.0-10.143.255.255 here, no job seekers there (fleet)'
+    reason = 'AS65536 ELSEWHERE, 20 addresses fleet-wide, 10 in range 10.128.0.0-10.143.255.255 here, no job seekers there'
     assert challenged(last) == challenged(again) == [('10.128.0.0/12', 10, reason)]
     assert last['blocked'] == [] and files.read('blocklist') is None
 
@@ -185,7 +185,7 @@ def test_a_follower_decides_the_fleets_crossing_and_after_kill_9_and_an_emptied_
         with follower(tmp_path, server.url, files, log) as first:
             wait_for(lambda: campaign_fields(server.cli, 'fc-follow').get('n 203.0.113.0/24') == '100', 15, 'the push')
             other, dummy = host_run(tmp_path, store, 'web-c', rotating('203.0.113.%d', range(6, 11), 20))
-            assert challenged(other) == [('203.0.113.0/24', 200, 'network 203.0.113.0/24, 10 addresses fleet-wide (fleet)')]
+            assert challenged(other) == [('203.0.113.0/24', 200, 'network 203.0.113.0/24, 10 addresses fleet-wide')]
             wait_for(lambda: listed.exists() and b'203.0.113.0/24\n' in listed.read_bytes(), 15, "the fleet's crossing")
             first.stop(signal.SIGKILL)
         server.kill()
@@ -196,7 +196,7 @@ def test_a_follower_decides_the_fleets_crossing_and_after_kill_9_and_an_emptied_
             assert campaign_fields(server.cli, 'fc-follow')['d n 203.0.113.0/24'] == '5'
             other, dummy = host_run(tmp_path, store, 'web-c', rotating('203.0.113.%d', range(6, 11), 20))
             assert campaign_fields(server.cli, 'fc-follow')['n 203.0.113.0/24'] == '200'
-            assert challenged(other) == [('203.0.113.0/24', 200, 'network 203.0.113.0/24, 10 addresses fleet-wide (fleet)')]
+            assert challenged(other) == [('203.0.113.0/24', 200, 'network 203.0.113.0/24, 10 addresses fleet-wide')]
             wait_for(lambda: listed.exists() and b'203.0.113.0/24\n' in listed.read_bytes(), 15, "the fleet's crossing again")
             assert second.proc.poll() is None
         assert files.read('blocklist') is None
@@ -256,7 +256,7 @@ def test_a_hostile_host_gets_at_most_a_seeker_heavy_network_challenged_and_junk_
     extra = ('--fleet-store-password-file', password)
     seekers = ''.join(browser('192.0.2.%d' % i, 3) for i in range(100, 140))
     result, files = host_run(tmp_path, store, 'web0', seekers + rotating('203.0.113.%d', range(1, 4), 5), *extra)
-    assert challenged(result) == [('192.0.2.0/24', 500, 'network 192.0.2.0/24, 40 addresses fleet-wide (fleet)')]
+    assert challenged(result) == [('192.0.2.0/24', 500, 'network 192.0.2.0/24, 40 addresses fleet-wide')]
     assert result['blocked'] == [] and files.read('blocklist') is None and result['warnings'] == []
     fields = campaign_fields(cli, 'fc-hostile')
     assert (fields['n 203.0.113.0/24'], fields['d n 203.0.113.0/24']) == ('15', '3')

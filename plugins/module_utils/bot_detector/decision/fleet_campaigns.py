@@ -50,7 +50,7 @@ from .fleet_identity import StoreDown
 from .fleet_store import KEEP_AFTER, SCRIPT_HEAD, SCRIPT_TAIL, Store
 from .never_blocked import never_blocked
 from .ranges import BITS, grouped, network, spelling
-from .rules import server_test
+from .rules import BLOCK, server_test
 
 __metaclass__ = type
 
@@ -246,7 +246,7 @@ def fleet_decisions(campaigns, counter, others, crossed, server_ips, threshold):
     narrower = [parsed for parsed in map(network, networks) if parsed is not None]
     for (kind, key), (count, distinct) in sorted(crossed.items()):
         if kind == NETWORK and key not in own and not _holds_narrower(network(key), narrower):
-            found.append(Decision(CHALLENGE, key, count, 'network %s, %d addresses fleet-wide (fleet)'
+            found.append(Decision(CHALLENGE, key, count, 'network %s, %d addresses fleet-wide'
                                   % (key.decode('ascii'), distinct)))
     autonomous = dict((int(key), value) for (kind, key), value in crossed.items() if kind == AUTONOMOUS)
     if autonomous and campaigns.database is not None:
@@ -294,7 +294,7 @@ def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
             key = str(net).encode('ascii')
             if key not in own:
                 decisions.append(Decision(CHALLENGE, key, count, (
-                    'AS%d %s, %d addresses fleet-wide, %d in range %s-%s here, no job seekers there (fleet)'
+                    'AS%d %s, %d addresses fleet-wide, %d in range %s-%s here, no job seekers there'
                     % (asn, name, autonomous[asn][1], addresses, low, high)).replace('  ', ' ')))
     return decisions
 
@@ -397,3 +397,28 @@ def campaign_run(settings, campaigns, counts, server_ips, warn, logs=()):
     finally:
         store.close()
     return crossed
+
+
+def reported_campaigns(campaigns, counts, server_ips, settings):
+    """The campaign keys of a report (the fleet playbook's phase 1; plugins/filter/fleet.py sums
+    them): {hour stamp: each window's pairs as lines "<count> <name>"}, every one of them (a union
+    needs every member), and the thresholds they are judged by (limits())."""
+    reported = {}
+    for window, counter in counts:
+        pairs = window_pairs(campaigns, whole(counter), server_ips, settings.threshold)
+        reported[window.stamp.decode('ascii')] = ''.join('%d %s\n' % (count, name.decode('ascii'))
+                                                         for name, count in sorted(pairs.items()))
+    return {'limits': limits(settings), 'windows': reported}
+
+
+def file_challenge(result, settings, lists, decision):
+    """A challenge decision taken elsewhere (the fleet playbook's campaign networks, run.apply):
+    filed for the challenge list as a run files its own (Result.answer), unless it is or holds
+    what is never blocked, or is an address the lists would not block."""
+    key = decision['address'].encode('utf-8', 'surrogateescape')
+    if never_blocked(settings).address(key) or (b'/' not in key and lists.verdict(key) != BLOCK):
+        return
+    if result.softer is None:
+        result.softer = {}
+    result.answer(CHALLENGE, {'address': decision['address'], 'count': int(decision.get('count') or 0),
+                              'window': decision.get('window') or 'fleet', 'reason': decision.get('reason') or 'fleet'})

@@ -316,6 +316,9 @@ def _report(settings, logs, floor, candidates, now, resolver, session, result):
         result.counts = reported_counts(rules, counts, server_ips, floor)
         result.report_floor = floor
         result.local_blocks = local_blocks(settings.activity_log, read_list(settings.blocklist))
+        if getattr(rules, 'campaigns', None) is not None:      # the campaign keys, for the playbook to sum
+            from ..decision.fleet_campaigns import reported_campaigns     # the campaign profile only
+            result.campaign_counts = reported_campaigns(rules.campaigns, counts, server_ips, settings)
     else:
         result.counts = {}
         for window, counter in counts:
@@ -339,11 +342,18 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
         writer, lists = _locked_lists(settings, rules, result, check_mode)
         try:
             for decision in decisions:
+                if decision.get('answer') == 'challenge':       # a campaign's network: its own list, never the blocklist
+                    from ..decision.fleet_campaigns import file_challenge     # challenge decisions only
+                    file_challenge(result, settings, lists, decision)
+                    continue
                 key = rules.decision_key(to_bytes(decision['address']))
                 count = int(decision.get('count') or 0)
                 note = decision.get('reason') or 'fleet'
                 entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
                 _act(result, writer, lists, lists.verdict(key), key, entry, note)
+            if result.softer:
+                from .answers import answer_decisions     # with challenge decisions only
+                answer_decisions(result, settings, _softer_decisions(settings, [], result.softer))
         finally:
             writer.unlock()
         result.rules = rules.name
