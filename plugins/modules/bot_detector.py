@@ -129,7 +129,7 @@ options:
         C(address) (required, text), C(count) (the requests that decided it, for the activity log; default
         V(0)), C(reason) (noted in the activity log line, C(RPH=<count> (<reason>)); default V(fleet)),
         C(window) (the window it was counted in) and C(source) (the host whose own run decided it, for sync
-        decisions; informational) and C(answer) (V(block), the default, or V(challenge): a network of a campaign the
+        decisions; informational) and C(answer) (V(block), the default, or V(challenge), a network of a campaign the
         fleet summed, put on the challenge list like the campaign profile's own challenges, never on the blocklist,
         and not when it holds an address never blocked). O(mode=unblock) uses only C(address), so the fleet's decisions
         can be given back to undo them.
