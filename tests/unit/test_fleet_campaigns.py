@@ -210,7 +210,10 @@ def guarded(request, tmp_path):
     whose hosts and attacker are the fleet's ACL user exactly as the guide grants it (ACL_RULES)."""
     if request.param == 'cluster':
         target = fleetstore.Cluster(tmp_path / 'cluster').start()
-        nodes, cli = target.nodes, (lambda *a: target.nodes[0].cli('-c', *a))
+        nodes = target.nodes
+
+        def cli(*args):
+            return target.nodes[0].cli('-c', *args)
     else:
         target = fleetstore.StoreServer(tmp_path / 'server').start()
         nodes, cli = [target], target.cli
