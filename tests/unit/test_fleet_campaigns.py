@@ -9,16 +9,21 @@ import calendar
 import hashlib
 import json
 import signal
+from collections import Counter
 
 import pytest
 
 import fleetstore
-from conftest import Files, run_core
+from conftest import Files, in_timezone, run_core
 from test_asn_database import write_tsv
 from test_campaigns import NOW, browser, scraper
 from test_follow import Following, wait_for
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import messages
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import fleet_store
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.campaigns import CampaignRules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.fleet import Fleet
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
 
 START = calendar.timegm((2026, 11, 21, 10, 0, 0))      # NOW's window, the current hour
 FOLLOW_NOW = calendar.timegm((2026, 11, 21, 10, 50, 0))
@@ -295,3 +300,24 @@ def test_with_a_store_and_no_profile_no_campaign_key_is_written(tmp_path):
         assert sorted(server.cli('--scan', '--pattern', '{bot-detector:v2:%d}:*:sum' % START).split()) != []
     finally:
         server.kill()
+
+
+def test_an_idle_follower_works_its_campaign_keys_out_once_and_again_only_after_lines(tmp_path):
+    """A pass over the windows' addresses a round costs the follower: at its first round (a
+    restarted follower's keys go again), then only after lines were read."""
+    settings = Settings(fleet_store='redis://127.0.0.1:1/0', fleet_host='web0', campaigns=True)
+    fleet = Fleet(settings, [].append, rules=CampaignRules(settings))
+    windows = in_timezone('UTC', lambda: hour_windows(FOLLOW_NOW))
+    counters = dict((window.stamp, Counter({b'203.0.113.1': 3})) for window in windows)
+    offered, offer = [], fleet.campaigns.offer
+
+    def counted(*args):
+        done = offer(*args)
+        offered.append(done)
+        return done
+    fleet.campaigns.offer = counted
+    for read in (0, 0, 0, 120, 0, 0):
+        fleet.campaigns.offered_at = 0.0        # the pacing aside: each round may offer
+        fleet.tick(counters, windows, read)
+    assert offered == [True, True]
+    fleet.store.close()

@@ -133,7 +133,7 @@ class Fleet:
         if self.campaigns is not None:      # the campaign keys (a pass over the windows' addresses): at most every OFFER_EVERY
             self._campaigns_unsent = self._campaigns_unsent or bool(read)
             if self._campaigns_unsent and self.campaigns.offer(counters, windows, self.server_ips):
-                self._campaigns_unsent = True       # the first round offers them: a restarted follower's keys go again
+                self._campaigns_unsent = False
                 self.wake.set()
         wall = time.time()
         moved = [w.stamp for w in windows] != [stamp for stamp, dummy in self.windows]      # also the hour's turn
