@@ -321,3 +321,23 @@ def test_an_idle_follower_works_its_campaign_keys_out_once_and_again_only_after_
         fleet.tick(counters, windows, read)
     assert offered == [True, True]
     fleet.store.close()
+
+
+def test_a_hostile_hosts_as_crossings_list_only_ranges_of_the_hosts_own_traffic_without_seekers(tmp_path, guarded):
+    """Crossings of three ASes planted with the fleet's ACL user: the host carries AS65536's
+    addresses without browser behaviour and no seekers there (its range challenged), AS64500's
+    with its job seekers there (never listed), nothing of AS65537 (nothing listed)."""
+    target, url, password, cli = guarded
+    hostile = hostile_client(target)
+    tag = '{fc-hostile:v2c:%d}' % START
+    token = 'b1a7ed' * 4
+    hostile.set(tag + ':epoch', token, nx=True)
+    hostile.rpush('%s:%s:crossed' % (tag, token), 'a 65536 999 999', 'a 64500 999 999', 'a 65537 999 999')
+    text = ''.join(scraper('10.128.%d.9' % i, 1) for i in range(3)) + ''.join(scraper('10.1.%d.9' % i, 1) for i in range(3))
+    text += ''.join(browser('10.2.%d.7' % i, 2) for i in range(3))
+    result, files = host_run(tmp_path, (url, 'fc-hostile', cli), 'web0', text, '--fleet-store-password-file', password,
+                             '--asn-database', write_tsv(tmp_path / 'ip2asn.tsv'))
+    assert challenged(result) == [('10.128.0.0/12', 3, 'AS65536 ELSEWHERE, 999 addresses fleet-wide, 3 in range '
+                                   '10.128.0.0-10.143.255.255 here, no job seekers there')]
+    assert result['blocked'] == [] and files.read('blocklist') is None
+    hostile.close()
