@@ -106,6 +106,7 @@ bench: setup
 	/usr/bin/python3 tests/bench/follow_bench.py
 	/usr/bin/python3 tests/bench/fleet_store_bench.py
 	/usr/bin/python3 tests/bench/fleet_follower_bench.py
+	/usr/bin/python3 tests/bench/fleet_campaign_bench.py
 	$(PYTHON) tests/bench/formats_bench.py
 	/usr/bin/python3 tests/bench/campaign_bench.py
 	$(PYTHON) tests/bench/startup_bench.py --before $(STARTUP_BEFORE)

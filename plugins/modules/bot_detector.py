@@ -129,8 +129,10 @@ options:
         C(address) (required, text), C(count) (the requests that decided it, for the activity log; default
         V(0)), C(reason) (noted in the activity log line, C(RPH=<count> (<reason>)); default V(fleet)),
         C(window) (the window it was counted in) and C(source) (the host whose own run decided it, for sync
-        decisions; informational). O(mode=unblock) uses only C(address), so the fleet's decisions can be given
-        back to undo them.
+        decisions; informational) and C(answer) (V(block), the default, or V(challenge), a network of a campaign the
+        fleet summed, put on the challenge list like the campaign profile's own challenges, never on the blocklist,
+        and not when it holds an address never blocked). O(mode=unblock) uses only C(address), so the fleet's decisions
+        can be given back to undo them.
     type: list
     elements: raw
     default: []
@@ -474,6 +476,7 @@ ADDRESS_SPEC = dict(
     reason=dict(type='str', default='fleet'),
     window=dict(type='str'),
     source=dict(type='str'),
+    answer=dict(type='str', choices=['block', 'challenge'], default='block'),
 )
 
 

@@ -120,6 +120,8 @@ FLEET_EVICTION = ('fleet store %s evicts keys under maxmemory (maxmemory_policy 
                   'fleet\'s sums wrong; set maxmemory-policy noeviction (the fleet_store role does)')
 FLEET_LOST = ('fleet store %s lost counts of the window starting at %s (a restore, a promoted replica, an eviction): '
               'every host sends its counts of it again')
+FLEET_JUNK = ('fleet store %s holds campaign counts of the window starting at %s that no push of the product wrote (not a '
+              'number): every host sends that window\'s campaign keys again under a new token')
 FLEET_HOST_TWICE = ('fleet_host %s is used by another machine too: give each host its own name (their counts are kept '
                     'apart all the same)')
 FLEET_OTHER_LAYOUT = ('fleet store %s holds counts of hosts of key layout %d (this host: %d): theirs and this host\'s are '

@@ -370,7 +370,7 @@ class Follower:
         try:
             if self.settings.fleet_store:
                 from .fleet import Fleet        # a fleet store only: redis-py, a thread
-                self.fleet = Fleet(self.settings, self.warn, logs=self.logs, tracked=True).start()
+                self.fleet = Fleet(self.settings, self.warn, logs=self.logs, tracked=True, rules=self.rules, server_ips=self.server_ips).start()
             # --status lists it from its start: all of the logs to read, then after its first decision
             self.publish(now, sum(os.path.getsize(path) for path in self.logs if os.path.isfile(path)), metrics=False)
             self._start(now)
