@@ -49,7 +49,7 @@ import campaign_bench  # noqa: E402  pylint: disable=wrong-import-position
 import job_board_hour  # noqa: E402  pylint: disable=wrong-import-position
 
 SEEDS = tuple(int(seed) for seed in os.environ.get('BENCH_REPLAY_SEEDS', '1 2').split())
-SPEEDUP = int(os.environ.get('BENCH_REPLAY_SPEEDUP', '30'))
+SPEEDUP = int(os.environ.get('BENCH_REPLAY_SPEEDUP', '20'))
 CLIENTS = 3             # client processes, each a share of the addresses (one address's lines in order)
 LEAD = 20               # simulated seconds between nginx's start and the hour's
 CADENCE = 60            # simulated seconds between the detector's runs (cron, once a minute)
@@ -266,7 +266,7 @@ class Site:
             '--enforcement', 'nginx', '--nginx-geo-file', os.path.join(d, 'blocked.conf'),
             '--nginx-test-command', ' '.join(self.nginx + ['-t', '-q']),
             '--nginx-reload-command', ' '.join(self.nginx + ['-s', 'reload']),
-            '--campaigns', '--trap-path', job_board_hour.TRAP_PATH, '--asn-database', os.path.join(hour_dir, 'ip2asn.tsv'),
+            '--state-dir', os.path.join(d, 'state'), '--campaigns', '--trap-path', job_board_hour.TRAP_PATH, '--asn-database', os.path.join(hour_dir, 'ip2asn.tsv'),
         ] + [arg for prefix in EXEMPT for arg in ('--answer-exempt-path', prefix)]
         http_part, server_part = '', ''
         if answers:
@@ -449,13 +449,17 @@ def table(seed, requests, rows, lateness, runs, activity, reference):
     failed = [r for r in runs if r[2] not in (0,)]
     run_seconds = [r[1] for r in runs]
     p = (lambda q: lateness[min(len(lateness) - 1, int(q * len(lateness)))]) if lateness else (lambda q: 0.0)
-    sent = sum(1 for r in lateness)
-    return ('Seed %d: %d requests of the hour, %d sent (%d more by the browsers passing challenges); the clients '
-            'late by a median of %.1f s, 99th percentile %.1f s (simulated). %d detector runs (%d not exit 0), %.2f s '
+    sent = len(lateness)
+    unanswered = sum(1 for i in range(len(requests)) if i not in results or results[i][0] <= 0)
+    behind = ('' if p(0.5) <= 10 and unanswered <= len(requests) // 1000 else
+              ' **The clients fell behind the hour on this run (the machine\'s load): its shares are not the hour\'s.**')
+    return ('Seed %d: %d requests of the hour, %d sent, %d of them unanswered (%d more by the browsers passing '
+            'challenges); the clients late by a median of %.1f s, 99th percentile %.1f s (simulated).%s %d detector runs (%d not exit 0), %.2f s '
             'each real (median; max %.2f s), so a decision comes about %.0f simulated seconds after the minute it '
             'ends. Added to the lists during the hour: %s.\n\nThe seekers and the NAT addresses\' people together: '
             '**%.2f%%** of their job-page requests answered 428 or 429, **%d** answered 403.\n\n%s\n' % (
-                seed, len(requests), sent, sum(r['passes'] * 2 for r in people), p(0.5), p(0.99), len(runs),
+                seed, len(requests), sent, unanswered - (len(requests) - sent), sum(r['passes'] * 2 for r in people),
+                p(0.5), p(0.99), behind, len(runs),
                 len(failed), statistics.median(run_seconds) if run_seconds else 0, max(run_seconds) if run_seconds else 0,
                 (statistics.median(run_seconds) if run_seconds else 0) * SPEEDUP,
                 ', '.join('%s %d' % kv for kv in sorted(listed_summary(activity).items())) or 'nothing',
