@@ -427,7 +427,7 @@ def listed_summary(activity):
     return kinds
 
 
-def table(seed, requests, rows, lateness, runs, activity, reference):
+def table(seed, requests, results, rows, lateness, runs, activity, reference):
     head = ('| actor | job-page requests | 200 | 428 (challenge) | 429 (throttle) | 403 (block) | refused or challenged '
             '| after its first 5 min | time to first refusal | browsers\' passes (then served) | reference: refused '
             '| reference: blocked addresses |')
@@ -531,7 +531,7 @@ def main():
         for seed in SEEDS:
             requests, actors, results, runs, activity = replay(seed, scratch)
             rows, lateness = figures(requests, actors, results)
-            parts.append(table(seed, requests, rows, lateness, runs, activity, reference_rows(seed)))
+            parts.append(table(seed, requests, results, rows, lateness, runs, activity, reference_rows(seed)))
             print(parts[-1], flush=True)
             failed = [r for r in runs if r[2] != 0]
             if failed:
