@@ -229,8 +229,8 @@ def faketime(sim):
     """The environment of a process whose clock starts at ``sim`` and runs SPEEDUP times faster:
     libfaketime preloaded (the faketime command's own wrapper, with its shared semaphores, hangs
     nginx's daemonising fork)."""
-    return dict(ENV, LD_PRELOAD=LIBFAKETIME, FAKETIME='@%s x%d' % (time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(int(sim))),
-                                                                    SPEEDUP))
+    start = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(int(sim)))
+    return dict(ENV, LD_PRELOAD=LIBFAKETIME, FAKETIME='@%s x%d' % (start, SPEEDUP))
 
 
 def role_block_parts(geo_file):
@@ -266,7 +266,8 @@ class Site:
             '--enforcement', 'nginx', '--nginx-geo-file', os.path.join(d, 'blocked.conf'),
             '--nginx-test-command', ' '.join(self.nginx + ['-t', '-q']),
             '--nginx-reload-command', ' '.join(self.nginx + ['-s', 'reload']),
-            '--state-dir', os.path.join(d, 'state'), '--campaigns', '--trap-path', job_board_hour.TRAP_PATH, '--asn-database', os.path.join(hour_dir, 'ip2asn.tsv'),
+            '--state-dir', os.path.join(d, 'state'), '--campaigns', '--trap-path', job_board_hour.TRAP_PATH,
+            '--asn-database', os.path.join(hour_dir, 'ip2asn.tsv'),
         ] + [arg for prefix in EXEMPT for arg in ('--answer-exempt-path', prefix)]
         http_part, server_part = '', ''
         if answers:
