@@ -25,6 +25,7 @@ geo block, wrk with one connection. The reference's rule on the same hour, count
 lists as tests/bench/campaign_bench.py counts it, beside it. Writes its block of
 docs/benchmarks.md (and docs/benchmarks.md.in) between the nginx-replay markers.
 """
+import glob
 import http.client
 import json
 import multiprocessing
@@ -45,6 +46,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from run_bench import CACHE, CORE, ENV, PYTHON, ROOT, machine  # noqa: E402  pylint: disable=wrong-import-position
 from geo_bench import cpu  # noqa: E402  pylint: disable=wrong-import-position
 from answers_lab import CONF, NJS_MODULE, free_port  # noqa: E402  pylint: disable=wrong-import-position
+from fakeclock import LIBRARY_PATTERN  # noqa: E402  pylint: disable=wrong-import-position
 import campaign_bench  # noqa: E402  pylint: disable=wrong-import-position
 import job_board_hour  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -60,7 +62,7 @@ EXEMPT = ('/static/', '/robots.txt', '/favicon.ico', '/.well-known/')
 REFUSED = (403, 428, 429)
 BROWSERS = ('seeker', 'cgnat')
 SCRAPERS = ('naive', 'cloud', 'ipv6', 'proxy')
-LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1'
+LIBFAKETIME = (sorted(glob.glob(LIBRARY_PATTERN)) or [LIBRARY_PATTERN])[0]
 # nginx clears its workers' environment; libfaketime reads FAKETIME again every few seconds, and
 # without it a worker's clock would fall back to the wall clock's date.
 FAKED_MAIN = '\nenv FAKETIME;\nenv NO_FAKE_STAT;'
