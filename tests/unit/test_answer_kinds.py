@@ -10,8 +10,10 @@ import json
 import pytest
 
 from conftest import mask_dates, run_core
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
 from test_asn_database import write_tsv
-from test_campaigns import NOW, TRAP, browser, request, rotating, scraper
+from test_campaigns import NOW, TRAP, browser, request, rotating, scraper, walking_browser
 
 SERVER = '10.9.9.9'         # in the seekers' ISP of test_asn_database's ASES, never decided
 
@@ -23,6 +25,8 @@ def every_kind():
     text += browser('192.0.2.32', 4) + request('192.0.2.32', TRAP + '7')   # trap from a browser
     text += scraper('192.0.2.20', 100)                                   # behaviour alone
     text += browser('100.64.0.7', 1200)                                  # shared address (threshold 1200 below)
+    text += walking_browser('100.64.0.9', range(5000, 6000))             # shared address over threshold, walking ids
+    text += walking_browser('100.64.1.60', range(5000, 5120))            # behaviour: a browser walking ids
     text += rotating('203.0.113.%d', 16, 1)                              # network, no job seeker in it
     text += rotating('198.51.100.%d', 16, 1) + browser('198.51.100.200', 3)    # network with a job seeker
     text += ''.join(scraper('10.128.%d.9' % i, 1) for i in range(20))   # AS65536's range (one /24 each)
@@ -34,14 +38,15 @@ KEYS = {
     'trap': ['192.0.2.30'],
     'trap_browser': ['192.0.2.32'],
     'behaviour': ['192.0.2.20'],
-    'shared': ['100.64.0.7'],
+    'shared': ['100.64.0.7', '100.64.0.9'],
+    'walker': ['100.64.1.60'],
     'network': ['203.0.113.0/24'],
     'network_seekers': ['198.51.100.0/24'],
     'as': ['10.128.0.0/12'],
 }
 # The defaults: the reference's rule and a trap hit without browser behaviour blocked, the rest challenged.
 DEFAULTS = {'address': 'block', 'trap': 'block', 'trap_browser': 'challenge', 'behaviour': 'challenge',
-            'shared': 'challenge', 'network': 'challenge', 'network_seekers': 'challenge', 'as': 'challenge'}
+            'walker': 'challenge', 'shared': 'challenge', 'network': 'challenge', 'network_seekers': 'challenge', 'as': 'challenge'}
 LIST = {'block': 'blocklist', 'throttle': 'throttle', 'challenge': 'challenge'}
 
 
@@ -86,8 +91,9 @@ def test_the_defaults_answer_each_kind_as_the_campaign_profile_did(tmp_path, fil
     # A trap hit from an address with browser behaviour (a NAT address, a mail scanner) is at most a challenge.
     ('trap', 'throttle', {'trap': 'throttle', 'trap_browser': 'throttle'}),
     ('trap', 'challenge', {'trap': 'challenge'}),
+    # A walker behaves as a browser: at most a challenge.
     ('behaviour', 'block', {'behaviour': 'block'}),
-    ('behaviour', 'throttle', {'behaviour': 'throttle'}),
+    ('behaviour', 'throttle', {'behaviour': 'throttle', 'walker': 'throttle'}),
     ('shared', 'throttle', {'shared': 'throttle'}),
     # A network is blocked only where no address in it behaved as a browser: the other is challenged.
     ('network', 'block', {'network': 'block'}),
@@ -107,9 +113,9 @@ def test_a_softer_answer_is_listed_with_its_reason(tmp_path, files):
     assert ('203.0.113.0/24', 16, 'network 203.0.113.0/24, 16 addresses') in [
         (entry['address'], entry['count'], entry['reason']) for entry in result['throttled']]
     activity = mask_dates(files.read('activity_log'))
-    assert b'IP addess 203.0.113.0/24 added to the throttle list, RPH=16, network 203.0.113.0/24, 16 addresses' in activity
-    assert (b'IP addess 192.0.2.30 added to the challenge list, RPH=1, trap, 1 hits, no browser behaviour: '
-            b'0 assets, 0 referers') in activity
+    assert b'IP addess 203.0.113.0/24 added to the throttle list (RPH=16, network 203.0.113.0/24, 16 addresses)' in activity
+    assert (b'IP addess 192.0.2.30 added to the challenge list (RPH=1, trap, 1 hits, no browser behaviour: '
+            b'0 assets, 0 referers)') in activity
     assert 'Throttling IP address: 203.0.113.0/24 (RPH=16, network 203.0.113.0/24, 16 addresses)' in result['messages']
 
 
@@ -136,6 +142,10 @@ def test_an_as_or_a_shared_address_is_never_blocked(tmp_path, files, setting):
     either setting takes (one line, exit status 2, nothing written)."""
     got = run(tmp_path, files, '--answer-' + setting, 'block')
     assert got.returncode == 2
-    assert got.stderr == b'bot-detector: error: answer_%s: must be one of throttle, challenge, got \'block\'\n' % (
-        setting.encode())
+    assert got.stderr == (b"bot-detector: error: argument --answer-%s: invalid choice: 'block' "
+                          b"(choose from 'throttle', 'challenge')\n" % setting.encode())
     assert files.read('blocklist') is None and files.read('activity_log') is None
+    # The same from the host config file or the module: the row's own check.
+    with pytest.raises(BotDetectorError) as raised:
+        Settings(**{'answer_' + setting: 'block'})
+    assert raised.value.message == "answer_%s: must be one of throttle, challenge, got 'block'" % setting
