@@ -293,8 +293,8 @@ formats:
   version_added: 2.0.0
 challenged:
   description:
-    - With O(campaigns), the campaign profile's decisions softer than a block, in order, once each; they go to
-      O(challenge_list) when it is set, never to the blocklist.
+    - With O(campaigns), the campaign profile's decisions answered with a challenge (the answer_* options say which
+      kinds), in order, once each; they go to O(challenge_list) when it is set, never to the blocklist.
   returned: with O(campaigns)
   type: list
   elements: dict
@@ -311,6 +311,15 @@ challenged:
     reason:
       description: Why, for instance V(network 203.0.113.0/24, 254 addresses).
       type: str
+  sample: [{address: 203.0.113.0/24, count: 6000, window: current, reason: "network 203.0.113.0/24, 254 addresses"}]
+  version_added: 2.0.0
+throttled:
+  description:
+    - With O(campaigns), the campaign profile's decisions answered with a throttle (O(answer_network=throttle) for
+      instance), as RV(challenged) is; they go to O(throttle_list), never to the blocklist.
+  returned: with O(campaigns)
+  type: list
+  elements: dict
   sample: [{address: 203.0.113.0/24, count: 6000, window: current, reason: "network 203.0.113.0/24, 254 addresses"}]
   version_added: 2.0.0
 counts:

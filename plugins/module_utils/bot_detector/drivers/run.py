@@ -34,6 +34,7 @@ from ..reading.logfile import check_readable
 from ..reading.spill import Session
 from ..reading.tally import count_windows, whole
 from ..reporting.result import Result
+from ..values.answer_settings import answer_for
 from ..values.log_formats import format_of
 from .after_change import recorded
 
@@ -239,7 +240,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
             result.window(window, records + fleet_records)
             for count, key in records + fleet_records:
                 verdict = decide(count, key, settings.threshold, lists)
-                if verdict == BLOCK and settings.answer_address != 'block' and key not in judged:
+                if verdict == BLOCK and answer_for(settings, 'address') != BLOCK and key not in judged:
                     softer.append((key, 'RPH=%d' % count))      # answered by its own list, never blocked for it
                 elif verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
@@ -274,7 +275,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
 def _softer_decisions(settings, softer, filed):
     """{answer: [(key, reason)]}: the address rule's ``softer`` decisions (answered by
     ``answer_address``) and those the campaign profile ``filed`` (Result.softer), each key once."""
-    decisions = {settings.answer_address: list(softer)} if softer else {}
+    decisions = {answer_for(settings, 'address'): list(softer)} if softer else {}
     for kind, entries in (filed or {}).items():
         decisions.setdefault(kind, []).extend(
             (to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason'])) for entry in entries)

@@ -137,6 +137,7 @@ class Result:
                 extra['answered'] = self.answered.totals_by_window()
         if self.softer is not None:
             extra['challenged'] = self.softer.get('challenge', [])
+            extra['throttled'] = self.softer.get('throttle', [])
         return printable(dict(extra, **{
             'changed': self.changed,
             'check_mode': self.check_mode,
