@@ -44,7 +44,8 @@ from ..base import messages
 from ..base.clock import stamp_holds_another_hour
 from ..reading.signals import ASSET, REFERRED
 from ..reading.tally import whole
-from .campaigns import CHALLENGE, Decision, address_number, split
+from ..values.answer_settings import CHALLENGE
+from .campaigns import address_number, split
 from .fleet_answers import HELD_PER_WINDOW, READ_PER_PUSH, SUM_DIGITS
 from .fleet_identity import StoreDown
 from .fleet_store import KEEP_AFTER, SCRIPT_HEAD, SCRIPT_TAIL, Store
@@ -246,8 +247,9 @@ def fleet_decisions(campaigns, counter, others, crossed, server_ips, threshold):
     narrower = [parsed for parsed in map(network, networks) if parsed is not None]
     for (kind, key), (count, distinct) in sorted(crossed.items()):
         if kind == NETWORK and key not in own and not _holds_narrower(network(key), narrower):
-            found.append(Decision(CHALLENGE, key, count, 'network %s, %d addresses fleet-wide'
-                                  % (key.decode('ascii'), distinct)))
+            # people: the fleet's sums alone never block (a hostile host's pushes at most challenge)
+            found.append(campaigns.decision('network', key, count, 'network %s, %d addresses fleet-wide'
+                                            % (key.decode('ascii'), distinct), people=True))
     autonomous = dict((int(key), value) for (kind, key), value in crossed.items() if kind == AUTONOMOUS)
     if autonomous and campaigns.database is not None:
         found.extend(_ranges(campaigns, counter, server_ips, threshold, autonomous, own))
@@ -293,7 +295,7 @@ def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
         for net in ipaddress.summarize_address_range(low, high):
             key = str(net).encode('ascii')
             if key not in own:
-                decisions.append(Decision(CHALLENGE, key, count, (
+                decisions.append(campaigns.decision('as', key, count, (
                     'AS%d %s, %d addresses fleet-wide, %d in range %s-%s here, no job seekers there'
                     % (asn, name, autonomous[asn][1], addresses, low, high)).replace('  ', ' ')))
     return decisions
