@@ -269,9 +269,14 @@ class Campaigns:
         per AS (``located``: {(version, number): (AS, range) or None}); an AS at either
         threshold (lowered for one of ``hosting_asns``) gets challenged the ranges of it that
         carried them where no address behaved as a browser (``browsers``: the log's job
-        seekers), each as its networks, less those ``decided`` already. An AS is never blocked whole."""
+        seekers), each as its networks, less those ``decided`` already; in a range that also
+        carried job seekers (a residential ISP's, where a quarter of a proxy campaign's exits
+        may sit), the networks of the narrowest length set (IPv4 /24, IPv6 /64) that carried
+        the AS's campaign addresses and no job seeker's. An AS is never blocked whole."""
         import ipaddress    # the decided networks' text only
         per_as, seekers = {}, set()
+        shifts = {4: 32 - self.v4_prefix, 6: 128 - max(self.v6_prefixes)}
+        people = set((version, number >> shifts[version]) for version, number, count in browsers)
         for version, number, count in browsers:
             found = located[(version, number)]
             if found is not None:
@@ -283,9 +288,13 @@ class Campaigns:
             total = per_as.setdefault(found[0], [0, 0, {}])
             total[0] += count
             total[1] += 1
-            carried = total[2].setdefault(found[1], [0, 0])
+            carried = total[2].setdefault(found[1], [0, 0, {}])
             carried[0] += count
             carried[1] += 1
+            if found[1] in seekers:     # its networks' own sums, for a range that carried job seekers too
+                network = carried[2].setdefault(number >> shifts[version], [0, 0])
+                network[0] += count
+                network[1] += 1
         decided = [_network(version, prefix << (BITS[version] - length), length) for version, length, prefix in decided]
         decisions = []
         for asn, (count, distinct, ranges) in sorted(per_as.items()):
@@ -294,16 +303,23 @@ class Campaigns:
                 continue
             name = self.database.names.get(asn, '')
             name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
-            for (version, first, last), (carried, addresses) in sorted(ranges.items()):
-                if (version, first, last) in seekers:
-                    continue
+            for (version, first, last), (carried, addresses, parts) in sorted(ranges.items()):
+                head = 'AS%d %s%s, %d addresses, ' % (asn, name, ' (hosting)' if asn in self.hosting else '', distinct)
+                mixed = (version, first, last) in seekers
                 first, last = _address(version, first), _address(version, last)
-                for network in ipaddress.summarize_address_range(first, last):
+                if not mixed:
+                    networks = [(network, carried, '%d in range %s-%s, no job seekers there' % (addresses, first, last))
+                                for network in ipaddress.summarize_address_range(first, last)]
+                else:
+                    networks = [(_network(version, prefix << shifts[version], BITS[version] - shifts[version]), part[0],
+                                 '%d in network %s, no job seekers there, though range %s-%s carries some' % (
+                                     part[1], _network(version, prefix << shifts[version], BITS[version] - shifts[version]),
+                                     first, last))
+                                for prefix, part in sorted(parts.items()) if (version, prefix) not in people]
+                for network, requests, where in networks:
                     if not any(network.subnet_of(other) for other in decided if other.version == version):
-                        decisions.append(self.decision('as', str(network).encode('ascii'), carried, (
-                            'AS%d %s%s, %d addresses, %d in range %s-%s, no job seekers there'
-                            % (asn, name, ' (hosting)' if asn in self.hosting else '', distinct, addresses, first, last)
-                        ).replace('  ', ' ')))
+                        decisions.append(self.decision('as', str(network).encode('ascii'), requests,
+                                                       (head + where).replace('  ', ' ')))
         return decisions
 
 
