@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, require_root
-from test_role_check_mode import OVERLAID
+from test_role_check_mode import MOUNT_OVERLAYS
 
 ROLE = ROOT / 'roles' / 'bot_detector'
 INSTALLED = ['/etc/nginx/conf.d/bot-detector-answers.conf', '/etc/nginx/snippets/bot-detector-answers.conf',
@@ -34,12 +34,7 @@ SITE = '/etc/nginx/sites-enabled/bd-test-jobs'
 # there written to a file outside the overlays.
 SETUP = r'''set -eu
 scratch=$1; shift
-for dir in %(overlaid)s; do
-    name=$(echo "$dir" | tr / _)
-    mkdir -p "$scratch/upper$name" "$scratch/work$name"
-    mount -t overlay overlay -o "lowerdir=$dir,upperdir=$scratch/upper$name,workdir=$scratch/work$name" "$dir"
-done
-rm -rf /etc/nginx/conf.d/bot-detector-answers.conf /etc/nginx/snippets/bot-detector-answers.conf /etc/nginx/bot-detector \
+%(mount_overlays)srm -rf /etc/nginx/conf.d/bot-detector-answers.conf /etc/nginx/snippets/bot-detector-answers.conf /etc/nginx/bot-detector \
     /etc/bd-test /var/log/bd-test.log %(site)s
 mkdir -p /etc/bd-test /etc/nginx/bot-detector /etc/nginx/sites-enabled
 printf '203.0.113.7\n' > /etc/bd-test/challenge.txt
@@ -81,7 +76,7 @@ def run(tmp_path, plays):
         path = tmp_path / ('%s.yml' % name)
         path.write_text(yaml.safe_dump(play))
         files.append(str(path))
-    setup = SETUP % {'overlaid': ' '.join(OVERLAID), 'site': SITE, 'paths': ' '.join(INSTALLED + KEPT + [SITE])}
+    setup = SETUP % {'mount_overlays': MOUNT_OVERLAYS, 'site': SITE, 'paths': ' '.join(INSTALLED + KEPT + [SITE])}
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / 'ansible.cfg'), ANSIBLE_NOCOLOR='1', PYTHON=sys.executable,
                ANSIBLE_PLAYBOOK=os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'))
     got = subprocess.run(['unshare', '--mount', '--propagation', 'private', 'sh', '-c', setup, 'setup', str(scratch)] + files,
