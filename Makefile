@@ -91,7 +91,7 @@ integration: setup
 STARTUP_BEFORE := f71bf7f
 # Not part of `make test`: minutes, and a few GB of generated logs in .cache/bench.
 # The fleet part (aggregation and playbook) needs ansible-core: the venv's interpreter.
-bench: setup
+bench: setup prereqs
 	@[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
 	@[ -x /usr/bin/wrk ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 	$(PYTHON) tests/bench/run_bench.py
@@ -106,8 +106,10 @@ bench: setup
 	/usr/bin/python3 tests/bench/follow_bench.py
 	/usr/bin/python3 tests/bench/fleet_store_bench.py
 	/usr/bin/python3 tests/bench/fleet_follower_bench.py
+	/usr/bin/python3 tests/bench/fleet_campaign_bench.py
 	$(PYTHON) tests/bench/formats_bench.py
 	/usr/bin/python3 tests/bench/campaign_bench.py
+	/usr/bin/python3 tests/bench/nginx_replay_bench.py
 	$(PYTHON) tests/bench/startup_bench.py --before $(STARTUP_BEFORE)
 
 # Generated documentation: the role READMEs from their argument specs, CHANGELOG.md from

@@ -2,7 +2,8 @@
 Debian's njs module and the configuration the command prints (--nginx-snippet), behind a
 balancer as users run it: realip takes the client from X-Forwarded-For sent by 127.0.0.1,
 so a test picks each client's address; a second server block is the balancer itself, for a
-browser, which sets X-Forwarded-For to one address."""
+browser, which sets X-Forwarded-For to one address. Importable without pytest (the replay
+benchmark, tests/bench/nginx_replay_bench.py, uses CONF and free_port with /usr/bin/python3)."""
 import http.client
 import os
 import secrets
@@ -10,10 +11,6 @@ import shutil
 import socket
 import subprocess
 import time
-
-import pytest
-
-from conftest import run_core
 
 NJS_MODULE = '/usr/lib/nginx/modules/ngx_http_js_module.so'
 BROWSER_ADDRESS = '203.0.113.50'
@@ -61,6 +58,7 @@ def require_nginx_js():
     missing = [what for what, there in (('nginx', shutil.which('nginx')), ('libnginx-mod-http-js', os.path.exists(NJS_MODULE)))
                if not there]
     if missing:
+        import pytest
         if os.environ.get('CI') == 'true':
             pytest.fail('answers test needs %s (tests/tools/install-prereqs.sh)' % ', '.join(missing))
         pytest.skip('needs %s' % ', '.join(missing))
@@ -76,6 +74,7 @@ class AnswersLab:
     """The lists, the answers' directory, the secret and a running scratch nginx under ``base``."""
 
     def __init__(self, base, files, *settings):
+        from conftest import run_core
         require_nginx_js()
         self.d = base
         self.files = files
@@ -109,6 +108,7 @@ class AnswersLab:
         self.master = int((base / 'nginx.pid').read_text())
 
     def command(self, *args):
+        from conftest import run_core
         got = run_core(self.options + list(args))
         assert got.returncode == 0, got.stderr
         return got

@@ -534,17 +534,41 @@ options:
   answer_trap:
     description:
       - >-
-        The answer to a trap hit (campaign detection).
+        The answer to a trap hit (campaign detection). From an address with browser behaviour (a NAT
+        address, a mail scanner following links) a block is a challenge.
       - >-
         Default: the host config file's C(answer_trap) when set there, else block.
     type: str
     choices: [block, throttle, challenge]
     version_added: 2.0.0
+  answer_behaviour:
+    description:
+      - >-
+        The answer to an address's behaviour alone (campaign detection):
+        campaign_behaviour_threshold job pages without browser behaviour, or with it but walking job
+        ids. A walker behaves as a browser (it may be a NAT address): a block is a challenge for it.
+      - >-
+        Default: the host config file's C(answer_behaviour) when set there, else challenge.
+    type: str
+    choices: [block, throttle, challenge]
+    version_added: 2.0.0
+  answer_shared:
+    description:
+      - >-
+        The answer to a shared address with browser behaviour (a NAT address: campaign detection),
+        over campaign_shared_threshold, or over threshold walking job ids. Never a block: hundreds
+        of people may be behind it.
+      - >-
+        Default: the host config file's C(answer_shared) when set there, else challenge.
+    type: str
+    choices: [throttle, challenge]
+    version_added: 2.0.0
   answer_network:
     description:
       - >-
         The answer to a network's verdict (campaign detection): people and scrapers may share a
-        network, so at most a challenge by default.
+        network, so a challenge by default; a block is a challenge for a network where an address
+        behaved as a browser.
       - >-
         Default: the host config file's C(answer_network) when set there, else challenge.
     type: str
@@ -554,20 +578,12 @@ options:
     description:
       - >-
         The answer to an autonomous system's verdict (campaign detection): its ranges that carried
-        the campaign.
+        the campaign where the log shows no job seekers. Never a block: an AS carries people the log
+        did not show.
       - >-
         Default: the host config file's C(answer_as) when set there, else challenge.
     type: str
-    choices: [block, throttle, challenge]
-    version_added: 2.0.0
-  answer_shared:
-    description:
-      - >-
-        The answer to a shared address with browser behaviour (a NAT address).
-      - >-
-        Default: the host config file's C(answer_shared) when set there, else challenge.
-    type: str
-    choices: [block, throttle, challenge]
+    choices: [throttle, challenge]
     version_added: 2.0.0
   campaigns:
     description:

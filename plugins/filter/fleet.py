@@ -18,9 +18,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 from collections import Counter
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.fleet_campaigns import (
+    AUTONOMOUS, NETWORK, over)
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import parse_compact_counts
 
 
@@ -204,6 +207,64 @@ def fleet_totals(hosts, hostvars, result_var='bot_detector_report', threshold=10
             'offenders': offenders, 'undecided': undecided, 'sync': synced, 'decisions': offenders + synced}
 
 
+def _network(key):
+    try:
+        return ipaddress.ip_network(key)
+    except ValueError:
+        return None     # not a network the module reports: nothing decided of it
+
+
+def fleet_campaigns(hosts, hostvars, result_var='bot_detector_report'):
+    """The campaign keys of phase 1's reports (hosts with the campaign profile: their
+    ``campaign_counts``) summed: each network's and AS's requests, their distinct addresses a
+    union across the hosts. The decisions: each network at the thresholds of the first report
+    (the hosts' own), a challenge on every host (``answer: challenge``), a wider one holding a
+    narrower one decided left out; the ASes at theirs are listed, not decided (each host's
+    ranges are its own log's: its own runs decide them)."""
+    sums, members, limits = {}, {}, None
+    for host in hosts:
+        report = hostvars[host].get(result_var)
+        found = report.get('campaign_counts') if _usable(report) else None
+        if not isinstance(found, dict) or not isinstance(found.get('windows'), dict):
+            continue
+        limits = limits or found.get('limits')
+        for window, text in found['windows'].items():
+            try:
+                pairs = parse_compact_counts(text)
+            except (TypeError, ValueError) as exc:
+                raise AnsibleFilterError('fleet_campaigns: the campaign counts of %s in %s: %s' % (host, window, exc))
+            window_sums, window_members = sums.setdefault(window, Counter()), members.setdefault(window, {})
+            for name, count in pairs.items():
+                if name.startswith('m '):
+                    key, dummy, member = name[2:].rpartition(' ')
+                    window_members.setdefault(key, set()).add(member)
+                else:
+                    window_sums[name] += count
+    numbers = [int(value) for value in (limits or '').split()]
+    if len(numbers) != 4:
+        return {'decisions': [], 'systems': [], 'networks': 0}
+    decisions, systems = [], []
+    for window in sorted(sums):
+        crossed = []
+        for name, count in sums[window].items():
+            distinct = len(members[window].get(name, ()))
+            kind = name[:1].encode('ascii')
+            if name[1:2] == ' ' and kind in (NETWORK, AUTONOMOUS) and over(kind, count, distinct, numbers):
+                crossed.append((name[2:], kind, count, distinct))
+        networks = [_network(key) for key, kind, count, distinct in crossed if kind == NETWORK]
+        for key, kind, count, distinct in sorted(crossed):
+            if kind == AUTONOMOUS and key.isdigit():
+                systems.append({'as': int(key), 'count': count, 'distinct': distinct, 'window': window})
+                continue
+            mine = _network(key) if kind == NETWORK else None
+            if mine is None or any(other is not None and other.version == mine.version and other.prefixlen > mine.prefixlen
+                                   and other.subnet_of(mine) for other in networks):
+                continue
+            decisions.append({'address': key, 'count': count, 'window': window, 'answer': 'challenge',
+                              'reason': 'network %s, %d addresses fleet-wide' % (key, distinct)})
+    return {'decisions': decisions, 'systems': systems, 'networks': len(decisions)}
+
+
 class FilterModule(object):
     def filters(self):
-        return {'fleet_candidates': fleet_candidates, 'fleet_totals': fleet_totals}
+        return {'fleet_candidates': fleet_candidates, 'fleet_totals': fleet_totals, 'fleet_campaigns': fleet_campaigns}

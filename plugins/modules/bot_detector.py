@@ -129,8 +129,10 @@ options:
         C(address) (required, text), C(count) (the requests that decided it, for the activity log; default
         V(0)), C(reason) (noted in the activity log line, C(RPH=<count> (<reason>)); default V(fleet)),
         C(window) (the window it was counted in) and C(source) (the host whose own run decided it, for sync
-        decisions; informational). O(mode=unblock) uses only C(address), so the fleet's decisions can be given
-        back to undo them.
+        decisions; informational) and C(answer) (V(block), the default, or V(challenge), a network of a campaign the
+        fleet summed, put on the challenge list like the campaign profile's own challenges, never on the blocklist,
+        and not when it holds an address never blocked). O(mode=unblock) uses only C(address), so the fleet's decisions
+        can be given back to undo them.
     type: list
     elements: raw
     default: []
@@ -291,8 +293,8 @@ formats:
   version_added: 2.0.0
 challenged:
   description:
-    - With O(campaigns), the campaign profile's decisions softer than a block, in order, once each; they go to
-      O(challenge_list) when it is set, never to the blocklist.
+    - With O(campaigns), the campaign profile's decisions answered with a challenge (the answer_* options say which
+      kinds), in order, once each; they go to O(challenge_list) when it is set, never to the blocklist.
   returned: with O(campaigns)
   type: list
   elements: dict
@@ -309,6 +311,15 @@ challenged:
     reason:
       description: Why, for instance V(network 203.0.113.0/24, 254 addresses).
       type: str
+  sample: [{address: 203.0.113.0/24, count: 6000, window: current, reason: "network 203.0.113.0/24, 254 addresses"}]
+  version_added: 2.0.0
+throttled:
+  description:
+    - With O(campaigns), the campaign profile's decisions answered with a throttle (O(answer_network=throttle) for
+      instance), as RV(challenged) is; they go to O(throttle_list), never to the blocklist.
+  returned: with O(campaigns)
+  type: list
+  elements: dict
   sample: [{address: 203.0.113.0/24, count: 6000, window: current, reason: "network 203.0.113.0/24, 254 addresses"}]
   version_added: 2.0.0
 counts:
@@ -474,6 +485,7 @@ ADDRESS_SPEC = dict(
     reason=dict(type='str', default='fleet'),
     window=dict(type='str'),
     source=dict(type='str'),
+    answer=dict(type='str', choices=['block', 'challenge'], default='block'),
 )
 
 

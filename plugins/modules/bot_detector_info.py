@@ -217,6 +217,16 @@ counts:
   returned: when O(query=report)
   type: dict
   sample: {previous: {203.0.113.7: 400, 198.51.100.4: 73}, current: {}}
+campaign_counts:
+  description:
+    - With O(query=report) without O(candidates) and the campaign profile, the campaign keys the fleet playbook sums.
+    - C(limits), the host's thresholds (a network's requests and distinct addresses, an AS's), and C(windows), per hour
+      stamp a text of lines C(<count> <name>), every one of them, a union needing every member; C(n NETWORK) and
+      C(a ASN), the requests of addresses without browser behaviour; C(m n NETWORK HEX) and C(m a ASN HEX), 1, each
+      such address (HEX, as a hexadecimal number) as a member.
+  returned: when O(query=report) without O(candidates), with the campaign profile
+  type: dict
+  sample: {limits: 200 16 300 20, windows: {'21/Nov/2026:04': "100 n 203.0.113.0/24\n1 m n 203.0.113.0/24 cb007101\n"}}
 local_blocks:
   description: With O(query=report) without O(candidates), the additions this host's own runs made, from its activity
     log, once each, that are still in its blocklist.

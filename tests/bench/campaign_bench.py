@@ -27,7 +27,8 @@ from run_bench import CACHE, CORE, ENV, PYTHON, REFERENCE, ROOT, machine, measur
 import job_board_hour  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, 'plugins', 'module_utils'))
-from bot_detector.decision.campaigns import BLOCK, CampaignRules  # noqa: E402
+from bot_detector.decision.campaigns import CampaignRules  # noqa: E402
+from bot_detector.values.answer_settings import BLOCK  # noqa: E402
 from bot_detector.decision.rules import SpecRules  # noqa: E402
 from bot_detector.reading.tally import Tally  # noqa: E402
 from bot_detector.values.settings import Settings  # noqa: E402

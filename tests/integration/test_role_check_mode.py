@@ -38,14 +38,18 @@ ROLE_PATHS = ('/etc/bot-detector', '/etc/cron.d/bot-detector', '/etc/logrotate.d
               '/var/lib/bot-detector', '/run/bot-detector', '/etc/ipblocklist.txt', '/etc/ipexcludedlist.txt',
               '/var/log/bot-detector.log')
 
-SETUP = r'''set -eu
-scratch=$1; shift
-for dir in %(overlaid)s; do
+# Run in the namespace with the scratch directory as $scratch: each directory of OVERLAID an
+# overlay whose writes land in $scratch/upper<dir with _ for />.
+MOUNT_OVERLAYS = r'''for dir in %s; do
     name=$(echo "$dir" | tr / _)
     mkdir -p "$scratch/upper$name" "$scratch/work$name"
     mount -t overlay overlay -o "lowerdir=$dir,upperdir=$scratch/upper$name,workdir=$scratch/work$name" "$dir"
 done
-rm -rf %(role_paths)s
+''' % ' '.join(OVERLAID)
+
+SETUP = r'''set -eu
+scratch=$1; shift
+%(mount_overlays)srm -rf %(role_paths)s
 mkdir -p /run/systemd/system
 (cd "$scratch" && find upper_* | sort) > "$scratch/before"
 set +e
@@ -53,7 +57,7 @@ set +e
 status=$?
 (cd "$scratch" && find upper_* | sort) > "$scratch/after"
 exit $status
-''' % {'overlaid': ' '.join(OVERLAID), 'role_paths': ' '.join(ROLE_PATHS)}
+''' % {'mount_overlays': MOUNT_OVERLAYS, 'role_paths': ' '.join(ROLE_PATHS)}
 
 
 # A task of the role each choice would run and change, on a fresh host.

@@ -1,15 +1,17 @@
 """The allow-list as a device (issue 44, item 9): the null device (character device 1:3, /dev/null
 or a node of its numbers elsewhere) is an empty list, as the reference's grep reads it, without a
 word, in both rules, for --status and for the enforcement; a device that never ends (/dev/zero,
-/dev/urandom, /dev/full) is refused as not a regular file, at once. And a list parsed once is
+/dev/urandom, /dev/full, a FIFO) is refused as not a regular file, at once. And a list parsed once is
 kept while the file stays the same (lists.content.parsed_list): a follower's recheck of an
 unchanged 100,000-line allow-list costs a stat, not a parse."""
 import os
+import signal
 import stat
+import subprocess
 
 import pytest
 
-from conftest import mask_duration, require_root, run_core, run_reference
+from conftest import REFERENCE, mask_duration, require_root, run_core, run_reference
 from test_unreadable_allow_list import NOW, SAMPLE, write_log
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists import content
 
@@ -52,18 +54,45 @@ def test_the_null_device_as_allow_list_is_empty_without_a_word(tmp_path, files, 
         assert b'203.0.113.7 1;' in (tmp_path / 'geo.conf').read_bytes()
 
 
-@pytest.mark.parametrize('device', NEVER_ENDING)
+def fifo(tmp_path):
+    path = tmp_path / 'allow.fifo'
+    os.mkfifo(str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize('device', NEVER_ENDING + [fifo])
 def test_a_device_that_never_ends_is_refused_at_once(tmp_path, files, device):
+    """Refused at once; the warning says what the reference does instead (spec rule 5.7: its
+    search in the list never ends, so its run never finishes), not that it does the same."""
+    device = device(tmp_path) if callable(device) else device
     log = write_log(tmp_path)
     got = run_core(files.options() + ['--exclusions', device, '--server-ip', '10.0.0.5', '--now', NOW, log])
     assert got.returncode == 0 and files.read('blocklist') == b'203.0.113.7\n'
     assert got.stderr.decode() == ('bot-detector: warning: cannot read %s: not a regular file; the exclusion list counts '
-                                   'as empty (as the reference does): no address is allow-listed\n' % device)
+                                   'as empty: no address is allow-listed (where the reference\'s search in it never ends)\n'
+                                   % device)
     files.blocklist.write_bytes(b'')
     got = run_core(files.options() + ['--exclusions', device, '--rules', 'precise', '--server-ip', '10.0.0.5', '--now', NOW, log])
     assert got.returncode == 3 and files.read('blocklist') == b''
     assert got.stderr.decode() == ('bot-detector: error: cannot read %s: not a regular file; the precise rules do not '
                                    'run without their exclusion list\n' % device)
+
+
+def test_the_reference_never_finishes_with_a_device_that_never_ends(tmp_path):
+    """What the warning above claims: the reference's run is still searching /dev/zero when
+    stopped (its 2 s bound only ever errs towards passing under load; it reads no disk)."""
+    log = write_log(tmp_path)
+    (tmp_path / 'bl').write_bytes(b'')
+    env = dict(os.environ, TZ='UTC', BD_BLOCKLIST=str(tmp_path / 'bl'), BD_EXCLUSIONS='/dev/zero',
+               BD_ACTIVITY_LOG=str(tmp_path / 'act'), BD_SERVER_IP='10.0.0.5', BD_NOW=NOW)
+    proc = subprocess.Popen(['setsid', str(REFERENCE), str(log)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    assert (tmp_path / 'bl').read_bytes() == b''        # 203.0.113.7 is never reached
 
 
 def test_another_character_device_of_major_1_is_no_null_device(tmp_path):

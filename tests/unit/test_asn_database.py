@@ -60,10 +60,41 @@ def test_an_as_gets_its_ranges_without_seekers_challenged_never_blocked(tmp_path
     got = detect(tmp_path, files, campaign(proxies), DATABASES[kind](tmp_path))
     assert got.returncode == 0, got.stderr
     result = json.loads(got.stdout)
-    expected = [('10.128.0.0/12', proxies, 'AS65536 ELSEWHERE, 20 addresses, 20 in range 10.128.0.0-10.143.255.255, '
-                 'no job seekers there')] if proxies == 20 else []
-    # The seekers' ISP carried as many proxy addresses: never listed, whatever its count.
-    assert [(e['address'], e['count'], e['reason']) for e in result['challenged']] == expected
+    # The seekers' ISP carried as many proxy addresses: its range is never listed whole, only
+    # the /24s that carried them and no job seeker.
+    expected = [('10.1.%d.0/24' % i, 1, 'AS64500 RESIDENTIAL-ISP, 20 addresses, 1 in network 10.1.%d.0/24, no job '
+                 'seekers there, though range 10.0.0.0-10.31.255.255 carries some' % i) for i in range(20)]
+    expected.append(('10.128.0.0/12', proxies, 'AS65536 ELSEWHERE, 20 addresses, 20 in range 10.128.0.0-10.143.255.255, '
+                     'no job seekers there'))
+    assert sorted((e['address'], e['count'], e['reason']) for e in result['challenged']) == (
+        sorted(expected) if proxies == 20 else [])
+    assert result['blocked'] == [] and files.read('blocklist') is None
+
+
+@pytest.mark.parametrize('kind', sorted(DATABASES))
+def test_in_a_range_with_job_seekers_only_the_networks_without_them_are_challenged(tmp_path, files, kind):
+    """A proxy campaign's exits in the seekers' own ISP: its /24s (IPv4) and /64s (IPv6) without
+    a job seeker's address are challenged, a /24 or /64 where a job seeker browsed never, nor
+    the range (the ISP's /11)."""
+    text = ''.join(scraper('10.1.%d.9' % i, 1) for i in range(19))
+    text += scraper('10.2.0.9', 1) + browser('10.2.0.7', 2)                # a seeker's /24
+    text += scraper('2001:db8:1000:5::9', 1) + browser('2001:db8:1000:5::7', 2)  # a seeker's /64
+    text += ''.join(browser('10.3.%d.7' % i, 2) for i in range(30))
+    database = tmp_path / 'ip2asn.tsv'
+    database.write_text('10.0.0.0\t10.31.255.255\t64500\tDE\tRESIDENTIAL-ISP\n'
+                        '2001:db8:1000::\t2001:db8:1000:ffff:ffff:ffff:ffff:ffff\t64500\tDE\tRESIDENTIAL-ISP\n')
+    if kind == 'mmdb':
+        from mmdb_writer import MMDBWriter
+        from netaddr import IPSet
+        writer = MMDBWriter(ip_version=6, database_type='GeoLite2-ASN', languages=['en'], description='test',
+                            ipv4_compatible=True)
+        writer.insert_network(IPSet(['10.0.0.0/11', '2001:db8:1000::/48']), {
+            'autonomous_system_number': 64500, 'autonomous_system_organization': 'RESIDENTIAL-ISP'})
+        database = tmp_path / 'asn.mmdb'
+        writer.to_db_file(str(database))
+    result = json.loads(detect(tmp_path, files, text, database).stdout)
+    listed = sorted(e['address'] for e in result['challenged'])
+    assert listed == sorted('10.1.%d.0/24' % i for i in range(19)), listed
     assert result['blocked'] == [] and files.read('blocklist') is None
 
 

@@ -255,7 +255,6 @@ def test_what_is_never_blocked_is_never_listed(tmp_path, files):
 
 
 @pytest.mark.parametrize('extra,fragment', [
-    (['--fleet-store', 'redis://127.0.0.1:1/0'], b'campaigns: the fleet store does not sum the campaign keys yet'),
     (['--rules', 'precise'], b'campaigns: the campaign profile works with the spec rules for now'),
     (['--campaign-ipv4-prefix', '7'], b'--campaign-ipv4-prefix 7: must be a whole number from 8 to 32'),
 ])

@@ -170,6 +170,24 @@ def test_an_allow_list_line_or_proxy_wider_than_the_limits_spares_no_one(tmp_pat
     assert not narrow.address('10.1.2.3') and narrow.too_wide == [b'10.0.0.0/8']
 
 
+@pytest.mark.parametrize('line', ['::ffff:0:0/80', '::ffff:0:0/95', '::/64', '0::/33', '::ffff:1.2.3.4/81'])
+def test_an_ipv6_line_holding_every_ipv4_mapped_address_is_as_wide_as_ipv4_slash_0(tmp_path, line):
+    """A line holding all of ::ffff:0:0/96 (every IPv4 client, spelled as IPv6) is as wide as an
+    IPv4 /0, however narrow as IPv6: too wide, named, and left out, as ::ffff:0:0/96 is."""
+    for where in ('allowed', 'proxies'):
+        exempt = never_blocked(_settings(tmp_path, servers=['198.51.100.1'], **{where: [line, '2001:db8::/48']}))
+        assert exempt.too_wide == [line.encode('ascii')], (where, line)
+        assert not exempt.address('10.1.2.3') and not exempt.address('::ffff:10.1.2.3') and not exempt.address('::2')
+        assert exempt.address('2001:db8::9')      # the narrow line beside it still spares
+        assert 'spares no one: %r' % line in exempt.too_wide_warning('enforcement')
+
+
+@pytest.mark.parametrize('line', ['::fffe:0:0/96', '::1:0:0:0/80', '::ffff:10.0.0.0/104', '64:ff9b::/96'])
+def test_an_ipv6_line_beside_the_ipv4_mapped_range_is_no_wider_than_it_is(tmp_path, line):
+    exempt = never_blocked(_settings(tmp_path, servers=['198.51.100.1'], allowed=[line]))
+    assert exempt.too_wide == [], line
+
+
 def test_the_server_and_loopback_are_never_bounded():
     exempt = NeverBlocked([b'127.0.0.0/8', b'::1', b'192.0.2.0/24'], [], min_prefix={4: 30, 6: 120})
     assert exempt.address('127.9.9.9') and exempt.address('192.0.2.200') and exempt.too_wide == []
@@ -184,7 +202,7 @@ def test_the_null_device_is_an_empty_allow_list_and_a_directory_fails(tmp_path):
     assert raised.value.message == 'cannot read %s: not a regular file: the allow-list is needed to exempt its clients' % tmp_path
 
 
-@pytest.mark.parametrize('typo', ['192.0.2.20/0', '192.0.2.20/3', '::ffff:0:0/96'])
+@pytest.mark.parametrize('typo', ['192.0.2.20/0', '192.0.2.20/3', '::ffff:0:0/96', '::ffff:0:0/80'])
 def test_an_allow_list_typo_spares_no_one_in_the_enforcement_with_a_warning_and_a_metric(tmp_path, typo):
     """Issue 44, item 6: a typo /0 loaded allowed_v4 { 0.0.0.0/0 }, exit 0, in_sync 1, no word."""
     from conftest import run_core

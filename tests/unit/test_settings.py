@@ -167,7 +167,7 @@ def test_format_config_round_trips_every_setting(tmp_path):
               'throttle_rate': '5r/s', 'throttle_burst': 0, 'throttle_retry_after': 30, 'challenge_pass_time': 600,
               'challenge_secret_file': '/srv/secret', 'answer_exempt_paths': ['/healthz', '/static/'],
               'nginx_answers_dir': '/srv/nginx', 'answer_address': 'block', 'answer_trap': 'throttle',
-              'answer_network': 'block', 'answer_as': 'challenge', 'answer_shared': 'throttle',
+              'answer_network': 'block', 'answer_as': 'challenge', 'answer_shared': 'throttle', 'answer_behaviour': 'block',
               'answer_escalation': 40}
     assert set(values) == set(settings.BY_NAME)        # every row is exercised
     path = tmp_path / 'c.conf'

@@ -91,6 +91,8 @@ HISTORY_UNREADABLE = ('cannot read the rotated activity log %s: %s; entries whos
 METRICS_UNWRITABLE = 'metrics not written: %s'
 # The exclusion list cannot be read (lists/allow.py): empty under the spec's rules, an error under precise.
 EXCLUSIONS_UNREADABLE = '%s; the exclusion list counts as empty (as the reference does): no address is allow-listed'
+# ... a device that never ends or a FIFO: the reference's grep never returns from it (spec rule 5.7), so its run never ends.
+EXCLUSIONS_ENDLESS = "%s; the exclusion list counts as empty: no address is allow-listed (where the reference's search in it never ends)"
 EXCLUSIONS_REQUIRED = '%s; the precise rules do not run without their exclusion list'
 # Enforcement (enforce/): a warning for blocklist lines it cannot load, one for a failed sync
 # (the blocklist keeps its changes), and --enforce-now's line.
@@ -100,6 +102,8 @@ ENFORCEMENT_TOO_BROAD = ('enforcement: %d blocklist %s refused, covering togethe
 # An allow-list line or trusted proxy wider than the enforcement's limits (a typo such as /0):
 # 'enforcement' or 'precise rules', the count, 'line ... is', the limits, the lines named.
 NEVER_BLOCKED_TOO_WIDE = '%s: %d allow-list %s wider than a /%d of IPv4 or a /%d of IPv6 and spares no one: %s'
+# The nftables record of the last load cannot be used (enforce/nftables.py: bad_record): removed, the table loaded whole.
+BAD_RECORD = 'enforcement (nftables): the record of the last load %s is bad (%s): removed, the table is loaded whole'
 ENFORCEMENT_FAILED = ('enforcement (%s) failed, the blocklist is updated but not in effect there: %s')
 ENFORCEMENT_SYNCED = 'Enforcement %s: %d %s from %s, in sync%s'
 # The module's read-only modes, moved into bot_detector_info (removed in 3.0.0).
@@ -116,6 +120,8 @@ FLEET_EVICTION = ('fleet store %s evicts keys under maxmemory (maxmemory_policy 
                   'fleet\'s sums wrong; set maxmemory-policy noeviction (the fleet_store role does)')
 FLEET_LOST = ('fleet store %s lost counts of the window starting at %s (a restore, a promoted replica, an eviction): '
               'every host sends its counts of it again')
+FLEET_JUNK = ('fleet store %s holds campaign counts of the window starting at %s that no push of the product wrote (not a '
+              'number): every host sends that window\'s campaign keys again under a new token')
 FLEET_HOST_TWICE = ('fleet_host %s is used by another machine too: give each host its own name (their counts are kept '
                     'apart all the same)')
 FLEET_OTHER_LAYOUT = ('fleet store %s holds counts of hosts of key layout %d (this host: %d): theirs and this host\'s are '

@@ -36,24 +36,25 @@ from ..base.clock import window_start
 from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilter
 from ..reading.spill import parts
 from ..reading.tally import whole
+from ..values.answer_settings import answer_for
 from .addresses import _IPV4 as IPV4      # is_client_address's IPv4 rule
 from .never_blocked import never_blocked
 from .rules import SpecRules, SubstringLists, server_test
 
 __metaclass__ = type
 
-BLOCK, CHALLENGE = 'block', 'challenge'
-
 
 class Decision:
-    """One key's decision: ``answer`` (block or challenge), ``key`` (bytes: an address or a
-    network), ``count`` (its job-page requests in the window) and ``reason`` (text)."""
+    """One key's decision: its ``kind`` (one of answer_settings.DECISION_KINDS), ``key`` (bytes:
+    an address or a network), ``count`` (its job-page requests in the window), ``reason`` (text)
+    and ``answer`` (block, throttle or challenge: answer_for's, from the kind's setting; None for
+    a shared address spared)."""
 
-    def __init__(self, answer, key, count, reason):
-        self.answer, self.key, self.count, self.reason = answer, key, count, reason
+    def __init__(self, kind, answer, key, count, reason):
+        self.kind, self.answer, self.key, self.count, self.reason = kind, answer, key, count, reason
 
     def __repr__(self):
-        return 'Decision(%r, %r, %d, %r)' % (self.answer, self.key, self.count, self.reason)
+        return 'Decision(%r, %r, %r, %d, %r)' % (self.kind, self.answer, self.key, self.count, self.reason)
 
 
 def split(counter):
@@ -123,6 +124,10 @@ class Campaigns:
             from .asn import open_database      # an AS database set only
             self.database = open_database(settings.asn_database)
 
+    def decision(self, kind, key, count, reason, people=False):
+        """A Decision of ``kind``, its answer the kind's setting's (never a block for ``people``)."""
+        return Decision(kind, answer_for(self.settings, kind, people), key, count, reason)
+
     def line_filter(self, base, settings):
         return CampaignFilter(base, settings.trap_paths or (), settings.search_engine, settings.job_prefixes)
 
@@ -164,38 +169,40 @@ class Campaigns:
                 continue
             browser, shown = self.behaviour(address, count, signals)
             if not browser:
-                ranked[address] = Decision(BLOCK, address, count, 'address, no browser behaviour: %s' % shown)
+                ranked[address] = self.decision('address', address, count, 'address, no browser behaviour: %s' % shown)
             elif address in walkers:
-                ranked[address] = Decision(CHALLENGE, address, count, 'shared address, browser behaviour but %s: %s'
-                                           % (walkers[address], shown))
+                ranked[address] = self.decision('shared', address, count, 'shared address, browser behaviour but %s: %s'
+                                                % (walkers[address], shown), people=True)
             elif count >= self.shared_threshold:
-                ranked[address] = Decision(CHALLENGE, address, count, 'shared address, browser behaviour: %s' % shown)
+                ranked[address] = self.decision('shared', address, count, 'shared address, browser behaviour: %s' % shown,
+                                                people=True)
             else:
-                ranked[address] = Decision(None, address, count, 'shared address, browser behaviour: %s' % shown)
+                ranked[address] = Decision('shared', None, address, count, 'shared address, browser behaviour: %s' % shown)
         others = []
         for address, hits in sorted(signals[TRAP].items()):
             count = addresses.get(address, 0)
             if address in ranked or not mine(address, count) or (numbers[address] if address in numbers else address_number(address)) is None:
                 continue
             browser, shown = self.behaviour(address, count, signals)
-            others.append(Decision(CHALLENGE if browser else BLOCK, address, count, 'trap, %d hits, %s%s' % (
-                hits, 'browser behaviour: ' if browser else 'no browser behaviour: ', shown)))
+            others.append(self.decision('trap', address, count, 'trap, %d hits, %s%s' % (
+                hits, 'browser behaviour: ' if browser else 'no browser behaviour: ', shown), people=browser))
         trapped = set(decision.key for decision in others)
         for address, count in sorted(compress(addresses.items(), map(ge, addresses.values(), repeat(self.behaviour_threshold)))):
             if ((address not in browsers or address in walkers) and address not in ranked and address not in trapped
                     and address not in servers and numbers[address] is not None):
-                others.append(Decision(CHALLENGE, address, count, 'address, %s: %s' % (
-                    walkers.get(address, 'no browser behaviour'), self.behaviour(address, count, signals)[1])))
+                others.append(self.decision('behaviour', address, count, 'address, %s: %s' % (
+                    walkers.get(address, 'no browser behaviour'), self.behaviour(address, count, signals)[1]),
+                    people=address in browsers))
         # An address over the threshold is decided on its own: left out of its network's and AS's
         # sums. A trap hit counts towards them (one flags its address and its network's verdict).
-        alone = set(key for key, decision in ranked.items() if decision.answer == BLOCK)
+        alone = set(key for key, decision in ranked.items() if decision.kind == 'address')
         parsed, seekers = _numbers(addresses, numbers, browsers.difference(walkers), alone | servers)
         located = {}
         if self.database is not None:     # each address's AS and range, once
             lookup = self.database.lookup_number
             located = dict(((version, number), lookup(version, number)) for version, number, count in parsed + seekers)
         hosted = set(key for key, found in located.items() if found is not None and found[0] in self.hosting)
-        networks, decided = self.networks(parsed, hosted)
+        networks, decided = self.networks(parsed, hosted, seekers)
         others.extend(networks)
         if self.database is not None:
             others.extend(self.autonomous_systems(parsed, seekers, decided, located))
@@ -233,18 +240,19 @@ class Campaigns:
             return count, distinct
         return max(1, count // self.hosting_divisor), max(2, distinct // self.hosting_divisor)
 
-    def networks(self, parsed, hosted=()):
+    def networks(self, parsed, hosted=(), seekers=()):
         """The networks' decisions: the addresses without browser behaviour (``parsed``,
         [(version, number, count)]), summed per network of each prefix length, the narrower
         first; a wider network is judged on its addresses outside the narrower networks
         decided; one whose addresses are all in hosting ASes (``hosted``: (version, number))
-        on the lowered thresholds. Returns (decisions, [(version, length, network number)] decided)."""
+        on the lowered thresholds; one where an address behaved as a browser (``seekers``, as
+        ``parsed``) never blocked. Returns (decisions, [(version, length, network number)] decided)."""
         found, decided = [], []
         lengths = [(4, self.v4_prefix)] + [(6, length) for length in self.v6_prefixes]
         for version, length in lengths:
             shift = BITS[version] - length
             narrower = [(BITS[version] - other, prefix) for v, other, prefix in decided if v == version]
-            sums = {}
+            sums, people = {}, set(number >> shift for v, number, count in seekers if v == version)
             for v, number, count in parsed:
                 if v != version or (narrower and any(number >> cut == prefix for cut, prefix in narrower)):
                     continue
@@ -257,8 +265,9 @@ class Campaigns:
                 if (count >= requests and distinct >= 2) or distinct >= addresses:
                     decided.append((version, length, prefix))
                     network = _network(version, prefix << shift, length)
-                    found.append(Decision(CHALLENGE, str(network).encode('ascii'), count, 'network %s, %d addresses%s' % (
-                        network, distinct, ', a hosting AS' if hosting == distinct and self.hosting else '')))
+                    found.append(self.decision('network', str(network).encode('ascii'), count, 'network %s, %d addresses%s' % (
+                        network, distinct, ', a hosting AS' if hosting == distinct and self.hosting else ''),
+                        people=prefix in people))
         return found, decided
 
     def autonomous_systems(self, parsed, browsers, decided, located):
@@ -266,9 +275,14 @@ class Campaigns:
         per AS (``located``: {(version, number): (AS, range) or None}); an AS at either
         threshold (lowered for one of ``hosting_asns``) gets challenged the ranges of it that
         carried them where no address behaved as a browser (``browsers``: the log's job
-        seekers), each as its networks, less those ``decided`` already. An AS is never blocked whole."""
+        seekers), each as its networks, less those ``decided`` already; in a range that also
+        carried job seekers (a residential ISP's, where a quarter of a proxy campaign's exits
+        may sit), the networks of the narrowest length set (IPv4 /24, IPv6 /64) that carried
+        the AS's campaign addresses and no job seeker's. An AS is never blocked whole."""
         import ipaddress    # the decided networks' text only
         per_as, seekers = {}, set()
+        shifts = {4: 32 - self.v4_prefix, 6: 128 - max(self.v6_prefixes)}
+        people = set((version, number >> shifts[version]) for version, number, count in browsers)
         for version, number, count in browsers:
             found = located[(version, number)]
             if found is not None:
@@ -280,9 +294,13 @@ class Campaigns:
             total = per_as.setdefault(found[0], [0, 0, {}])
             total[0] += count
             total[1] += 1
-            carried = total[2].setdefault(found[1], [0, 0])
+            carried = total[2].setdefault(found[1], [0, 0, {}])
             carried[0] += count
             carried[1] += 1
+            if found[1] in seekers:     # its networks' own sums, for a range that carried job seekers too
+                network = carried[2].setdefault(number >> shifts[version], [0, 0])
+                network[0] += count
+                network[1] += 1
         decided = [_network(version, prefix << (BITS[version] - length), length) for version, length, prefix in decided]
         decisions = []
         for asn, (count, distinct, ranges) in sorted(per_as.items()):
@@ -291,16 +309,23 @@ class Campaigns:
                 continue
             name = self.database.names.get(asn, '')
             name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
-            for (version, first, last), (carried, addresses) in sorted(ranges.items()):
-                if (version, first, last) in seekers:
-                    continue
+            for (version, first, last), (carried, addresses, parts) in sorted(ranges.items()):
+                head = 'AS%d %s%s, %d addresses, ' % (asn, name, ' (hosting)' if asn in self.hosting else '', distinct)
+                mixed = (version, first, last) in seekers
                 first, last = _address(version, first), _address(version, last)
-                for network in ipaddress.summarize_address_range(first, last):
+                if not mixed:
+                    networks = [(network, carried, '%d in range %s-%s, no job seekers there' % (addresses, first, last))
+                                for network in ipaddress.summarize_address_range(first, last)]
+                else:
+                    networks = [(_network(version, prefix << shifts[version], BITS[version] - shifts[version]), part[0],
+                                 '%d in network %s, no job seekers there, though range %s-%s carries some' % (
+                                     part[1], _network(version, prefix << shifts[version], BITS[version] - shifts[version]),
+                                     first, last))
+                                for prefix, part in sorted(parts.items()) if (version, prefix) not in people]
+                for network, requests, where in networks:
                     if not any(network.subnet_of(other) for other in decided if other.version == version):
-                        decisions.append(Decision(CHALLENGE, str(network).encode('ascii'), carried, (
-                            'AS%d %s%s, %d addresses, %d in range %s-%s, no job seekers there'
-                            % (asn, name, ' (hosting)' if asn in self.hosting else '', distinct, addresses, first, last)
-                        ).replace('  ', ' ')))
+                        decisions.append(self.decision('as', str(network).encode('ascii'), requests,
+                                                       (head + where).replace('  ', ' ')))
         return decisions
 
 

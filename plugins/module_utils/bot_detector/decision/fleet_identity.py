@@ -3,18 +3,22 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who pushes to the fleet store, and with what (issue 43): the machine's id (one writer is a
 machine and its log's path, hashed: the store never sees the id itself), the password file
-(a regular file, read bounded), and StoreDown, what a failure of the store is to its callers."""
+(a regular file, read bounded), StoreDown, what a failure of the store is to its callers, and
+the client (redis-py, imported by ``import_redis`` only, only with a fleet store)."""
 
 from __future__ import absolute_import, division, print_function
 
 import hashlib
 import os
 import stat
+import sys
 
 from ..base import messages
+from ..base.errors import EXIT_BAD_OPTION, BotDetectorError
 
 __metaclass__ = type
 
+DEBIAN_PACKAGES = '/usr/lib/python3/dist-packages'
 MACHINE_ID_FILES = ('/etc/machine-id', '/var/lib/dbus/machine-id')
 PASSWORD_FILE_MAX = 4096        # bytes read of the password file
 
@@ -66,3 +70,22 @@ def read_password(path, warn):
 class StoreDown(Exception):
     """The store did not answer (refused, timed out, dropped, an error reply): the batch may or
     may not have been applied; sending it again is safe (absolute counts)."""
+
+
+def import_redis():
+    """The redis module; Debian's python3-redis also under ``python3 -S``. Missing: exit 2.
+    Its log records (the cluster client logs each failure with a traceback) go nowhere: a store
+    away is said once, by the fleet's own warning."""
+    try:
+        import redis      # only with a fleet store: a run without one stays standard library only
+    except ImportError:
+        if os.path.isdir(DEBIAN_PACKAGES) and DEBIAN_PACKAGES not in sys.path:
+            sys.path.append(DEBIAN_PACKAGES)        # after everything else: nothing of the core is shadowed
+        try:
+            import redis      # Debian's python3-redis, outside the path python3 -S sees
+        except ImportError:
+            raise BotDetectorError(messages.FLEET_NO_CLIENT, EXIT_BAD_OPTION)
+    import logging      # only with a fleet store, as redis-py itself imports it
+    logging.getLogger('redis').addHandler(logging.NullHandler())
+    logging.getLogger('redis').propagate = False
+    return redis

@@ -34,26 +34,23 @@ last seen place in the list.
 Every exchange with the store (connecting included) is bounded as a whole (EXCHANGE_SECONDS):
 a store that answers a byte at a time is a store away.
 
-redis-py is imported only here, only when fleet_store is set; under ``python3 -S`` (the role
-runs the command so) Debian's dist-packages is not on the path: it is added then, once.
+redis-py is imported only when fleet_store is set (fleet_identity.import_redis); under
+``python3 -S`` (the role runs the command so) Debian's dist-packages is added to the path then.
 """
 
 from __future__ import absolute_import, division, print_function
 
 import os
-import sys
 import threading
 import time
 
 from ..base import messages
-from ..base.errors import EXIT_BAD_OPTION, BotDetectorError
 from ..values.checks import fleet_store_url, redact_url
 from .fleet_answers import ENTRY_BYTES, READ_PER_PUSH, crossing
-from .fleet_identity import StoreDown, digest, machine_id, read_password
+from .fleet_identity import StoreDown, digest, import_redis, machine_id, read_password
 
 __metaclass__ = type
 
-DEBIAN_PACKAGES = '/usr/lib/python3/dist-packages'
 CONNECT_TIMEOUT = 1.0       # seconds: a store away must not hold a host's own detection up
 REPLY_TIMEOUT = 2.0
 EXCHANGE_SECONDS = 3.0      # one whole exchange (connecting, loading the script, a call and its reply), at most
@@ -69,7 +66,7 @@ SAFE_POLICY = 'noeviction'      # every key has an expiry: any other policy may 
 # exactly that (no failure since), 5 threshold, 6 ttl, 7 crossings seen, 8 host, 9 machine,
 # 10 session (a cron run and a follower of one log are one writer, two sessions), then address,
 # count pairs.
-PUSH_SCRIPT = ("""
+SCRIPT_HEAD = ("""
 local cur = redis.call('GET', KEYS[1])
 if not cur or #cur ~= %(token)d or string.find(cur, '[^0-9a-f]') then
   cur = ARGV[2]
@@ -93,7 +90,8 @@ if lost then
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[6])
   return {0, ARGV[2], 'lost'}
 end
-local threshold = tonumber(ARGV[5])
+""" % {'token': 2 * TOKEN_BYTES})
+ADDRESS_PAIRS = """local threshold = tonumber(ARGV[5])
 local n = (#ARGV - 10) / 2
 local added = 0
 if n > 0 then
@@ -114,7 +112,8 @@ if n > 0 then
     end
   end
 end
-mine = redis.call('HINCRBY', KEYS[2], ' total', added)
+"""
+SCRIPT_TAIL = """mine = redis.call('HINCRBY', KEYS[2], ' total', added)
 redis.call('HSET', KEYS[2], ' by', ARGV[10])
 redis.call('HSET', KEYS[3], ' ' .. KEYS[2], 1)
 redis.call('HINCRBY', KEYS[3], ' total', added)
@@ -126,7 +125,7 @@ elseif owner[1] ~= ARGV[9] and not owner[2] then
   owner[2] = ARGV[9]
 end
 for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[6]) end
-""" % {'token': 2 * TOKEN_BYTES}) + """
+
 local function length(key)
   if #redis.call('LRANGE', key, 0, 0) == 0 then return 0 end
   local low, high = 0, 1
@@ -145,7 +144,11 @@ for i = 1, #found do
   if #found[i] > %(entry)d then found[i] = '' end
 end
 return {1, cur, found, mine, owner[2] and 1 or 0, seen}
-""" % {'read': READ_PER_PUSH, 'entry': ENTRY_BYTES}
+"""
+# The script in three parts: the token and lost data checked (SCRIPT_HEAD), the pairs applied
+# (ADDRESS_PAIRS; the campaign keys' own: decision/fleet_campaigns.py), this writer's bookkeeping
+# and the crossings read (SCRIPT_TAIL, the entries' bound a parameter).
+PUSH_SCRIPT = SCRIPT_HEAD + ADDRESS_PAIRS + SCRIPT_TAIL % {'read': READ_PER_PUSH, 'entry': ENTRY_BYTES}
 # The crossings read (fleet_answers.py, the reading side): at most READ_PER_PUSH entries, from
 # the host's place or the list's last READ_PER_PUSH when it is further behind (a flood of entries
 # is skipped to its newest), each longer than ENTRY_BYTES blanked (counted, not sent): a reply
@@ -156,34 +159,16 @@ return {1, cur, found, mine, owner[2] and 1 or 0, seen}
 # commands' key positions: without it redis-py's cluster client stops at its start), the fleet's keys.
 ACL_RULES = ('resetchannels', '-@all', '+evalsha', '+script|load', '+ping', '+info', '+cluster|slots',
              '+cluster|shards', '+cluster|nodes', '+command', '+get', '+set', '+hmget', '+hset', '+hincrby',
-             '+rpush', '+lrange', '+expire')
+             '+hsetnx', '+rpush', '+lrange', '+expire')
 EXACT = 3       # ARGV's place (from 0) of the flag 'the floor is exactly what the store holds'
 MAX_BATCH = 2000        # address pairs per script call (each call is one round trip)
 
 
-def import_redis():
-    """The redis module; Debian's python3-redis also under ``python3 -S``. Missing: exit 2.
-    Its log records (the cluster client logs each failure with a traceback) go nowhere: a store
-    away is said once, by the fleet's own warning."""
-    try:
-        import redis      # only with a fleet store: a run without one stays standard library only
-    except ImportError:
-        if os.path.isdir(DEBIAN_PACKAGES) and DEBIAN_PACKAGES not in sys.path:
-            sys.path.append(DEBIAN_PACKAGES)        # after everything else: nothing of the core is shadowed
-        try:
-            import redis      # Debian's python3-redis, outside the path python3 -S sees
-        except ImportError:
-            raise BotDetectorError(messages.FLEET_NO_CLIENT, EXIT_BAD_OPTION)
-    import logging      # only with a fleet store, as redis-py itself imports it
-    logging.getLogger('redis').addHandler(logging.NullHandler())
-    logging.getLogger('redis').propagate = False
-    return redis
-
-
-def window_keys(name, start, host, token='', writer=''):
+def window_keys(name, start, host, token='', writer='', kind=''):
     """The keys of the window starting at ``start`` (seconds since the epoch) for the writer
-    ``host``/``writer`` under ``token``, in PUSH_SCRIPT's KEYS order."""
-    tag = '{%s:v%d:%s}' % (name, LAYOUT, start)
+    ``host``/``writer`` under ``token``, in PUSH_SCRIPT's KEYS order. ``kind``: '' the
+    addresses', 'c' the campaign keys' (decision/fleet_campaigns.py: a token of their own)."""
+    tag = '{%s:v%d%s:%s}' % (name, LAYOUT, kind, start)
     data = '%s:%s:' % (tag, token)
     return (tag + ':epoch', data + 'w:%s:%s' % (host, writer), data + 'sum', data + 'crossed', tag + ':names')
 
@@ -193,6 +178,9 @@ class Store:
     crossings seen and this writer's acknowledged total are kept here. A failure of the store
     raises StoreDown (the caller keeps its counts for the next push). ``logs``: the logs whose
     counts this writer pushes (with the machine's id, the writer's identity)."""
+
+    SCRIPT = PUSH_SCRIPT
+    KIND = ''       # window_keys' kind
 
     def __init__(self, settings, client_factory=None, logs=(), machine=None, warn=None):
         self.url = settings.fleet_store
@@ -332,7 +320,7 @@ class Store:
         for batch in batches:
             token = self.tokens.get(start, '')
             floor, exact = self.acked.get(start, (0, False))
-            keys = window_keys(self.name, start, self.host, token, self.writer)
+            keys = window_keys(self.name, start, self.host, token, self.writer, self.KIND)
             argv = [token, os.urandom(TOKEN_BYTES).hex(), floor, '1' if exact else '0', threshold, max(60, int(ttl)),
                     self.seen.get(start, 0), self.host, self.machine, self.session]
             for address, count in batch:
@@ -349,7 +337,8 @@ class Store:
                 self.acked[start] = (0, False)      # what it holds of this writer: another session's maybe
                 if len(reply) == 3:
                     self.lost += 1
-                    self.warn(messages.FLEET_LOST % (self.describe(), time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(start))))
+                    said = messages.FLEET_JUNK if reply[2] == b'junk' else messages.FLEET_LOST      # junk: fleet_campaigns.py
+                    self.warn(said % (self.describe(), time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(start))))
                 return False, crossings
             self.acked[start] = (reply[3], True)
             if reply[4] and not self.twice:
@@ -367,7 +356,12 @@ class Store:
             self._restart(start, token)
         found = found[:READ_PER_PUSH]
         self.seen[start] = place + len(found)
-        return [entry for entry in (crossing(item, threshold) for item in found) if entry is not None]
+        return [entry for entry in (self.entry(item, threshold) for item in found) if entry is not None]
+
+    @staticmethod
+    def entry(item, threshold):
+        """One crossings list entry read (fleet_answers.crossing), or None: junk."""
+        return crossing(item, threshold)
 
     def _restart(self, start, token):
         self.tokens[start], self.seen[start] = token, 0
@@ -435,8 +429,8 @@ class Store:
         """The script loaded where ``key`` lives: on a cluster, only the master of its slot
         (SCRIPT LOAD goes to every master by default: one away would stop every window)."""
         if self.cluster:
-            return client.execute_command('SCRIPT LOAD', PUSH_SCRIPT, target_nodes=client.get_node_from_key(key))
-        return client.script_load(PUSH_SCRIPT)
+            return client.execute_command('SCRIPT LOAD', self.SCRIPT, target_nodes=client.get_node_from_key(key))
+        return client.script_load(self.SCRIPT)
 
     def _evalsha(self, keys, argv):
         client = self.connect()     # StoreDown itself when the password file cannot be read

@@ -10,7 +10,8 @@ answers, so that no spelling of an address slips past one of them: upper case, a
 compression, a /32 or /128, an IPv4-mapped IPv6 address in any spelling (its IPv4 address).
 
 An allow-list line or trusted proxy wider than the enforcement's limits
-(``enforcement_min_prefix_v4``/``_v6``; a typo such as 192.0.2.20/0) spares no one: it is
+(``enforcement_min_prefix_v4``/``_v6``; a typo such as 192.0.2.20/0; an IPv6 line holding
+every IPv4-mapped address, such as ::ffff:0:0/80, as wide as an IPv4 /0) spares no one: it is
 left out and named in ``too_wide`` (the callers warn, and count it in the metrics).
 """
 
@@ -81,6 +82,18 @@ def span(line):
     return version, first, last, length
 
 
+MAPPED = (0xffff << 32, (0xffff << 32) | 0xffffffff)      # ::ffff:0:0/96, every IPv4 client spelled as IPv6
+
+
+def wider(parsed, min_prefix):
+    """Whether the span ``parsed`` (span()) is wider than ``min_prefix`` {4: length, 6: length}:
+    more addresses than the limit, or an IPv6 network holding all of ::ffff:0:0/96 (::ffff:0:0/80,
+    ::/64: every IPv4 client spelled as IPv6, as wide as an IPv4 /0)."""
+    version, first, last = parsed[:3]
+    return last - first + 1 > 1 << (BITS[version] - min_prefix[version]) or \
+        version == 6 and first <= MAPPED[0] and MAPPED[1] <= last
+
+
 def _everyone(line):
     """Whether ``line`` is a /0 network (or a mapped ::ffff:0:0/96): every client of a version."""
     text = line.strip()
@@ -145,7 +158,7 @@ class NeverBlocked:
                             self._too_wide.append(line.strip())
                         continue
                     version, first, last = parsed[:3]
-                    if bounded and last - first + 1 > 1 << (BITS[version] - self.min_prefix[version]):
+                    if bounded and wider(parsed, self.min_prefix):
                         self._too_wide.append(line.strip())
                         continue
                     found[version].append((first, last))
@@ -235,8 +248,7 @@ def too_wide_lines(lines, min_prefix, span_of=None):
     found = []
     for line in lines:
         parsed = (span_of or span)(line)
-        if parsed is None and _everyone(line) or parsed is not None and \
-                parsed[2] - parsed[1] + 1 > 1 << (BITS[parsed[0]] - min_prefix[parsed[0]]):
+        if parsed is None and _everyone(line) or parsed is not None and wider(parsed, min_prefix):
             found.append(line.strip())
     return found
 

@@ -45,7 +45,9 @@ def answer_decisions(result, settings, decisions, block=None):
     (read back from the log: result.answered) reach ``answer_escalation`` is blocked,
     ``block(key, count)``, its activity line noted 'escalated'. A person without JavaScript
     behind a NAT address loads a few pages, never that many. Then the answers' directory
-    synced when a list changed."""
+    made equal to the lists, whether they changed or not: a run killed between a list's change
+    and its sync (or a killed removal finished here) left it behind; nftables's throttle table
+    is loaded again only when something changed (a load starts its meters afresh)."""
     result.answers = {}
     for kind in ANSWERS:
         mine = decisions.get(kind, [])
@@ -58,9 +60,9 @@ def answer_decisions(result, settings, decisions, block=None):
     found = getattr(result, 'answered', None)
     if found is not None:
         result.escalated = escalate(settings, found, block)
-    changed = any(done['added'] or done['expired'] for done in result.answers.values())
-    if changed and not result.check_mode:
-        sync_answers(settings, result.warn)
+    changed = any(done['added'] or done['expired'] or done['renewed'] for done in result.answers.values())
+    if result.answers and not result.check_mode:
+        sync_answers(settings, result.warn, changed)
 
 
 def escalate(settings, found, block):
@@ -84,13 +86,13 @@ def escalate(settings, found, block):
     return [to_text(key) for key in escalated]
 
 
-def sync_answers(settings, warn=None):
+def sync_answers(settings, warn=None, changed=True):
     """The answers' directory made equal to the lists (nginx's njs reads it); with nftables
-    enforcement, the throttle's table too (a failure there is a warning: the lists keep their
-    changes, nginx's answers hold)."""
-    from ..enforce.answer_files import sync     # a change to an answer list only
+    enforcement, the throttle's table too when the lists ``changed`` or the directory was behind
+    them (a failure there is a warning: the lists keep their changes, nginx's answers hold)."""
+    from ..enforce.answer_files import sync     # with an answer list only
     report = sync(settings)
-    if settings.enforcement == 'nftables':
+    if settings.enforcement == 'nftables' and (changed or report['changed']):
         from ..enforce.answers_nftables import sync as sync_nftables      # nftables enforcement only
         try:
             sync_nftables(settings)

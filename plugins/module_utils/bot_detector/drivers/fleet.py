@@ -70,7 +70,7 @@ class Fleet:
     or None before the first answer), ``push_behind_seconds`` (since the oldest count not yet
     sent), ``decisions_received`` (crossings learnt), ``describe()`` (the URL, no password)."""
 
-    def __init__(self, settings, warn, store=None, say=None, logs=(), tracked=False):
+    def __init__(self, settings, warn, store=None, say=None, logs=(), tracked=False, rules=None, server_ips=()):
         self.store = store if store is not None else Store(settings, logs=logs, warn=warn)
         self.threshold = settings.threshold
         self.answers, self.top = FleetAnswers(settings), settings.top
@@ -99,6 +99,12 @@ class Fleet:
         self._unsent, self._offered_at = False, 0.0
         self.offer_seconds = 0.0        # what the last offer took the follower's thread
         self.thread = threading.Thread(target=self._loop, name='fleet-store', daemon=True)
+        self.settings, self.server_ips = settings, server_ips
+        self.campaigns = None       # with the campaign profile: its keys' pushes (fleet_campaigns.CampaignPush)
+        if getattr(rules, 'campaigns', None) is not None:
+            from ..decision.fleet_campaigns import CampaignPush       # the campaign profile only
+            self.campaigns = CampaignPush(settings, rules.campaigns, warn=warn, logs=logs, on_news=self._news)
+        self._campaigns_unsent = True       # the first round offers them: a restarted follower's keys go again
 
     def describe(self):
         return self.store.describe()
@@ -124,6 +130,11 @@ class Fleet:
         PUSH_EVERY / 2 seconds (at once when the store wants a window whole, or the windows
         moved); True when crossings came since the last decision (the follower decides then)."""
         self._unsent = self._unsent or bool(read)
+        if self.campaigns is not None:      # the campaign keys (a pass over the windows' addresses): at most every OFFER_EVERY
+            self._campaigns_unsent = self._campaigns_unsent or bool(read)
+            if self._campaigns_unsent and self.campaigns.offer(counters, windows, self.server_ips):
+                self._campaigns_unsent = False
+                self.wake.set()
         wall = time.time()
         moved = [w.stamp for w in windows] != [stamp for stamp, dummy in self.windows]      # also the hour's turn
         spacing = max(PUSH_EVERY / 2, OFFER_SHARE * self.offer_seconds)     # many addresses: the local blocks first
@@ -148,7 +159,10 @@ class Fleet:
                     self.fresh = True       # more than top: the follower decides again at once
             for stamp in [s for s in self.offered if s not in [w.stamp for w in counts.windows]]:
                 del self.offered[stamp]
-        return overlay(counts, records) or counts
+        laid = overlay(counts, records) or counts
+        if self.campaigns is not None:      # the fleet's campaign crossings, judged beside the host's own (run.py)
+            laid.fleet_campaigns = self.campaigns.take()
+        return laid
 
     def close(self, wait=2.0):
         """Stop the thread, after one last push of what is pending (at most ``wait`` seconds)."""
@@ -156,6 +170,12 @@ class Fleet:
         self.wake.set()
         self.thread.join(wait)
         self.store.close()
+        if self.campaigns is not None:
+            self.campaigns.store.close()
+
+    def _news(self):
+        with self.lock:
+            self.fresh = True
 
     # ---- the follower's side
 
@@ -228,6 +248,8 @@ class Fleet:
             last = self.stop
             try:
                 up = self.push_once()
+                if up and self.campaigns is not None:
+                    self.campaigns.push_once()
             except Exception as exc:        # pylint: disable=broad-except
                 up = self._down(exc)        # never the end of the pushes: the follower goes on
             pause = PUSH_EVERY if up else min(max(pause * 2, DOWN_RETRY[0]), DOWN_RETRY[1])
@@ -283,6 +305,8 @@ class Fleet:
         token the store changed meanwhile: the window whole at the next offer."""
         batches = snapshot.batches() if snapshot is not None else iter(([],))
         for index, pairs in enumerate(batches):
+            if self.settings.campaigns:     # the signals' keys are the host's own (fleet_campaigns.py sums the campaign keys)
+                pairs = [pair for pair in pairs if pair[0][:1] != b'\t']
             applied, crossings = self.store.push(start, ttl, pairs, snapshot is not None and snapshot.whole and index == 0,
                                                  self.threshold, stamp)
             self._learn(stamp, crossings, start)
@@ -321,7 +345,7 @@ class Fleet:
                 del self.crossed[old]
 
 
-def fleet_run(settings, counts, warn, logs=()):
+def fleet_run(settings, counts, warn, logs=(), campaigns=None, server_ips=()):
     """A run's push (cron or timer, state_dir or not): every window's counts, each window on its
     own, then the fleet's crossings laid over them (overlay). The store away: a warning, and the
     run's own counts decide. Returns (counts to decide on, what the result says of the store)."""
@@ -331,6 +355,8 @@ def fleet_run(settings, counts, warn, logs=()):
     try:
         for window, counter in counts:
             pairs = [] if stamp_holds_another_hour(window, counts.windows) else addresses_only(all_items(counter))
+            if campaigns is not None:       # the signals' keys are the host's own
+                pairs = [pair for pair in pairs if pair[0][:1] != b'\t']
             try:
                 dummy, crossings = store.push(window.start, KEEP_AFTER, pairs, True, settings.threshold,
                                               window.stamp)    # all of them (none: a DST night's two hours in one stamp)
@@ -346,4 +372,9 @@ def fleet_run(settings, counts, warn, logs=()):
         store.close()
     shown['eviction_policy'] = store.policy
     shown['decisions_received'] = sum(map(len, crossed.values()))
-    return overlay(counts, FleetAnswers(settings).records(crossed, settings.threshold)) or counts, shown
+    laid = overlay(counts, FleetAnswers(settings).records(crossed, settings.threshold)) or counts
+    if campaigns is not None and shown['up']:
+        from ..decision.fleet_campaigns import campaign_run       # the campaign profile only
+        laid.fleet_campaigns = campaign_run(settings, campaigns, counts, server_ips, warn, logs)
+        shown['decisions_received'] += sum(map(len, laid.fleet_campaigns.values()))
+    return laid, shown

@@ -20,12 +20,13 @@ when it calls them (and in keeping a window's ranking until its counts change: R
   at least every SAVE_EVERY seconds and at SIGTERM. After a restart or a kill -9 it reads on
   from there: no line is lost or counted twice.
 - Status: a file in the lock directory (pid, logs, how far behind) for --status (status.py).
+- With an answer list: the answers read back from the ranges counted (reading/answered.py),
+  kept in the state, for the escalation a decision makes as a run's does.
 """
 
 from __future__ import absolute_import, division, print_function
 
 import base64
-import json
 import os
 import signal
 import time
@@ -44,8 +45,8 @@ from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
 from .after_change import after_run
-from .follower_state import (Clock, OverBudget, Rankings, atomic_write, claim, dump, files_stat, jsonable, key_of, leave, load,
-                             saved_positions_valid, write_metrics)
+from .follower_state import (Clock, Rankings, claim, files_stat, jsonable, key_of, leave, load, publish, save,
+                             saved_positions_valid)
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -54,7 +55,7 @@ POLL_IDLE = 0.25        # seconds asleep when no log grew
 READ_BLOCK = 32 * 1024 * 1024   # bytes of whole lines read per log before the next decision check
 DECIDE_EVERY = 0.5      # seconds between decisions while lines arrive
 SAVE_EVERY = 5.0        # seconds between state saves (and metrics, status)
-EXPIRE_EVERY = 30.0     # seconds between ban expiries when ban_time is set
+EXPIRE_EVERY = 30.0     # seconds between expiries (ban_time set, or an answer list's answer_time)
 DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged before it is closed
 
 
@@ -90,6 +91,11 @@ class Follower:
         self.read = [0, 0]              # bytes and lines read since the metrics were last written
         self.fleet = None       # with fleet_store: its pushes and crossings (fleet.Fleet), from run()
         self.fleet_reported = 0     # the fleet's decisions_received at the last metrics write
+        self.answered = None        # with an answer list: its answers read back (reading/answered.py)
+        self.expiring = settings.ban_time is not None or bool(settings.throttle_list or settings.challenge_list)     # answer_time: always
+        if settings.throttle_list or settings.challenge_list:
+            from ..reading.answered import Followed      # with an answer list only
+            self.answered = Followed((), settings.job_prefixes, settings.answer_escalation)
 
     # ---- counting
 
@@ -114,6 +120,8 @@ class Follower:
                 elif isinstance(counter, SpillCounter):
                     counter.discard()       # an hour past: its spill files go
         self.tally = self.rules.counting(fresh)
+        if self.answered is not None:
+            self.answered.move(fresh.stamps + fresh.tracked)
         return True
 
     def _count(self, pos, end):
@@ -126,6 +134,8 @@ class Follower:
                 end = exc.position
             self.read[0] += end - pos.offset        # for the metrics: since their last write
             self.read[1] += (self.tally.lines or 0) - (lines or 0)
+            if self.answered is not None:
+                self.answered.read_range(pos.fd, pos.offset, end)
             if self.formats is not None:
                 self.formats.counted(self.path, pos.fd, pos.offset, end)
             pos.offset = end
@@ -234,6 +244,8 @@ class Follower:
         for stamp, entries in counts.items():
             if stamp in self.tally.counters:
                 self.tally.counters[stamp].update(dict(entries))
+        if self.answered is not None:
+            self.answered.resume(doc.get('answered'))
         return True
 
     def _resume_file(self, source, entry, current):
@@ -299,6 +311,8 @@ class Follower:
                 pos = Position(fd, end, os.pread(fd, state.HEAD_BYTES, 0))
                 if read.path == source.path:
                     source.current = pos
+                    if self.answered is not None:       # the log's answers as a run reads them: itself, whole
+                        self.answered.read_range(fd, 0, end)
                 else:
                     os.close(fd)        # a rotated file is finished
 
@@ -306,42 +320,11 @@ class Follower:
 
     def save(self, now, unless=None):
         """Write the state, unless its positions and windows are ``unless``; returns them."""
-        doc = {'logs': self.logs, 'settings': jsonable(state.counting_settings(self.settings)),
-               'positions': [source.positions() for source in self.sources], 'hour': self.hour[1]}
-        if doc != unless:
-            try:
-                dump(self.state_path, dict(doc, now=now), self.tally.counters, self.settings.state_budget)
-                self.state_dropped = self.state_unsaved = False
-            except OSError as exc:      # a full state directory (ENOSPC): follow on, the next save tries again
-                if not self.state_unsaved:
-                    self.warn(messages.STATE_NOT_SAVED % (self.state_path, exc.strerror or exc))
-                self.state_unsaved = True
-                return unless
-            except OverBudget as exc:       # a restart then reads the windows as a run does
-                try:
-                    os.unlink(self.state_path)
-                except OSError:
-                    pass
-                if not self.state_dropped:
-                    self.warn(messages.STATE_OVER_BUDGET % {'path': self.state_path, 'why': exc.args[0]})
-                self.state_dropped = True
-        return doc
+        return save(self, now, unless)
 
     def publish(self, now, behind_bytes, metrics=True):
         """The status file (--status) and, with ``metrics``, the metrics."""
-        behind_seconds = 0 if not behind_bytes else max(0.0, now - self.caught_up_at)
-        doc = {'pid': os.getpid(), 'logs': self.logs, 'blocklist': os.path.realpath(self.settings.blocklist),
-               'updated': time.time(), 'decided': self.decided_at, 'behind_seconds': round(behind_seconds, 3), 'behind_bytes': behind_bytes}
-        formatted = [path for path, reader in self.readers.items() if reader is not None]
-        doc.update(self.fleet.status() if self.fleet is not None else {})
-        if formatted:
-            doc['unparsed_lines'] = dict((path, self.unparsed.get(path, 0)) for path in formatted)
-        try:
-            atomic_write(self.status_path, json.dumps(doc).encode('utf-8'))
-        except OSError:
-            pass
-        if metrics and self.settings.metrics_file is not None:
-            write_metrics(self, now, behind_seconds, behind_bytes, sum(self.unparsed.values()) if formatted else None)
+        publish(self, now, behind_bytes, metrics)
 
     # ---- deciding
 
@@ -353,6 +336,9 @@ class Follower:
         counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
         if self.fleet is not None:      # the fleet's sums of the addresses that crossed, over this host's own
             counts = self.fleet.overlay(counts)
+        if self.answered is not None:       # the escalation's counts, when a key reached answer_escalation
+            result.answered = self.answered.due([w.stamp for w in counts.windows], files_stat(
+                [path for path in (self.settings.throttle_list, self.settings.challenge_list) if path]))
         decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False)
         self.decided_at = time.time()
         self.decide_seconds = self.decided_at - started
@@ -384,11 +370,11 @@ class Follower:
         try:
             if self.settings.fleet_store:
                 from .fleet import Fleet        # a fleet store only: redis-py, a thread
-                self.fleet = Fleet(self.settings, self.warn, logs=self.logs, tracked=True).start()
+                self.fleet = Fleet(self.settings, self.warn, logs=self.logs, tracked=True, rules=self.rules, server_ips=self.server_ips).start()
             # --status lists it from its start: all of the logs to read, then after its first decision
             self.publish(now, sum(os.path.getsize(path) for path in self.logs if os.path.isfile(path)), metrics=False)
             self._start(now)
-            self.decide(now, expire=self.settings.ban_time is not None, first=True)
+            self.decide(now, expire=self.expiring, first=True)
             self.publish(now, sum(source.behind() for source in self.sources), metrics=False)
             last_decision = last_save = last_expiry = time.time()
             lists_seen, saved = self._lists_stat(), None
@@ -399,7 +385,7 @@ class Follower:
                 moved = self._move_windows(now)
                 pending = pending or bool(read)
                 lists_now = self._lists_stat()
-                expire = self.settings.ban_time is not None and wall - last_expiry >= EXPIRE_EVERY
+                expire = self.expiring and wall - last_expiry >= EXPIRE_EVERY
                 due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)     # spilled: at most half the time
                 news = self.fleet is not None and self.fleet.fresh      # crossings learnt since the last decision
                 decided = due or moved or expire or lists_now != lists_seen or news

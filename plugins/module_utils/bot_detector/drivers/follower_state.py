@@ -26,6 +26,7 @@ from ..base import messages
 from ..base.clock import hour_windows
 from ..base.errors import BotDetectorError
 from ..base.text import to_bytes, write_all
+from ..reading import state
 from ..reading.spill import spilled
 
 __metaclass__ = type
@@ -266,3 +267,46 @@ def write_metrics(follower, now, behind_seconds, behind_bytes, unparsed):
         follower.additions, follower.removals, follower.read, follower.fleet_reported = {}, 0, [0, 0], received
     except BotDetectorError as exc:
         follower.warn(messages.METRICS_UNWRITABLE % exc.message)
+
+
+def publish(follower, now, behind_bytes, metrics=True):
+    """A follower's status file (--status) and, with ``metrics``, its metrics."""
+    behind_seconds = 0 if not behind_bytes else max(0.0, now - follower.caught_up_at)
+    doc = {'pid': os.getpid(), 'logs': follower.logs, 'blocklist': os.path.realpath(follower.settings.blocklist),
+           'updated': time.time(), 'decided': follower.decided_at, 'behind_seconds': round(behind_seconds, 3), 'behind_bytes': behind_bytes}
+    formatted = [path for path, reader in follower.readers.items() if reader is not None]
+    doc.update(follower.fleet.status() if follower.fleet is not None else {})
+    if formatted:
+        doc['unparsed_lines'] = dict((path, follower.unparsed.get(path, 0)) for path in formatted)
+    try:
+        atomic_write(follower.status_path, json.dumps(doc).encode('utf-8'))
+    except OSError:
+        pass
+    if metrics and follower.settings.metrics_file is not None:
+        write_metrics(follower, now, behind_seconds, behind_bytes, sum(follower.unparsed.values()) if formatted else None)
+
+
+def save(follower, now, unless=None):
+    """A follower's state written (Follower.save), unless its positions and windows are ``unless``; returns them."""
+    doc = {'logs': follower.logs, 'settings': jsonable(state.counting_settings(follower.settings)),
+           'positions': [source.positions() for source in follower.sources], 'hour': follower.hour[1]}
+    if follower.answered is not None:
+        doc['answered'] = follower.answered.saved()
+    if doc != unless:
+        try:
+            dump(follower.state_path, dict(doc, now=now), follower.tally.counters, follower.settings.state_budget)
+            follower.state_dropped = follower.state_unsaved = False
+        except OSError as exc:      # a full state directory (ENOSPC): follow on, the next save tries again
+            if not follower.state_unsaved:
+                follower.warn(messages.STATE_NOT_SAVED % (follower.state_path, exc.strerror or exc))
+            follower.state_unsaved = True
+            return unless
+        except OverBudget as exc:       # a restart then reads the windows as a run does
+            try:
+                os.unlink(follower.state_path)
+            except OSError:
+                pass
+            if not follower.state_dropped:
+                follower.warn(messages.STATE_OVER_BUDGET % {'path': follower.state_path, 'why': exc.args[0]})
+            follower.state_dropped = True
+    return doc

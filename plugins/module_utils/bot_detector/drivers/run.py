@@ -34,6 +34,7 @@ from ..reading.logfile import check_readable
 from ..reading.spill import Session
 from ..reading.tally import count_windows, whole
 from ..reporting.result import Result
+from ..values.answer_settings import answer_for
 from ..values.log_formats import format_of
 from .after_change import recorded
 
@@ -182,7 +183,7 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
         result.counts = reported_counts(rules, counts, server_ips, report_floor)
     if settings.fleet_store and not check_mode:
         from .fleet import fleet_run      # a fleet store only: redis-py
-        counts, result.fleet = fleet_run(settings, counts, result.warn, logs)
+        counts, result.fleet = fleet_run(settings, counts, result.warn, logs, getattr(rules, 'campaigns', None), server_ips)
 
     def save_states():
         if states and not check_mode:
@@ -224,7 +225,12 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     ranked = []
     for window, counter in windows:
         records = rules.examined(counter, server_ips, settings.top, at_least)
-        ranked.append((window, records, campaigns.judge(whole(counter), records, server_ips) if campaigns else ({}, ())))
+        judged = campaigns.judge(whole(counter), records, server_ips) if campaigns else ({}, ())
+        if campaigns and getattr(counts, 'fleet_campaigns', {}).get(window.stamp):      # the fleet's, beside the host's own
+            from ..decision.fleet_campaigns import fleet_decisions      # a fleet store only
+            judged = (judged[0], list(judged[1]) + fleet_decisions(campaigns, whole(counter), judged[1], counts.fleet_campaigns[
+                window.stamp], server_ips, settings.threshold))
+        ranked.append((window, records, judged))
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     softer = []
     try:
@@ -234,7 +240,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
             result.window(window, records + fleet_records)
             for count, key in records + fleet_records:
                 verdict = decide(count, key, settings.threshold, lists)
-                if verdict == BLOCK and settings.answer_address != 'block' and key not in judged:
+                if verdict == BLOCK and answer_for(settings, 'address') != BLOCK and key not in judged:
                     softer.append((key, 'RPH=%d' % count))      # answered by its own list, never blocked for it
                 elif verdict != BELOW_THRESHOLD:
                     entry = {'address': to_text(key), 'count': count, 'window': window.name}
@@ -256,8 +262,9 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 elif verdict == BLOCK:      # not to the blocklist: a list of its own
                     result.answer(decision.answer, dict(entry, reason=decision.reason))
         decisions = _softer_decisions(settings, softer, result.softer)
-        if decisions or (expire_bans and (settings.throttle_list or settings.challenge_list)):
-            from .answers import answer_decisions     # with softer decisions or an answer list only (a follower: when it expires bans)
+        lists_due = expire_bans or getattr(result, 'answered', None) is not None     # a follower: an expiry, or a key to escalate
+        if decisions or (lists_due and (settings.throttle_list or settings.challenge_list)):
+            from .answers import answer_decisions     # with softer decisions or an answer list only
             answer_decisions(result, settings, decisions, _escalation(result, writer, lists, settings.threshold))
         if after is not None:
             after()
@@ -268,7 +275,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
 def _softer_decisions(settings, softer, filed):
     """{answer: [(key, reason)]}: the address rule's ``softer`` decisions (answered by
     ``answer_address``) and those the campaign profile ``filed`` (Result.softer), each key once."""
-    decisions = {settings.answer_address: list(softer)} if softer else {}
+    decisions = {answer_for(settings, 'address'): list(softer)} if softer else {}
     for kind, entries in (filed or {}).items():
         decisions.setdefault(kind, []).extend(
             (to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason'])) for entry in entries)
@@ -311,6 +318,9 @@ def _report(settings, logs, floor, candidates, now, resolver, session, result):
         result.counts = reported_counts(rules, counts, server_ips, floor)
         result.report_floor = floor
         result.local_blocks = local_blocks(settings.activity_log, read_list(settings.blocklist))
+        if getattr(rules, 'campaigns', None) is not None:      # the campaign keys, for the playbook to sum
+            from ..decision.fleet_campaigns import reported_campaigns     # the campaign profile only
+            result.campaign_counts = reported_campaigns(rules.campaigns, counts, server_ips, settings)
     else:
         result.counts = {}
         for window, counter in counts:
@@ -334,11 +344,18 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
         writer, lists = _locked_lists(settings, rules, result, check_mode)
         try:
             for decision in decisions:
+                if decision.get('answer') == 'challenge':       # a campaign's network: its own list, never the blocklist
+                    from ..decision.fleet_campaigns import file_challenge     # challenge decisions only
+                    file_challenge(result, settings, lists, decision)
+                    continue
                 key = rules.decision_key(to_bytes(decision['address']))
                 count = int(decision.get('count') or 0)
                 note = decision.get('reason') or 'fleet'
                 entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
                 _act(result, writer, lists, lists.verdict(key), key, entry, note)
+            if result.softer:
+                from .answers import answer_decisions     # with challenge decisions only
+                answer_decisions(result, settings, _softer_decisions(settings, [], result.softer))
         finally:
             writer.unlock()
         result.rules = rules.name

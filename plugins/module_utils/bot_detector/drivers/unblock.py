@@ -40,8 +40,8 @@ def unblock(settings, addresses, check_mode=False, emit=None, on_warning=None):
                     result.unblocked.append({'address': to_text(address), 'lines': lines, 'answer': kind})
                     result.say(unanswering(kind, to_text(address), check_mode))
                     answered.add(address)
-        if answered and not check_mode:
-            sync_answers(settings, result.warn)
+        if (settings.throttle_list or settings.challenge_list) and not check_mode:
+            sync_answers(settings, result.warn, bool(answered))     # a killed removal's finish too
         for address in wanted:
             if address in removed:
                 result.unblocked.append({'address': to_text(address), 'lines': removed[address]})

@@ -79,10 +79,11 @@ def _directory(path):
 
 def sync(settings, now=None):
     """Make each answer's subdirectory of ``answer_dir`` hold exactly its list's files, each with
-    its expiry as modification time. Returns {'files': {answer: count}, 'warnings': [...]}."""
+    its expiry as modification time. Returns {'files': {answer: count}, 'warnings': [...],
+    'changed': files made, removed or given another expiry}."""
     import time     # the wall clock: the lists' dates are the wall clock's
     now = time.time() if now is None else now
-    report = {'files': {}, 'warnings': []}
+    report = {'files': {}, 'warnings': [], 'changed': 0}
     for kind in ANSWERS:
         directory = os.path.join(settings.answer_dir, kind)
         if not getattr(settings, kind + '_list'):
@@ -97,12 +98,14 @@ def sync(settings, now=None):
             present = set(os.listdir(directory))
             for name in present - set(wanted):
                 os.unlink(os.path.join(directory, name))
+                report['changed'] += 1
             for name, expires in wanted.items():
                 path = os.path.join(directory, name)
                 if name not in present:
                     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
                 if name not in present or int(os.lstat(path).st_mtime) != expires:
                     os.utime(path, (expires, expires))
+                    report['changed'] += 1
         except OSError as exc:
             raise BotDetectorError('cannot update %s: %s' % (directory, exc.strerror))
         report['files'][kind] = len(wanted)

@@ -10,6 +10,12 @@ A limit of new connections per source address, not of requests: a scraper that s
 request over one keep-alive connection opens one connection and is never limited. nginx's
 throttle (answers_nginx.py) counts requests; the answers guide says so. Each entry expires in
 the kernel at its time (the set's element timeout). Nothing outside the table is named.
+
+The chain hooks prerouting at the drops' priority (nftables.py: raw - 10), before conntrack and
+DNAT: a web server behind DNAT (a container's published port, whose packets never reach the
+input hook) is throttled as one on the host, by the port the client connected to. Without
+conntrack there, a new connection is its first packet, a SYN without ACK (a retransmitted SYN
+counts again); a raw-table ``notrack`` on the ports hides nothing from it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +25,7 @@ import time
 
 from ..base.errors import BotDetectorError
 from ..lists.answers import listed, span
+from .nftables import CHAIN, CHAIN_PRIORITY
 
 __metaclass__ = type
 
@@ -56,12 +63,12 @@ def ruleset(settings, now=None):
         lines.append('  set throttled_v%d { type %s; flags interval, timeout; %s}' % (
             version, kind, 'elements = { %s } ' % ', '.join(elements[version]) if elements[version] else ''))
         lines.append('  set meter_v%d { type %s; flags dynamic, timeout; timeout 10m; }' % (version, kind))
-    lines.append('  chain input {')
-    lines.append('    type filter hook input priority filter - 5; policy accept;')
+    lines.append('  chain %s {' % CHAIN)
+    lines.append('    type filter hook %s priority %s; policy accept;' % (CHAIN, CHAIN_PRIORITY))
     for version, family in ((4, 'ip'), (6, 'ip6')):
         burst = settings.throttle_burst + 1
-        lines.append('    %s saddr @throttled_v%d tcp dport { %s } ct state new add @meter_v%d { %s saddr limit rate over '
-                     '%s/%s burst %d packets } drop' % (family, version, ports, version, family, rate, unit, burst))
+        lines.append('    %s saddr @throttled_v%d tcp dport { %s } tcp flags & (syn | ack) == syn add @meter_v%d { %s saddr '
+                     'limit rate over %s/%s burst %d packets } drop' % (family, version, ports, version, family, rate, unit, burst))
     lines += ['  }', '}', '']
     return '\n'.join(lines)
 

@@ -46,6 +46,7 @@ are those, and whose table still has that handle loads nothing (``force`` loads 
 from __future__ import absolute_import, division, print_function
 
 import bisect
+import errno
 import hashlib
 import json
 import os
@@ -53,6 +54,7 @@ import socket
 import subprocess
 
 from ..base.errors import BotDetectorError
+from ..base.messages import BAD_RECORD
 from ..base.text import printable, to_text
 from ..lists.replace import replace_file
 from ..lists.writer import lock_file
@@ -173,16 +175,64 @@ def _settings_key(settings):
                             settings.enforcement_min_prefix_v4, settings.enforcement_min_prefix_v6, CHAIN)
 
 
-def _read_record(settings):
-    """The record of the last good load (a dict), or None."""
+def _count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _pairs(value):
+    return isinstance(value, list) and all(isinstance(pair, list) and len(pair) == 2 and all(_count(v) for v in pair)
+                                           for pair in value)
+
+
+# Each field of a record (_write_record) and what its value must be; entries and handle are
+# in every release's record, the others optional (an earlier release's has fewer).
+_FIELDS = {'entries': _count, 'handle': _count, 'digest': lambda v: v is None or isinstance(v, str),
+           'table': lambda v: isinstance(v, str) and len(v.split()) == 2, 'spared': lambda v: isinstance(v, str),
+           'settings': lambda v: isinstance(v, str), 'sha256': lambda v: isinstance(v, str), 'length': _count,
+           'noncanonical': _count, 'addresses': lambda v: isinstance(v, list) and len(v) == 2 and all(_count(n) for n in v),
+           'blocks': lambda v: isinstance(v, list) and len(v) == 2 and all(_pairs(blocks) for blocks in v),
+           'respelled': lambda v: v is None or isinstance(v, list) and all(isinstance(text, str) for text in v)}
+
+
+def _bad(doc):
+    """What is wrong with a record read (a reason), or None."""
+    if not isinstance(doc, dict):
+        return 'not a JSON object'
+    for field, valid in sorted(_FIELDS.items()):
+        if (field in doc or field in ('entries', 'handle')) and not valid(doc.get(field)):
+            return 'its %s is %s' % (field, 'missing' if field not in doc else 'not what a load writes')
+    return None
+
+
+def _load_record(settings):
+    """(the record read, what is wrong with it or None); (None, None) when there is none."""
     try:
         with open(_record(settings)) as handle:
             doc = json.load(handle)
-        if not isinstance(doc, dict) or not isinstance(doc.get('entries'), int) or not isinstance(doc.get('handle'), int):
-            return None
-    except (IOError, OSError, ValueError, RecursionError):     # RecursionError: nested too deep
+    except (IOError, OSError) as exc:
+        return None, None if getattr(exc, 'errno', None) == errno.ENOENT else (exc.strerror or str(exc))
+    except (ValueError, RecursionError):     # RecursionError: nested too deep
+        return None, 'not JSON'
+    return doc, _bad(doc)
+
+
+def _read_record(settings):
+    """The record of the last good load (a dict), or None (none, or a bad one)."""
+    doc, bad = _load_record(settings)
+    return None if bad else doc
+
+
+def bad_record(settings):
+    """A bad record of the last load (not JSON, a field of the wrong type) removed, so that the
+    sync loads the table whole: the warning saying so, or None (a good record, or none)."""
+    doc, bad = _load_record(settings)
+    if bad is None:
         return None
-    return doc
+    try:
+        os.unlink(_record(settings))
+    except OSError:
+        pass
+    return BAD_RECORD % (_record(settings), bad)
 
 
 def _write_record(settings, doc):

@@ -286,6 +286,9 @@ def sync(settings, force=False, on_skipped=None):
             exempt = never_blocked(settings)
             digest = digest_of(settings, content, exempt)
             status.too_wide = len(exempt.too_wide)
+            bad = getattr(backend, 'bad_record', lambda dummy: None)(settings)     # nftables: a damaged record
+            if bad and on_skipped is not None:
+                on_skipped(bad)
             loaded = None if force else backend.loaded(settings)
             added = None
             if loaded is not None and loaded[0] != digest and hasattr(backend, 'add'):

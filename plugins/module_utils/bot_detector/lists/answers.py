@@ -28,7 +28,7 @@ from ..values.answer_settings import ANSWERS
 from .content import entries, read_list
 from .history import ADDED, REMOVED, Event, History
 from .removal import remove
-from .writer import BlocklistWriter
+from .writer import BlocklistWriter, removal_pending
 
 __metaclass__ = type
 
@@ -151,6 +151,8 @@ def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=No
     if not check_mode:
         writer.lock()
     try:
+        if not check_mode:
+            finish_interrupted(settings, kind, writer)
         done['expired'] = expire(settings, kind, writer, check_mode, now)
         present = set(entry_key(line) for line in entries(read_list(path, strict=True)))
         new, lines = [], []
@@ -197,6 +199,29 @@ def _unanswered(kind):
     return line
 
 
+def _removed_last(kind):
+    """For removal.remove: whether an address's last activity line on ``kind``'s list is its removal."""
+    def read(activity_log):
+        history = AnswerHistory(activity_log)
+
+        def last(address):
+            events = history.events.get((kind, entry_key(address)))
+            return bool(events) and events[-1].kind == REMOVED
+        return last
+    return read
+
+
+def finish_interrupted(settings, kind, writer):
+    """Finish a removal from ``kind``'s list that a killed unblock or expiry logged but did not
+    make (its journal is there; the caller holds the lock), as the blocklist's are
+    (removal.finish_interrupted): else an entry logged as removed would stay listed with no
+    addition to expire from. Returns the addresses taken off."""
+    if not removal_pending(writer.blocklist):
+        return []
+    return list(remove(writer, [], lambda address: None, _Removal(), False, line_of=_unanswered(kind),
+                       removed_last=_removed_last(kind))[0])
+
+
 def expire(settings, kind, writer, check_mode=False, now=None):
     """Take the entries of ``kind``'s list whose time ran out off it (the caller holds the lock),
     each with its activity line. Returns their texts."""
@@ -206,7 +231,7 @@ def expire(settings, kind, writer, check_mode=False, now=None):
         return [to_text(entry.address) for entry in due]
     reason = EXPIRED_REASON % format_duration(settings.answer_time)
     removed = remove(writer, [entry.address for entry in due], lambda address: reason, _Removal(), False,
-                     line_of=_unanswered(kind))[0]
+                     line_of=_unanswered(kind), removed_last=_removed_last(kind))[0]
     return [to_text(entry.address) for entry in due if entry.address in removed]
 
 
@@ -217,7 +242,8 @@ def unanswer(settings, kind, addresses, check_mode=False):
     if not check_mode:
         writer.lock()
     try:
-        return remove(writer, addresses, lambda address: 'unblock', _Removal(), check_mode,
-                      line_of=_unanswered(kind))[0]
+        removed = remove(writer, addresses, lambda address: 'unblock', _Removal(), check_mode,
+                         line_of=_unanswered(kind), removed_last=_removed_last(kind))[0]
+        return dict((address, lines) for address, lines in removed.items() if address in addresses)     # a killed one's finish: not said
     finally:
         writer.unlock()

@@ -104,7 +104,7 @@ def without(content, wanted):
     return b''.join(kept), removed, indexes
 
 
-def remove(writer, wanted, reason_of, result, check_mode, line_of=activity_removed):
+def remove(writer, wanted, reason_of, result, check_mode, line_of=activity_removed, removed_last=None):
     """Remove the lines that are one of ``wanted`` from the writer's blocklist (the caller
     holds the lock unless ``check_mode``), each address removed logged first, its reason
     ``reason_of(address)``. Returns ({address: lines removed}, the content after); files
@@ -115,10 +115,12 @@ def remove(writer, wanted, reason_of, result, check_mode, line_of=activity_remov
     (at worst lines for entries still listed, which the next run takes out: finish_interrupted). Writers
     that take no lock may append meanwhile: the file is replaced only if it is as it was
     read (inode, size, mtime), else the removal is done again on what it holds now; what
-    reaches the old file between that test and the rename is appended to the new one."""
+    reaches the old file between that test and the rename is appended to the new one.
+    ``removed_last(activity_log)``: {address: whether its last activity line is its removal}
+    for a killed removal's finish (another list's wording than the blocklist's: lists/answers.py)."""
     target = rewrite_target(writer.blocklist)       # the file the appends go to
     journal = Journal(target)
-    logged = set() if check_mode else journal.unfinished(writer.activity_log)
+    logged = set() if check_mode else journal.unfinished(writer.activity_log, removed_last)
     wanted = list(wanted) + sorted(logged - set(wanted))
     activity_fd, fds = None, []
 
@@ -192,8 +194,9 @@ class Journal:
     def __init__(self, target):
         self.path, self.target = removal_journal(target), target
 
-    def unfinished(self, activity_log):
-        """The addresses whose removal was logged but not made; clears a stale journal."""
+    def unfinished(self, activity_log, removed_last=None):
+        """The addresses whose removal was logged but not made; clears a stale journal.
+        ``removed_last``: see remove (None: the blocklist's history)."""
         content = read_list(self.path)
         if not content:
             return set()
@@ -206,10 +209,14 @@ class Journal:
         if current is not None and current == new_inode:
             self.clear()        # renamed: only the journal's removal was missed
             return set()
+        addresses = [address for address in (line.strip() for line in lines[1:]) if address]
+        if removed_last is not None:
+            last = removed_last(activity_log)
+            return set(address for address in addresses if last(address))
         from .history import History, REMOVED      # a killed removal's finish only
         history = History(activity_log)
-        return set(address for address in (line.strip() for line in lines[1:]) if address
-                   and (history.events.get(entry_key(address)) or [None])[-1] is not None
+        return set(address for address in addresses
+                   if (history.events.get(entry_key(address)) or [None])[-1] is not None
                    and history.events[entry_key(address)][-1].kind == REMOVED)
 
     def write(self, old, new, addresses):

@@ -14,6 +14,7 @@ few. The log is read whole, a megabyte at a time: an opt-in cost of the answers.
 
 from __future__ import absolute_import, division, print_function
 
+import os
 from collections import Counter
 
 __metaclass__ = type
@@ -90,6 +91,79 @@ class Answered:
                 rest = buf[limit:]
                 if not data:
                     break
+
+    def read_range(self, fd, start, end):
+        """Add the whole lines of the open file ``fd`` from ``start`` to ``end`` (a follower's
+        range just counted: follow.py), a megabyte at a time."""
+        rest = b''
+        while start < end:
+            data = os.pread(fd, min(CHUNK, end - start), start)
+            if not data:
+                break
+            start += len(data)
+            buf = rest + data
+            limit = buf.rfind(b'\n') + 1 if start < end else len(buf)
+            self.chunk(buf, limit)
+            rest = buf[limit:]
+
+
+class Followed(Answered):
+    """A follower's Answered: its stamps move with the follower's hours (``move``), its counts
+    go into the follower's state and back (``saved``, ``resume``), and ``due`` tells when a
+    decision must look at the escalation: a key of a window at ``threshold`` or more that no
+    decision has looked at since the lists last changed."""
+
+    def __init__(self, stamps, job_prefixes, threshold):
+        Answered.__init__(self, stamps, job_prefixes)
+        self.threshold = threshold
+        self.seen = set()       # (stamp, key) at the threshold that a decision looked at
+        self.grown, self.lists = False, None     # counts added since the last look; the lists' stat then
+
+    def move(self, stamps):
+        old_totals, old_keys = self.totals, self.keys
+        self.stamps = list(stamps)
+        self.totals = dict((stamp, old_totals.get(stamp) or dict((answer, 0) for answer in ANSWERS)) for stamp in self.stamps)
+        self.keys = dict((stamp, old_keys.get(stamp) or Counter()) for stamp in self.stamps)
+        self.seen = set(item for item in self.seen if item[0] in self.keys)
+
+    def saved(self):
+        """The per-client counts, JSON: {stamp: {key: count}} (latin-1: any byte)."""
+        return dict((stamp.decode('latin-1'), dict((key.decode('latin-1'), count) for key, count in keys.items()))
+                    for stamp, keys in self.keys.items() if keys)
+
+    def resume(self, saved):
+        """The counts of ``saved`` (a state's, perhaps damaged or older: what is not
+        {stamp: {key: count}} is left out) for the stamps in play."""
+        self.grown = True
+        for stamp, keys in (saved.items() if isinstance(saved, dict) else ()):
+            counter = self.keys.get(stamp.encode('latin-1', 'replace'))
+            if counter is not None and isinstance(keys, dict):
+                counter.update(dict((key.encode('latin-1', 'replace'), count) for key, count in keys.items()
+                                    if isinstance(count, int) and not isinstance(count, bool) and count > 0))
+
+    def read_range(self, fd, start, end):
+        self.grown = self.grown or end > start
+        Answered.read_range(self, fd, start, end)
+
+    def due(self, windows, lists):
+        """None, or the view of the windows' stamps (``windows``) escalate() reads, when a key
+        there reached the threshold since a decision last looked, or since the lists' stat
+        (``lists``: a key listed since) changed."""
+        if lists != self.lists:
+            self.lists, self.grown = lists, True
+            self.seen.clear()
+        if not self.grown:
+            return None
+        self.grown = False
+        windows = [stamp for stamp in windows if stamp in self.keys]
+        fresh = set((stamp, key) for stamp in windows for key, count in self.keys[stamp].items()
+                    if count >= self.threshold) - self.seen
+        if not fresh:
+            return None
+        self.seen.update(fresh)
+        view = Answered((), ())
+        view.stamps, view.keys = windows, self.keys
+        return view
 
 
 def answered(logs, stamps, job_prefixes):

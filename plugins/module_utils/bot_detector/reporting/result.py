@@ -54,6 +54,7 @@ class Result:
         self.answers = None          # with an answer list: {answer: {added, renewed, refused, expired}}
         self.answered = None         # with an answer list: the answers read back from the log (reading/answered.py)
         self.escalated = None        # with an answer list: the clients escalated to a block
+        self.campaign_counts = None  # report with the campaign profile: fleet_campaigns.reported_campaigns
         self.fleet = None            # with fleet_store: {store (no password), host, up, decisions_received} (drivers/fleet.py)
 
     @property
@@ -127,6 +128,8 @@ class Result:
             extra['formats'] = self.formats     # log_format auto: {log: the format detected}
         if self.fleet is not None:
             extra['fleet'] = self.fleet
+        if self.campaign_counts is not None:
+            extra['campaign_counts'] = self.campaign_counts
         if self.answers is not None:
             extra['answers'] = self.answers     # with an answer list: each list's changes
             extra['escalated'] = self.escalated or []
@@ -134,6 +137,7 @@ class Result:
                 extra['answered'] = self.answered.totals_by_window()
         if self.softer is not None:
             extra['challenged'] = self.softer.get('challenge', [])
+            extra['throttled'] = self.softer.get('throttle', [])
         return printable(dict(extra, **{
             'changed': self.changed,
             'check_mode': self.check_mode,

@@ -13,10 +13,11 @@ from ..base.errors import bad_option
 
 __metaclass__ = type
 
-ANSWERS = ('throttle', 'challenge')
+BLOCK, CHALLENGE = 'block', 'challenge'
+ANSWERS = ('throttle', CHALLENGE)
 # The kinds of decision, each with a setting answer_<kind> saying its answer (block: the blocklist).
-DECISION_KINDS = ('address', 'trap', 'network', 'as', 'shared')
-_CHOICES = ('block',) + ANSWERS
+DECISION_KINDS = ('address', 'trap', 'behaviour', 'shared', 'network', 'as')
+_CHOICES = (BLOCK,) + ANSWERS
 # nginx's rate syntax (limit_req_zone rate=): requests a second or a minute.
 _RATE = re.compile(r'[1-9][0-9]{0,5}r/[sm]\Z')
 
@@ -76,20 +77,34 @@ ANSWER_ROWS = (
      "The answer to the reference's per-address rule (an address over the threshold): block (the blocklist, as the "
      'reference), throttle or challenge (the throttle or challenge list, which must be set).',
      dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
-    ('answer_trap', 'str', 'block', 'The answer to a trap hit (campaign detection).',
+    ('answer_trap', 'str', 'block', 'The answer to a trap hit (campaign detection). From an address with browser '
+     'behaviour (a NAT address, a mail scanner following links) a block is a challenge.',
      dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
+    ('answer_behaviour', 'str', 'challenge', "The answer to an address's behaviour alone (campaign detection): "
+     'campaign_behaviour_threshold job pages without browser behaviour, or with it but walking job ids. A walker '
+     'behaves as a browser (it may be a NAT address): a block is a challenge for it.',
+     dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
+    ('answer_shared', 'str', 'challenge', 'The answer to a shared address with browser behaviour (a NAT address: '
+     'campaign detection), over campaign_shared_threshold, or over threshold walking job ids. Never a block: '
+     'hundreds of people may be behind it.', dict(metavar='ANSWER', choices=ANSWERS, **_GROUP)),
     ('answer_network', 'str', 'challenge', "The answer to a network's verdict (campaign detection): people and scrapers "
-     'may share a network, so at most a challenge by default.', dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
+     'may share a network, so a challenge by default; a block is a challenge for a network where an address behaved '
+     'as a browser.', dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
     ('answer_as', 'str', 'challenge', "The answer to an autonomous system's verdict (campaign detection): its ranges "
-     'that carried the campaign.', dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
-    ('answer_shared', 'str', 'challenge', 'The answer to a shared address with browser behaviour (a NAT address).',
-     dict(metavar='ANSWER', choices=_CHOICES, **_GROUP)),
+     'that carried the campaign where the log shows no job seekers. Never a block: an AS carries people the log did '
+     'not show.', dict(metavar='ANSWER', choices=ANSWERS, **_GROUP)),
 )
 
+_DEFAULTS = dict((row[0][len('answer_'):], row[2]) for row in ANSWER_ROWS if row[0][len('answer_'):] in DECISION_KINDS)
 
-def answer_for(settings, kind):
-    """The answer (block, throttle or challenge) ``settings`` give a decision of ``kind``."""
-    return getattr(settings, 'answer_' + kind)
+
+def answer_for(settings, kind, people=False):
+    """The answer (block, throttle or challenge) ``settings`` give a decision of ``kind`` (one of
+    DECISION_KINDS): its setting answer_<kind>, the one place a decision's answer comes from. A
+    decision about ``people`` (an address that behaves as a browser, a network where one did)
+    is never a block: a challenge instead, which a person's browser passes."""
+    answer = getattr(settings, 'answer_' + kind)
+    return CHALLENGE if people and answer == BLOCK else answer
 
 
 def check_answers(settings):
@@ -97,8 +112,12 @@ def check_answers(settings):
     if not _RATE.match(settings.throttle_rate):
         raise bad_option('throttle_rate: must be a rate as nginx writes it, NUMBERr/s or NUMBERr/m, got %r'
                          % settings.throttle_rate)
-    if settings.answer_address != 'block' and not getattr(settings, settings.answer_address + '_list'):
-        raise bad_option('answer_address: %s needs %s_list' % (settings.answer_address, settings.answer_address))
+    for kind in DECISION_KINDS:
+        # An answer the operator chose needs its list; the defaults' challenges without a
+        # challenge list are only said, with a warning (drivers/answers.py), as before.
+        answer = getattr(settings, 'answer_' + kind)
+        if answer != _DEFAULTS[kind] and answer != BLOCK and not getattr(settings, answer + '_list'):
+            raise bad_option('answer_%s: %s needs %s_list' % (kind, answer, answer))
     for name in ('throttle_list', 'challenge_list'):
         if getattr(settings, name) and getattr(settings, name) == settings.blocklist:
             raise bad_option('%s: must not be the blocklist (%s)' % (name, settings.blocklist))

@@ -101,8 +101,6 @@ def check_campaigns(settings):
         return
     if settings.rules != 'spec':
         raise bad_option('campaigns: the campaign profile works with the spec rules for now (rules: spec)')
-    if settings.fleet_store:
-        raise bad_option('campaigns: the fleet store does not sum the campaign keys yet (unset fleet_store)')
     if not settings.campaign_ipv6_prefixes:
         raise bad_option('campaign_ipv6_prefixes: must list at least one prefix length')
     if settings.hosting_asns and not settings.asn_database:
