@@ -57,6 +57,18 @@ class Decision:
         return 'Decision(%r, %r, %r, %d, %r)' % (self.kind, self.answer, self.key, self.count, self.reason)
 
 
+def browsers_of(addresses, signals):
+    """The addresses that behave as browsers (Campaigns.behaviour), found among those that
+    loaded an asset at least."""
+    assets, referred = signals[ASSET], signals[REFERRED]
+    found = set()
+    for address, loaded in assets.items():
+        count = addresses.get(address)
+        if count is not None and loaded >= 1 and loaded * 2 >= count and referred.get(address, 0) * 2 >= count:
+            found.add(address)
+    return found
+
+
 def split(counter):
     """(Counter of the address keys, {signal: {address: count}}) of one window's counts: by
     C-level passes over each part's keys (tens of thousands a window), its parts disjoint."""
@@ -155,13 +167,7 @@ class Campaigns:
             if address in numbers:
                 return address not in servers
             return is_server is None or not is_server(count, address)
-        # behaviour()'s browsers, found among the addresses that loaded an asset at least
-        assets, referred = signals[ASSET], signals[REFERRED]
-        browsers = set()
-        for address, loaded in assets.items():
-            count = addresses.get(address)
-            if count is not None and loaded >= 1 and loaded * 2 >= count and referred.get(address, 0) * 2 >= count:
-                browsers.add(address)
+        browsers = browsers_of(addresses, signals)
         walkers = self.walkers(browsers, signals[WALK])
         ranked = {}
         for count, address in records:

@@ -42,10 +42,9 @@ import time
 
 from ..base import messages
 from ..base.clock import stamp_holds_another_hour
-from ..reading.signals import ASSET, REFERRED
 from ..reading.tally import whole
 from ..values.answer_settings import CHALLENGE
-from .campaigns import address_number, split
+from .campaigns import address_number, browsers_of, split
 from .fleet_answers import HELD_PER_WINDOW, READ_PER_PUSH, SUM_DIGITS
 from .fleet_identity import StoreDown
 from .fleet_store import KEEP_AFTER, SCRIPT_HEAD, SCRIPT_TAIL, Store
@@ -181,17 +180,6 @@ class CampaignStore(Store):
 def lengths_of(campaigns):
     """{version: [prefix lengths]} the profile counts networks of."""
     return {4: [campaigns.v4_prefix], 6: list(campaigns.v6_prefixes)}
-
-
-def browsers_of(addresses, signals):
-    """The addresses that behave as browsers (Campaigns.behaviour), among those that loaded an asset."""
-    assets, referred = signals[ASSET], signals[REFERRED]
-    found = set()
-    for address, loaded in assets.items():
-        count = addresses.get(address)
-        if count is not None and loaded >= 1 and loaded * 2 >= count and referred.get(address, 0) * 2 >= count:
-            found.add(address)
-    return found
 
 
 def _candidates(campaigns, counter, server_ips, threshold):

@@ -220,8 +220,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
         from ..decision.campaigns import sliding, sliding_weight    # the sliding hour only
         windows[-1] = (windows[-1][0], sliding(whole(windows[0][1]), whole(windows[-1][1]), sliding_weight(now)))
     campaigns = getattr(rules, 'campaigns', None)
-    if campaigns is not None and result.softer is None:
-        result.softer = {}
+    result.softer = {} if campaigns is not None and result.softer is None else result.softer
     ranked = []
     for window, counter in windows:
         records = rules.examined(counter, server_ips, settings.top, at_least)
