@@ -149,3 +149,17 @@ def test_an_as_or_a_shared_address_is_never_blocked(tmp_path, files, setting):
     with pytest.raises(BotDetectorError) as raised:
         Settings(**{'answer_' + setting: 'block'})
     assert raised.value.message == "answer_%s: must be one of throttle, challenge, got 'block'" % setting
+
+
+def test_a_reasons_own_parentheses_are_kept_as_brackets_and_its_line_read_back(tmp_path, files):
+    """The activity line holds the reason in parentheses, read back by its pattern (expiry,
+    unblock): a reason's own parentheses (an id walk's, a hosting AS's) become brackets, not
+    the underscores of anything else unsafe."""
+    import re
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.messages import (
+        ACTIVITY_ANSWERED_PATTERN)
+    got = run(tmp_path, files)
+    assert got.returncode == 0, got.stderr
+    lines = [line for line in files.read('activity_log').splitlines() if b' 100.64.1.60 added to the challenge list' in line]
+    assert len(lines) == 1 and b'walks job ids [' in lines[0] and b'_' not in lines[0], lines
+    assert re.search(ACTIVITY_ANSWERED_PATTERN, lines[0]).group(1) == b'100.64.1.60'

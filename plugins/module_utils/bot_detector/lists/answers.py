@@ -35,6 +35,7 @@ __metaclass__ = type
 _ADDED = re.compile(ACTIVITY_ANSWERED_PATTERN)
 _REMOVED = re.compile(ACTIVITY_UNANSWERED_PATTERN)
 _UNSAFE = re.compile(r'[^\x20-\x27\x2a-\x7e]')       # anything but printable ASCII without ( and )
+_BRACKETS = {ord('('): '[', ord(')'): ']'}     # a reason's own parentheses, kept readable inside the line's
 VERIFIED_CRAWLER = 'it holds a crawler verified by reverse DNS'
 NEVER_ANSWERED = 'it is or holds an address never blocked (the server, loopback, the allow-list or a trusted proxy)'
 HAND_REASON = 'by hand'
@@ -165,7 +166,7 @@ def answer(settings, kind, decisions, check_mode=False, emit=None, on_warning=No
                 done['refused'].append(to_text(address))
                 continue
             key = spelling(*found)
-            reason = _UNSAFE.sub('_', reason) if reason else reason     # one line, readable back by its pattern
+            reason = _UNSAFE.sub('_', reason.translate(_BRACKETS)) if reason else reason     # one line, read back by its pattern
             line = to_bytes(ACTIVITY_ANSWERED % {'date': date_default_format(), 'address': to_text(key),
                                                  'answer': kind, 'reason': reason or HAND_REASON}) + b'\n'
             renewed = entry_key(key) in present
