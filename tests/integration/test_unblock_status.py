@@ -58,7 +58,7 @@ def test_unblock_check_diff_then_exact_changed(lists):
     ([], 'addresses: mode unblock needs at least one address'),
     ([5], 'addresses: item 1 must be an address or a mapping with an address, got 5'),
     ([{'count': 3}], 'addresses: item 1: missing required arguments: address'),
-    (['192.0.2.1', {'address': '192.0.2.2', 'colour': 'red'}], 'addresses: item 2: unknown key colour (known: address, count, reason, source, window)'),
+    (['192.0.2.1', {'address': '192.0.2.2', 'colour': 'red'}], 'addresses: item 2: unknown key colour (known: address, answer, count, reason, source, window)'),
     (['192.0.2.1\n192.0.2.2'], 'unblock: each address must be one non-empty line of text'),
 ])
 def test_bad_addresses_fail_and_change_nothing(lists, addresses, fragment):

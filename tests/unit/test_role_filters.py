@@ -23,7 +23,8 @@ def _every_setting_as_text(names, rules):
             'list': ['10.0.0.5'], 'int': 24, 'duration': 7200, 'path': '/tmp/x', 'float': 1.5,
             'dict': {'address': 'real_ip'}, 'str': 'web-7'}[setting.kind]
         value = {'fleet_store': 'redis://store.internal:6379/0', 'ipv4_prefix': 24, 'campaigns': True,
-                 'log_formats': ['/var/log/nginx/jobs.json=nginx_json'], 'trap_paths': ['/jobs/all-of-them/']}.get(setting.name, value)
+                 'log_formats': ['/var/log/nginx/jobs.json=nginx_json'], 'trap_paths': ['/jobs/all-of-them/'],
+                 'hosting_asns': [64510]}.get(setting.name, value)
         variables['bot_detector_' + setting.name] = setting.format(value).strip() if setting.kind not in ('list', 'dict') else value
         expected[setting.name] = value
     variables['bot_detector_rules'] = expected['rules'] = rules
