@@ -102,6 +102,18 @@ class StoreServer:
         return out.stdout.decode()
 
 
+def store_under(request, tmp_path, name):
+    """A fixture's (url, fleet name, cli): a server of ``request.param`` (a name of SERVERS) of
+    the test's own, or the session's cluster ('cluster') under the fleet ``name``."""
+    if request.param == 'cluster':
+        cluster = request.getfixturevalue('fleet_cluster')
+        yield cluster.url, name, lambda *a: cluster.nodes[0].cli('-c', *a)
+        return
+    server = StoreServer(tmp_path, request.param).start()
+    yield server.url, name, server.cli
+    server.kill()
+
+
 def window_sums(cli, start, name='bot-detector'):
     """{address: sum} of the window starting at ``start`` in the keys its token names now (the
     product's layout 2: ``{NAME:v2:START}``), its own fields (" total", " crossed") left out;

@@ -36,13 +36,7 @@ def store(request, tmp_path):
     """(url, fleet name, cli): a server of this test's own, or the session's cluster under a
     fleet name of this test's own."""
     name = 'fc-%s' % hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:12]      # each case its own keys
-    if request.param == 'cluster':
-        cluster = request.getfixturevalue('fleet_cluster')
-        yield cluster.url, name, lambda *a: cluster.nodes[0].cli('-c', *a)
-        return
-    server = fleetstore.StoreServer(tmp_path, request.param).start()
-    yield server.url, name, server.cli
-    server.kill()
+    yield from fleetstore.store_under(request, tmp_path, name)
 
 
 def host_run(base, store, host, text, *extra):

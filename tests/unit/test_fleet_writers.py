@@ -32,13 +32,7 @@ def store(request, tmp_path):
     """(url, fleet name, cli): a redis-server (valkey-server where Debian has it) of this test's
     own, or the session's cluster (conftest.py) under a fleet name of this test's own."""
     name = 'fleet-%s' % request.node.name.split('[')[0][-30:].replace('_', '-')
-    if request.param == 'cluster':
-        cluster = request.getfixturevalue('fleet_cluster')
-        yield cluster.url, name, lambda *a: cluster.nodes[0].cli('-c', *a)
-        return
-    server = fleetstore.StoreServer(tmp_path, request.param).start()
-    yield server.url, name, server.cli
-    server.kill()
+    yield from fleetstore.store_under(request, tmp_path, name)
 
 
 def test_two_logs_of_a_host_add_up_and_each_log_counts_once(tmp_path, store):
