@@ -56,6 +56,13 @@ def cli_binary(server):
     return server.replace('-server', '-cli') if shutil.which(os.path.basename(server).replace('-server', '-cli')) else 'redis-cli'
 
 
+def die_with_parent():
+    """In a server's child before exec: killed when the test process that started it dies, so a
+    killed pytest (its teardown never run) leaves no server behind (Linux's PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # 1: PR_SET_PDEATHSIG
+
+
 class StoreServer:
     """One server process; ``url`` for the settings, ``cli(...)`` runs its client."""
 
@@ -74,7 +81,8 @@ class StoreServer:
     def start(self):
         self.proc = subprocess.Popen([self.binary, '--port', str(self.port), '--bind', '127.0.0.1', '--dir', str(self.dir),
                                       '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no']
-                                     + self.extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     + self.extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     preexec_fn=die_with_parent)
         deadline = time.time() + 5
         while time.time() < deadline:
             try:
