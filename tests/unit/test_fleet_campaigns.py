@@ -90,6 +90,20 @@ def test_a_networks_requests_are_summed_across_hosts_to_a_threshold_no_host_reac
     assert last['blocked'] == again['blocked'] == [] and files.read('blocklist') is None
 
 
+def test_the_fleets_sums_alone_never_block_a_network_whatever_answer_network_says(tmp_path, store):
+    """answer_network block: a network over the thresholds in this host's own counts is blocked,
+    one over them only in the fleet's sums (what any host with the password can write) is
+    challenged: its own log vouches for nothing."""
+    host_run(tmp_path, store, 'web0', rotating('203.0.113.%d', range(1, 6), 20), '--answer-network', 'block')
+    host_run(tmp_path, store, 'web1', rotating('203.0.113.%d', range(6, 11), 14), '--answer-network', 'block')
+    last, files = host_run(tmp_path, store, 'web2', rotating('203.0.113.%d', (11, 12), 15), '--answer-network', 'block')
+    assert challenged(last) == [('203.0.113.0/24', 200, 'network 203.0.113.0/24, 12 addresses fleet-wide')]
+    assert last['blocked'] == [] and files.read('blocklist') is None
+    own, files = host_run(tmp_path / 'own', store, 'web3', rotating('192.0.2.%d', range(1, 17), 13), '--answer-network', 'block')
+    assert [entry['address'] for entry in own['blocked']] == ['192.0.2.0/24'], own
+    assert files.read('blocklist') == b'192.0.2.0/24\n'
+
+
 @pytest.mark.parametrize('third,union', [((15, 16), 16), ((15,), 15)])
 def test_distinct_addresses_are_a_union_across_hosts_not_a_sum(tmp_path, store, third, union):
     """203.0.113.1-10 on one host, .5-.14 on another (one request each): 14 addresses, not 20;
