@@ -55,7 +55,7 @@ def test_a_follower_escalates_a_listed_client_at_a_scrapers_pace_once_a_restart_
                          + answered('203.0.113.7', 90, 428, path='/assets/app.js')      # not a job page
                          + answered('203.0.113.9', 20, 428))        # 40: not yet
         follower.caught_up()
-        wait_for(lambda: blocked(files) == [b'198.51.100.20', b'203.0.113.5'], 5, 'escalation')
+        wait_for(lambda: blocked(files) == [b'198.51.100.20', b'203.0.113.5'], 30, 'escalation')
         assert escalated_lines(files, '203.0.113.5') and escalated_lines(files, '198.51.100.20')
         follower.mark()
         with open(str(log), 'ab') as handle:      # on at that pace: no second line
@@ -72,7 +72,7 @@ def test_a_follower_escalates_a_listed_client_at_a_scrapers_pace_once_a_restart_
         with open(str(log), 'ab') as handle:        # its count from before the restart kept: 50
             handle.write(answered('203.0.113.9', 5, 428))
         follower.caught_up()
-        wait_for(lambda: b'203.0.113.9' in blocked(files), 5, 'escalation after the restart')
+        wait_for(lambda: b'203.0.113.9' in blocked(files), 30, 'escalation after the restart')
         assert follower.stop() == 0
     assert blocked(files) == [b'198.51.100.20', b'203.0.113.5', b'203.0.113.9']
     for address in ('203.0.113.5', '198.51.100.20', '203.0.113.9'):
@@ -93,6 +93,6 @@ def test_answer_list_entries_expire_while_following_without_a_ban_time(tmp_path)
     files.activity_log.write_bytes(('%s | IP addess 203.0.113.20 added to the challenge list (by hand)\n'
                                     '%s | IP addess 203.0.113.21 added to the challenge list (by hand)\n' % (old, new)).encode())
     with AnswersFollowing(tmp_path, files, log, extra=['--answer-time', '1h']):
-        wait_for(lambda: (files.base / 'challenge.txt').read_bytes() == b'203.0.113.21\n', 5, 'expiry')
+        wait_for(lambda: (files.base / 'challenge.txt').read_bytes() == b'203.0.113.21\n', 30, 'expiry')
     assert b'203.0.113.20 removed from the challenge list (expired' in files.read('activity_log')
     assert sorted((tmp_path / 'answers' / 'challenge').iterdir()) and len(list((tmp_path / 'answers' / 'challenge').iterdir())) == 1
