@@ -426,9 +426,10 @@ class AppendedContent(bytearray):
     def __iadd__(self, more):
         bytearray.__iadd__(self, more)
         if self.pieces is not None:
-            for key in more.split(b'\n'):
-                ends = range(self.GRAM, len(key) + 1)
-                self.pieces.update(map(key.__getitem__, map(slice, range(len(ends)), ends)))
+            # Every GRAM bytes of ``more``, newlines and all, in one C-level pass: a key holds no
+            # newline, so those holding one match nothing, and no key lies across two appends.
+            ends = range(self.GRAM, len(more) + 1)
+            self.pieces.update(map(bytes(more).__getitem__, map(slice, range(len(ends)), ends)))
             if len(self.pieces) > self.MOST:
                 self.pieces = None
         return self
