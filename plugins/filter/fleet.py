@@ -24,7 +24,7 @@ from collections import Counter
 from ansible.errors import AnsibleFilterError
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.fleet_campaigns import (
     AUTONOMOUS, NETWORK, over)
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import parse_compact_counts
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting.compact import parse_compact_counts
 
 
 class Report:

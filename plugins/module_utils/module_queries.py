@@ -11,8 +11,9 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import parse_now
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.errors import BotDetectorError
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import compact_counts, report
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import report
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.status import status
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting.compact import compact_counts
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.config import DEFAULT_CONFIG, resolve
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import SETTINGS
 

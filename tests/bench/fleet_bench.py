@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, 'tests'))
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 
 from ansible_collections.jobboard.bot_detector.plugins.filter.fleet import fleet_candidates, fleet_totals  # noqa: E402
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import compact_counts, parse_compact_counts
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting.compact import compact_counts, parse_compact_counts
 
 THRESHOLD = 1000
 PER_WINDOW = 1000            # addresses each host reports per window: 2000 per host

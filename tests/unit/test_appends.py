@@ -1,11 +1,13 @@
 """Appending as root through links, and the blocklist line and its activity line kept or
 taken back together (issue 10, finding 9 and the ENOSPC wording)."""
 import os
+import subprocess
+import sys
 
 import pytest
 
 import loggen
-from conftest import require_root, Files, fill_up, in_timezone, run_core
+from conftest import CORE, require_root, Files, fill_up, in_timezone, mask_dates, run_core
 
 NOW = '2026-11-21 04:13:43'
 NOW_EPOCH = 1795234423
@@ -100,5 +102,62 @@ def test_full_activity_log_takes_back_the_blocklist_line(tmp_path, log, mount):
     assert got.returncode == 3
     assert got.stderr == (b'bot-detector: error: cannot append to %s: No space left on device; the blocklist line '
                           b'was taken back\n' % bytes(activity))
+    assert files.read('blocklist') == b'192.0.2.1\n'
+    assert activity.read_bytes() == b'x' * 4095 + b'\n'
+
+
+TRAP = '/jobs/featured-x/'
+CAMPAIGN_NOW = '2026-11-21 10:50:00'
+
+
+def trap_hits(count):
+    """``count`` addresses, each one request for the trap path (a campaign's exits)."""
+    return ''.join('192.0.2.%d - - [21/Nov/2026:10:%02d:00 +0000] "GET %s HTTP/1.1" 200 512 "-" "Mozilla/5.0"\n'
+                   % (10 + i, i % 60, TRAP) for i in range(count))
+
+
+def test_a_campaigns_trap_hits_are_appended_in_one_write_a_file(tmp_path):
+    """Thousands of trap hits cost two writes and two syncs, not two each: the run's own
+    write(2) calls, read from /proc/self/io, stay under the number of additions (each
+    addition alone took two)."""
+    files = Files(tmp_path / 'files')
+    log = tmp_path / 'access.log'
+    log.write_text(trap_hits(40))
+    script = tmp_path / 'count_writes.py'
+    script.write_text(
+        'import runpy, sys\n'
+        'core, sys.argv = sys.argv[1], sys.argv[1:]\n'
+        'try:\n'
+        '    runpy.run_path(core, run_name="__main__")\n'
+        'finally:\n'
+        '    writes = [l for l in open("/proc/self/io") if l.startswith("syscw:")][0].split()[1]\n'
+        '    sys.stderr.write("writes %s\\n" % writes)\n')
+    got = subprocess.run([sys.executable, str(script), str(CORE)] + [str(a) for a in files.options() + [
+        '--server-ip', '198.51.100.1', '--now', CAMPAIGN_NOW, '--campaigns', '--trap-path', TRAP, '--json', log]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8'), check=False)
+    assert got.returncode == 0, got.stderr
+    addresses = ['192.0.2.%d' % (10 + i) for i in range(40)]
+    assert files.read('blocklist').decode().split() == addresses
+    activity = mask_dates(files.read('activity_log'))
+    assert [line.split(b' ')[2] for line in activity] == [a.encode() for a in addresses]
+    assert all(line.endswith(b'(trap, 1 hits, no browser behaviour: 0 assets, 0 referers)') for line in activity), activity
+    writes = int(got.stderr.split(b'writes ')[-1])
+    assert 2 <= writes < 20, writes
+
+
+def test_a_campaigns_trap_hits_are_taken_back_together_when_the_activity_log_is_full(tmp_path, mount):
+    point = mount('full', 'size=64k')
+    activity = point / 'bot-detector.log'
+    activity.write_bytes(b'x' * 4095 + b'\n')
+    fill_up(point)
+    files = Files(tmp_path / 'files')
+    files.blocklist.write_bytes(b'192.0.2.1\n')
+    log = tmp_path / 'access.log'
+    log.write_text(trap_hits(5))
+    got = run_core(['--blocklist', files.blocklist, '--exclusions', files.exclusions, '--activity-log', activity,
+                    '--server-ip', '198.51.100.1', '--now', CAMPAIGN_NOW, '--campaigns', '--trap-path', TRAP, log])
+    assert got.returncode == 3
+    assert got.stderr == (b'bot-detector: error: cannot append to %s: No space left on device; the 5 blocklist lines '
+                          b'were taken back\n' % bytes(activity))
     assert files.read('blocklist') == b'192.0.2.1\n'
     assert activity.read_bytes() == b'x' * 4095 + b'\n'

@@ -12,6 +12,7 @@ from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import addresses, rules
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting import compact
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings
 
 ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe']
@@ -183,9 +184,9 @@ def test_now_in_seconds_since_the_epoch_names_one_instant_even_in_a_dst_night():
 
 def test_compact_counts_round_trip_any_key_the_log_can_give():
     counts = {'203.0.113.7': 1450, '2001:db8:1:2::/64': 27, 'odd\rkey': 3, '\\xff\u00e9': 1, '1.2.3.4,5.6.7.8': 0}
-    text = run.compact_counts(counts)
+    text = compact.compact_counts(counts)
     assert text.count('\n') == len(counts) and '1450 203.0.113.7\n' in text
-    assert run.parse_compact_counts(text) == counts and run.parse_compact_counts('') == {}
+    assert compact.parse_compact_counts(text) == counts and compact.parse_compact_counts('') == {}
     for bad in ('1450\n', '1450 \n', 'x 1.2.3.4\n', ' 5 1.2.3.4\n'):
         with pytest.raises(ValueError):
-            run.parse_compact_counts(bad)
+            compact.parse_compact_counts(bad)

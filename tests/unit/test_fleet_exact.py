@@ -10,7 +10,7 @@ import random
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.jobboard.bot_detector.plugins.filter.fleet import fleet_candidates, fleet_totals
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import compact_counts
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting.compact import compact_counts
 
 HOURS = ['21/Nov/2026:03', '21/Nov/2026:04', '21/Nov/2026:05']
 KEYS = ['203.0.113.7', '203.0.113.8', '198.51.100.1', '192.0.2.50', '2001:db8:1:2::/64', '2001:db8::17',

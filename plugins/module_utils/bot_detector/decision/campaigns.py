@@ -37,7 +37,6 @@ from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilte
 from ..reading.spill import parts
 from ..reading.tally import whole
 from ..values.answer_settings import answer_for
-from .addresses import _IPV4 as IPV4      # is_client_address's IPv4 rule
 from .never_blocked import never_blocked
 from .rules import SpecRules, SubstringLists, server_test
 
@@ -270,8 +269,8 @@ class Campaigns:
                 requests, addresses = self.lowered(self.network_threshold, self.network_addresses, hosting == distinct)
                 if (count >= requests and distinct >= 2) or distinct >= addresses:
                     decided.append((version, length, prefix))
-                    network = _network(version, prefix << shift, length)
-                    found.append(self.decision('network', str(network).encode('ascii'), count, 'network %s, %d addresses%s' % (
+                    network = network_text(version, prefix << shift, length)
+                    found.append(self.decision('network', network.encode('ascii'), count, 'network %s, %d addresses%s' % (
                         network, distinct, ', a hosting AS' if hosting == distinct and self.hosting else ''),
                         people=prefix in people))
         return found, decided
@@ -307,7 +306,11 @@ class Campaigns:
                 network = carried[2].setdefault(number >> shifts[version], [0, 0])
                 network[0] += count
                 network[1] += 1
-        decided = [_network(version, prefix << (BITS[version] - length), length) for version, length, prefix in decided]
+        lengths, decided = sorted(set((version, length) for version, length, prefix in decided)), set(decided)
+
+        def inside_decided(version, number, prefixlen):     # its prefix at a length decided is a network decided
+            return any((version, length, number >> (BITS[version] - length)) in decided
+                       for ip_version, length in lengths if ip_version == version and length <= prefixlen)
         decisions = []
         for asn, (count, distinct, ranges) in sorted(per_as.items()):
             least_requests, least_addresses = self.lowered(self.as_threshold, self.as_addresses, asn in self.hosting)
@@ -320,17 +323,18 @@ class Campaigns:
                 mixed = (version, first, last) in seekers
                 first, last = _address(version, first), _address(version, last)
                 if not mixed:
-                    networks = [(network, carried, '%d in range %s-%s, no job seekers there' % (addresses, first, last))
+                    networks = [(int(network.network_address), network.prefixlen, carried,
+                                 '%d in range %s-%s, no job seekers there' % (addresses, first, last))
                                 for network in ipaddress.summarize_address_range(first, last)]
                 else:
-                    networks = [(_network(version, prefix << shifts[version], BITS[version] - shifts[version]), part[0],
-                                 '%d in network %s, no job seekers there, though range %s-%s carries some' % (
-                                     part[1], _network(version, prefix << shifts[version], BITS[version] - shifts[version]),
-                                     first, last))
+                    length = BITS[version] - shifts[version]
+                    networks = [(prefix << shifts[version], length, part[0], '%d in network %s, no job seekers there, '
+                                 'though range %s-%s carries some' % (part[1], network_text(version, prefix << shifts[version], length),
+                                                                      first, last))
                                 for prefix, part in sorted(parts.items()) if (version, prefix) not in people]
-                for network, requests, where in networks:
-                    if not any(network.subnet_of(other) for other in decided if other.version == version):
-                        decisions.append(self.decision('as', str(network).encode('ascii'), requests,
+                for number, prefixlen, requests, where in networks:
+                    if not inside_decided(version, number, prefixlen):
+                        decisions.append(self.decision('as', network_text(version, number, prefixlen).encode('ascii'), requests,
                                                        (head + where).replace('  ', ' ')))
         return decisions
 
@@ -346,11 +350,15 @@ def address_number(key):
         if ':' in text:
             number = int.from_bytes(socket.inet_pton(socket.AF_INET6, text), 'big')
             return (6, number) if number and '%' not in text else None
-        number = int.from_bytes(socket.inet_pton(socket.AF_INET, text), 'big')
-        # is_client_address's IPv4 rule, on the text decoded here
-        return (4, number) if number and IPV4.match(text) is not None else None
+        packed = socket.inet_pton(socket.AF_INET, text)
+        # is_client_address's IPv4 rule (four decimal numbers to 255, no leading zero): the text
+        # is the address's own dotted form, which inet_ntoa writes
+        return (4, int.from_bytes(packed, 'big')) if packed != _ZERO and socket.inet_ntoa(packed) == text else None
     except (UnicodeDecodeError, OSError, ValueError):
         return None
+
+
+_ZERO = bytes(4)
 
 
 def _numbers(addresses, numbers, browsers, left_out):
@@ -381,6 +389,14 @@ def _address(version, number):
 def _network(version, number, length):
     import ipaddress    # the decided networks' text only
     return ipaddress.ip_network((_address(version, number), length))
+
+
+def network_text(version, number, length):
+    """'<address>/<length>' of a network as ipaddress writes it: an IPv4 one without building
+    its objects (hundreds a decision)."""
+    if version == 4:
+        return '%s/%d' % (socket.inet_ntoa(number.to_bytes(4, 'big')), length)
+    return str(_network(version, number, length))
 
 
 class CampaignRules(SpecRules):
@@ -426,9 +442,10 @@ class AppendedContent(bytearray):
     def __iadd__(self, more):
         bytearray.__iadd__(self, more)
         if self.pieces is not None:
-            for key in more.split(b'\n'):
-                ends = range(self.GRAM, len(key) + 1)
-                self.pieces.update(map(key.__getitem__, map(slice, range(len(ends)), ends)))
+            # Every GRAM bytes of ``more``, newlines and all, in one C-level pass: a key holds no
+            # newline, so those holding one match nothing, and no key lies across two appends.
+            ends = range(self.GRAM, len(more) + 1)
+            self.pieces.update(map(bytes(more).__getitem__, map(slice, range(len(ends)), ends)))
             if len(self.pieces) > self.MOST:
                 self.pieces = None
         return self

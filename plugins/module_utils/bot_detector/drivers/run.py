@@ -140,14 +140,17 @@ def _locked_lists(settings, rules, result, check_mode, expire_bans=False):
         raise
 
 
-def _act(result, writer, lists, verdict, key, entry, note=None):
-    """File the verdict; on BLOCK, append (unless check mode)."""
+def _act(result, writer, lists, verdict, key, entry, note=None, batch=None):
+    """File the verdict; on BLOCK, append (unless check mode), or add it to ``batch`` (a list)
+    for BlocklistWriter.block_all."""
     result.verdict(verdict, key, entry, note)
     if verdict == BLOCK:
-        if not result.check_mode:
-            writer.block(key, entry['count'], note=note)
-        else:
+        if result.check_mode:
             writer.check(appending=True)    # what the append would fail on, nothing written
+        elif batch is not None:
+            batch.append((key, entry['count'], note))
+        else:
+            writer.block(key, entry['count'], note=note)
         lists.add(key)
 
 
@@ -253,13 +256,15 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                             result.answer(judged[key].answer, dict(entry, reason=note))
                             continue
                     _act(result, writer, lists, verdict, key, entry, note)
+            batch = []      # a campaign's thousands of trap hits: one append and one fsync per file
             for decision in others:
                 entry = {'address': to_text(decision.key), 'count': decision.count, 'window': window.name}
                 verdict = lists.verdict(decision.key) if b'/' not in decision.key else BLOCK
                 if decision.answer == BLOCK or verdict in (ALLOW_LISTED, INVALID):
-                    _act(result, writer, lists, verdict, decision.key, entry, decision.reason)
+                    _act(result, writer, lists, verdict, decision.key, entry, decision.reason, batch)
                 elif verdict == BLOCK:      # not to the blocklist: a list of its own
                     result.answer(decision.answer, dict(entry, reason=decision.reason))
+            writer.block_all(batch)
         decisions = _softer_decisions(settings, softer, result.softer)
         lists_due = expire_bans or getattr(result, 'answered', None) is not None     # a follower: an expiry, or a key to escalate
         if decisions or (lists_due and (settings.throttle_list or settings.challenge_list)):
@@ -342,6 +347,7 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
         rules = rules_for(settings, resolver)
         writer, lists = _locked_lists(settings, rules, result, check_mode)
         try:
+            batch = []      # a spread scraper's hundreds of addresses: one append and one fsync per file
             for decision in decisions:
                 if decision.get('answer') == 'challenge':       # a campaign's network: its own list, never the blocklist
                     from ..decision.fleet_campaigns import file_challenge     # challenge decisions only
@@ -351,7 +357,8 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
                 count = int(decision.get('count') or 0)
                 note = decision.get('reason') or 'fleet'
                 entry = {'address': to_text(key), 'count': count, 'window': decision.get('window') or note}
-                _act(result, writer, lists, lists.verdict(key), key, entry, note)
+                _act(result, writer, lists, lists.verdict(key), key, entry, note, batch)
+            writer.block_all(batch)
             if result.softer:
                 from .answers import answer_decisions     # with challenge decisions only
                 answer_decisions(result, settings, _softer_decisions(settings, [], result.softer))
@@ -409,26 +416,6 @@ def reported_counts(rules, counts, server_ips, floor):
         else:
             reported[window.name] = _key_counts(rules, counter, server_ips, floor=floor)
     return reported
-
-
-def compact_counts(counts):
-    """One window's {key: count} as one text, a line '<count> <key>' each (a record's form,
-    as ``uniq -c`` prints it): one value for Ansible to carry instead of thousands. Keys
-    hold no blank (a log's first field) and no newline."""
-    return ''.join('%d %s\n' % (count, key) for key, count in counts.items())
-
-
-_COMPACT_LINE = re.compile(r'^([0-9]+) ([^\n]+)$', re.M)
-
-
-def parse_compact_counts(text):
-    """compact_counts' text back to {key: count}; ValueError naming the first bad line."""
-    pairs = _COMPACT_LINE.findall(text)
-    if len(pairs) != text.count('\n') or not (text.endswith('\n') or not text):
-        for line in text.split('\n')[:-1] if text.endswith('\n') else text.split('\n'):
-            if not _COMPACT_LINE.match(line):
-                raise ValueError('not a line <count> <key>: %r' % line)
-    return dict((key, int(count)) for count, key in pairs)
 
 
 def local_blocks(activity_log, blocklist):

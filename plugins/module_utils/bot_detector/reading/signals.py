@@ -179,7 +179,7 @@ _FIELD = re.compile(b'[^ \t]+')    # awk's first field: the first run of charact
 def first_fields(lines):
     """awk's first field of each line: the line up to its first space, unless a field
     starts with a blank or holds a tab (one search of them joined tells), then by a regex."""
-    keys = list(map(itemgetter(0), map(bytes.split, lines, repeat(b' '), repeat(1))))
+    keys = list(map(itemgetter(0), map(bytes.partition, lines, repeat(b' '))))     # as rules._first_fields_at_space
     if keys and (b'\t' in b''.join(keys) or not min(map(len, keys))):
         return [match.group(0) if match else b'' for match in map(_FIELD.search, lines)]
     return keys

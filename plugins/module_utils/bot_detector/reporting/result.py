@@ -51,6 +51,7 @@ class Result:
         self.enforcement = None      # with enforcement: the last sync's status (enforce/sync.Status.as_dict)
         self.unreadable_lists = None     # once the lists are read: {list: why} of those that could not be (allow.py)
         self.softer = None           # campaigns: {answer: [entry]} of the decisions softer than a block
+        self._softer_keys = {}       # {answer: set of the addresses in softer[answer]}
         self.answers = None          # with an answer list: {answer: {added, renewed, refused, expired}}
         self.answered = None         # with an answer list: the answers read back from the log (reading/answered.py)
         self.escalated = None        # with an answer list: the clients escalated to a block
@@ -88,7 +89,9 @@ class Result:
         """File a decision softer than a block (campaigns: a challenge), once a run per key; the
         drivers list it (drivers/answers.answer_decisions)."""
         found = self.softer.setdefault(answer, [])
-        if all(entry['address'] != other['address'] for other in found):
+        filed = self._softer_keys.setdefault(answer, set())     # a campaign files hundreds: no scan of the list
+        if entry['address'] not in filed:
+            filed.add(entry['address'])
             found.append(entry)
 
     def window(self, window, records):
