@@ -353,12 +353,10 @@ def address_number(key):
         packed = socket.inet_pton(socket.AF_INET, text)
         # is_client_address's IPv4 rule (four decimal numbers to 255, no leading zero): the text
         # is the address's own dotted form, which inet_ntoa writes
-        return (4, int.from_bytes(packed, 'big')) if packed != _ZERO and socket.inet_ntoa(packed) == text else None
+        return (4, int.from_bytes(packed, 'big')) if packed != b'\0\0\0\0' and socket.inet_ntoa(packed) == text else None
     except (UnicodeDecodeError, OSError, ValueError):
         return None
 
-
-_ZERO = bytes(4)
 
 
 def _numbers(addresses, numbers, browsers, left_out):
