@@ -10,7 +10,6 @@ import pytest
 from conftest import in_timezone
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import clock, errors
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import addresses, rules
-from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers import run
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading import chunks, tally
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting import compact
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values import settings

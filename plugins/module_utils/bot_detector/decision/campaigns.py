@@ -358,7 +358,6 @@ def address_number(key):
         return None
 
 
-
 def _numbers(addresses, numbers, browsers, left_out):
     """([(version, integer, count)] of the valid addresses (keys; ``numbers``: their
     address_number) neither in ``browsers`` nor in ``left_out``, the same of those in ``browsers``)."""
