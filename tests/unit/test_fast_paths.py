@@ -205,3 +205,21 @@ def test_a_timestamp_of_year_zero_is_no_time(tmp_path):
         got = run_core(ours.options() + ['--server-ip', '10.0.0.5', '--threshold', '1', '--now', '2026-11-21 04:13:43'] + extra + [log])
         assert got.returncode == 0 and got.stderr == b'', got.stderr
         assert mask_duration(got.stdout) == mask_duration(ref.stdout) and b'9.9.9.9' in got.stdout
+
+
+def test_the_campaigns_address_parse_agrees_with_what_may_be_appended():
+    """decision/campaigns.address_number (inet_pton, then inet_ntoa's dotted form for IPv4) must
+    take exactly the keys is_client_address takes: leading zeros, octets over 255, 0.0.0.0, short
+    and long forms, blanks, zone ids and non-ASCII digits among them."""
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.addresses import is_client_address
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.campaigns import address_number
+    rng = random.Random(45)
+    parts = ['0', '00', '01', '1', '9', '10', '99', '100', '199', '200', '249', '250', '255', '256', '300', '0x1', ' 1',
+             '1 ', '', '-1', '+1', '1e1', '\u0661']
+    keys = [b'::', b'::1', b'2001:db8::1', b'2001:db8::1%eth0', b'::ffff:192.0.2.1', b'2001:db8::g', b'\xff1.2.3.4']
+    for dummy in range(20000):
+        text = '.'.join(rng.choice(parts) for dummy in range(rng.choice([3, 4, 4, 4, 5])))
+        keys.append((text + rng.choice(['', '', '', '\n', '.', '/24', '%eth0', ' '])).encode('utf-8'))
+    wrong = [key for key in keys if (address_number(key) is not None) != is_client_address(key)]
+    assert wrong == []
+    assert address_number(b'192.0.2.1') == (4, 0xc0000201) and address_number(b'2001:db8::1') == (6, 0x20010db8 << 96 | 1)
