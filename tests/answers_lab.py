@@ -106,6 +106,12 @@ class AnswersLab:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, check=False)
         assert proc.returncode == 0, proc.stderr.decode() + (base / 'error.log').read_text()
         self.master = int((base / 'nginx.pid').read_text())
+        # The master writes its pid before it forks the worker; under load a test could read the
+        # workers before there is one, and take the first for a reload.
+        deadline = time.time() + 10
+        while not self.workers() and time.time() < deadline:
+            time.sleep(0.02)
+        assert len(self.workers()) == 1, 'nginx started no worker: %s' % (base / 'error.log').read_text()
 
     def command(self, *args):
         from conftest import run_core
@@ -115,6 +121,10 @@ class AnswersLab:
 
     def workers(self):
         return subprocess.run(['pgrep', '-P', str(self.master)], stdout=subprocess.PIPE, check=False).stdout.split()
+
+    def crashes(self):
+        """The error log's lines of workers that died (the master starts another: not a reload)."""
+        return [line for line in (self.d / 'error.log').read_text().splitlines() if 'exited on signal' in line]
 
     def close(self):
         subprocess.run(['kill', '-QUIT', str(self.master)], check=False)

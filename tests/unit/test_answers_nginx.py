@@ -156,6 +156,7 @@ def test_an_entry_ends_at_its_expiry_and_on_unblock_without_a_reload(lab):
     past = time.time() - 1      # its expiry in the answers' directory: nginx stops answering at it
     os.utime(lab.d / 'answers' / 'challenge' / '4-cb007110', (past, past))
     assert lab.get('/job/1', '203.0.113.16')[0] == 200
+    assert lab.crashes() == []
     assert lab.workers() == workers
 
 
@@ -186,5 +187,6 @@ def test_ten_thousand_challenged_addresses_cost_nginx_no_reload(lab, tmp_path):
             batch = []
     assert len(list((lab.d / 'answers' / 'challenge').iterdir())) == 10000
     assert lab.get('/job/1', '10.0.0.0')[0] == 428 and lab.get('/job/1', '10.1.0.0')[0] == 200
+    assert lab.crashes() == []
     assert lab.workers() == workers         # the same worker: no reload
     assert (lab.d / 'error.log').read_text().count('reconfiguring') == started
