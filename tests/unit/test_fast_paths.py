@@ -223,3 +223,25 @@ def test_the_campaigns_address_parse_agrees_with_what_may_be_appended():
     wrong = [key for key in keys if (address_number(key) is not None) != is_client_address(key)]
     assert wrong == []
     assert address_number(b'192.0.2.1') == (4, 0xc0000201) and address_number(b'2001:db8::1') == (6, 0x20010db8 << 96 | 1)
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(st.sampled_from([4, 6]), st.integers(min_value=0, max_value=2 ** 128 - 1), st.integers(min_value=0, max_value=2 ** 128 - 1),
+       st.integers(min_value=0, max_value=40))
+def test_a_span_as_networks_by_integers_is_what_ipaddress_summarizes(version, one, other, low_bits):
+    """never_blocked.cidrs and campaigns.range_networks/address_text, by integers, against
+    ipaddress (their definition): spans of any width, ending on a boundary or not, up to the
+    whole space and its last address."""
+    import ipaddress
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import campaigns, never_blocked
+    top = 2 ** (32 if version == 4 else 128) - 1
+    first, last = sorted((one & top, other & top))
+    if low_bits % 3 == 0:       # often a narrow span: a boundary near it
+        last = min(top, first + (1 << low_bits) - 1)
+    kind = ipaddress.IPv4Address if version == 4 else ipaddress.IPv6Address
+    nets = list(ipaddress.summarize_address_range(kind(first), kind(last)))
+    assert never_blocked.cidrs(version, first, last) == [(int(n.network_address), int(n.broadcast_address)) for n in nets]
+    assert [campaigns.network_text(version, low, length) for low, length in campaigns.range_networks(version, first, last)] \
+        == [str(n) for n in nets]
+    assert campaigns.address_text(version, first) == str(kind(first))
+    assert never_blocked.cidrs(version, 0, top) == [(0, top)] and never_blocked.cidrs(version, top, top) == [(top, top)]

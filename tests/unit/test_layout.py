@@ -227,3 +227,18 @@ def test_version_loads_no_stage_below_the_settings(tmp_path):
     loaded = set(name for name in imported if name.startswith('bot_detector.'))
     assert set(stage_of(name[len('bot_detector.'):]) for name in loaded) == {'base', 'values', 'drivers'}
     assert 'bot_detector.drivers.run' not in loaded
+
+
+def test_a_campaign_run_without_answer_lists_imports_no_list_code_nor_digests(tmp_path, files):
+    """A campaign run whose challenges have no list only says them (with one warning): it imports
+    none of the answer lists' code (their writer, history, removal) and no hashlib (the allow-list's
+    spans are kept by its lines, not by a digest), each a few milliseconds of every such run."""
+    lines = ''.join('203.0.113.%d - - [21/Nov/2026:10:%02d:00 +0000] "GET /job/%d HTTP/1.1" 200 512 "-" "curl/8"\n'
+                    % (i, i, i) for i in range(1, 17))
+    log = tmp_path / 'access.log'
+    log.write_text(lines)
+    files.exclusions.write_text('192.0.2.0/24\n')
+    stdout, imported = imported_by(files.options() + ['--server-ip', '10.0.0.5', '--now', '2026-11-21 10:50:00', '--campaigns',
+                                                      log], tmp_path)
+    assert b'Challenging IP address: 203.0.113.0/24 (RPH=16, network 203.0.113.0/24, 16 addresses)' in stdout
+    assert imported & {'hashlib', 'bot_detector.lists.answers', 'bot_detector.lists.history', 'bot_detector.lists.removal'} == set()

@@ -37,7 +37,7 @@ from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilte
 from ..reading.spill import parts
 from ..reading.tally import whole
 from ..values.answer_settings import answer_for
-from .never_blocked import never_blocked
+from .never_blocked import cidrs, never_blocked
 from .rules import SpecRules, SubstringLists, server_test
 
 __metaclass__ = type
@@ -284,7 +284,6 @@ class Campaigns:
         carried job seekers (a residential ISP's, where a quarter of a proxy campaign's exits
         may sit), the networks of the narrowest length set (IPv4 /24, IPv6 /64) that carried
         the AS's campaign addresses and no job seeker's. An AS is never blocked whole."""
-        import ipaddress    # the decided networks' text only
         per_as, seekers = {}, set()
         shifts = {4: 32 - self.v4_prefix, 6: 128 - max(self.v6_prefixes)}
         people = set((version, number >> shifts[version]) for version, number, count in browsers)
@@ -321,16 +320,15 @@ class Campaigns:
             for (version, first, last), (carried, addresses, parts) in sorted(ranges.items()):
                 head = 'AS%d %s%s, %d addresses, ' % (asn, name, ' (hosting)' if asn in self.hosting else '', distinct)
                 mixed = (version, first, last) in seekers
-                first, last = _address(version, first), _address(version, last)
+                shown = '%s-%s' % (address_text(version, first), address_text(version, last))
                 if not mixed:
-                    networks = [(int(network.network_address), network.prefixlen, carried,
-                                 '%d in range %s-%s, no job seekers there' % (addresses, first, last))
-                                for network in ipaddress.summarize_address_range(first, last)]
+                    networks = [(low, length, carried, '%d in range %s, no job seekers there' % (addresses, shown))
+                                for low, length in range_networks(version, first, last)]
                 else:
                     length = BITS[version] - shifts[version]
                     networks = [(prefix << shifts[version], length, part[0], '%d in network %s, no job seekers there, '
-                                 'though range %s-%s carries some' % (part[1], network_text(version, prefix << shifts[version], length),
-                                                                      first, last))
+                                 'though range %s carries some' % (part[1], network_text(version, prefix << shifts[version], length),
+                                                                   shown))
                                 for prefix, part in sorted(parts.items()) if (version, prefix) not in people]
                 for number, prefixlen, requests, where in networks:
                     if not inside_decided(version, number, prefixlen):
@@ -378,22 +376,22 @@ def _never_blocked(guard, key, numbers):
     return guard.address(key)
 
 
-def _address(version, number):
-    import ipaddress    # the decided networks' text only
-    return ipaddress.IPv4Address(number) if version == 4 else ipaddress.IPv6Address(number)
+def range_networks(version, first, last):
+    """[(first address, prefix length)]: the fewest networks that make up [first, last], in order."""
+    return [(low, BITS[version] + 1 - (high - low + 1).bit_length()) for low, high in cidrs(version, first, last)]
 
 
-def _network(version, number, length):
-    import ipaddress    # the decided networks' text only
-    return ipaddress.ip_network((_address(version, number), length))
+def address_text(version, number):
+    """An address as ipaddress writes it: an IPv4 one without building its object (hundreds a decision)."""
+    if version == 4:
+        return socket.inet_ntoa(number.to_bytes(4, 'big'))
+    import ipaddress    # an IPv6 address's text only (RFC 5952, as inet_ntop may not write a mapped one)
+    return str(ipaddress.IPv6Address(number))
 
 
 def network_text(version, number, length):
-    """'<address>/<length>' of a network as ipaddress writes it: an IPv4 one without building
-    its objects (hundreds a decision)."""
-    if version == 4:
-        return '%s/%d' % (socket.inet_ntoa(number.to_bytes(4, 'big')), length)
-    return str(_network(version, number, length))
+    """'<address>/<length>' of a network as ipaddress writes it."""
+    return '%s/%d' % (address_text(version, number), length)
 
 
 class CampaignRules(SpecRules):

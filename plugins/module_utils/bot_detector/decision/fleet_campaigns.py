@@ -44,7 +44,7 @@ from ..base import messages
 from ..base.clock import stamp_holds_another_hour
 from ..reading.tally import whole
 from ..values.answer_settings import CHALLENGE
-from .campaigns import address_number, browsers_of, split
+from .campaigns import address_number, address_text, browsers_of, network_text, range_networks, split
 from .fleet_answers import HELD_PER_WINDOW, READ_PER_PUSH, SUM_DIGITS
 from .fleet_identity import StoreDown
 from .fleet_store import KEEP_AFTER, SCRIPT_HEAD, SCRIPT_TAIL, Store
@@ -257,7 +257,6 @@ def _holds_narrower(wide, decided):
 
 
 def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
-    import ipaddress    # the ranges' text only
     plain, seekers = _candidates(campaigns, counter, server_ips, threshold)
     lookup = campaigns.database.lookup_number
     sought = set()
@@ -276,12 +275,9 @@ def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
     for (asn, (version, first, last)), (count, addresses) in sorted(carried.items()):
         name = campaigns.database.names.get(asn, '')
         name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
-        if version == 6:
-            low, high = ipaddress.IPv6Address(first), ipaddress.IPv6Address(last)
-        else:
-            low, high = ipaddress.IPv4Address(first), ipaddress.IPv4Address(last)
-        for net in ipaddress.summarize_address_range(low, high):
-            key = str(net).encode('ascii')
+        low, high = address_text(version, first), address_text(version, last)
+        for start, length in range_networks(version, first, last):
+            key = network_text(version, start, length).encode('ascii')
             if key not in own:
                 decisions.append(campaigns.decision('as', key, count, (
                     'AS%d %s, %d addresses fleet-wide, %d in range %s-%s here, no job seekers there'

@@ -10,8 +10,7 @@ from __future__ import absolute_import, division, print_function
 from ..base.errors import BotDetectorError
 from ..base.messages import ANSWERING, ANSWERS_UNLISTED
 from ..base.text import printable, to_text
-from ..lists.answers import VERBS, answer, holds, listed, span
-from ..values.answer_settings import ANSWERS
+from ..values.answer_settings import ANSWERS, VERBS
 
 __metaclass__ = type
 
@@ -30,6 +29,7 @@ class AnswerResult:
 
 def answer_by_hand(settings, kind, addresses, check_mode=False, emit=None, on_warning=None):
     """Put ``addresses`` on ``kind``'s list as decisions by hand; then sync the answers' directory."""
+    from ..lists.answers import answer      # an answer's runs only: a detection run without a list needs none
     done = answer(settings, kind, [(address, None) for address in addresses], check_mode, emit, on_warning)
     result = AnswerResult(kind, done)
     if not check_mode:
@@ -52,6 +52,7 @@ def answer_decisions(result, settings, decisions, block=None):
     for kind in ANSWERS:
         mine = decisions.get(kind, [])
         if getattr(settings, kind + '_list'):
+            from ..lists.answers import answer      # a list set only: a run without one only says its decisions
             result.answers[kind] = answer(settings, kind, mine, result.check_mode, result.say, result.warn)
         elif mine:
             for key, reason in mine:
@@ -67,6 +68,7 @@ def answer_decisions(result, settings, decisions, block=None):
 
 def escalate(settings, found, block):
     """The listed keys over ``answer_escalation`` blocked (``block``), each once: [address]."""
+    from ..lists.answers import holds, listed, span     # an answer list's runs only
     entries = set()
     for kind in ANSWERS:
         if getattr(settings, kind + '_list'):

@@ -24,7 +24,7 @@ from ..base.text import to_bytes, to_text
 from ..decision.addresses import entry_key
 from ..decision.never_blocked import never_blocked
 from ..decision.ranges import BITS, network, spelling
-from ..values.answer_settings import ANSWERS
+from ..values.answer_settings import ANSWERS, VERBS
 from .content import entries, read_list
 from .history import ADDED, REMOVED, Event, History
 from .removal import remove
@@ -39,7 +39,6 @@ _BRACKETS = {ord('('): '[', ord(')'): ']'}     # a reason's own parentheses, kep
 VERIFIED_CRAWLER = 'it holds a crawler verified by reverse DNS'
 NEVER_ANSWERED = 'it is or holds an address never blocked (the server, loopback, the allow-list or a trusted proxy)'
 HAND_REASON = 'by hand'
-VERBS = {'throttle': 'Throttling', 'challenge': 'Challenging'}
 EXPIRED_REASON = 'expired after %s'
 
 

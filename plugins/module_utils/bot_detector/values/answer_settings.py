@@ -15,6 +15,7 @@ __metaclass__ = type
 
 BLOCK, CHALLENGE = 'block', 'challenge'
 ANSWERS = ('throttle', CHALLENGE)
+VERBS = {'throttle': 'Throttling', 'challenge': 'Challenging'}     # an answer's activity line: 'Throttling <address>'
 # The kinds of decision, each with a setting answer_<kind> saying its answer (block: the blocklist).
 DECISION_KINDS = ('address', 'trap', 'behaviour', 'shared', 'network', 'as')
 _CHOICES = (BLOCK,) + ANSWERS
