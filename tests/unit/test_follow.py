@@ -305,6 +305,37 @@ def test_sigterm_ends_it_with_its_state(tmp_path):
         assert sum(sum(count for key, count in c) for c in doc['counts'].values()) == 20
 
 
+def test_a_follower_removes_what_a_killed_one_left_half_written(tmp_path):
+    """A follower killed while it wrote its state or its status (kill -9, the OOM killer) left
+    the temporary file ('.tmp-PID-...') in the state directory or the lock directory, where
+    none would remove it: the next follower removes those of processes no longer running,
+    and nothing else."""
+    files, log = setup(tmp_path)
+    log.parent.mkdir()
+    log.write_bytes(lines('203.0.113.10', 3))
+    state_dir = tmp_path / 'state'
+    state_dir.mkdir(mode=0o700)
+    if not os.path.isdir(lock_dir()):
+        os.makedirs(lock_dir(), 0o700)
+    gone = subprocess.Popen(['true'])       # a PID no longer running
+    gone.wait()
+    name = '.tmp-%d-follow-0badc0de.json'
+    left = [os.path.join(where, name % gone.pid) for where in (str(state_dir), lock_dir())]
+    kept = [os.path.join(where, name % os.getpid()) for where in (str(state_dir), lock_dir())] + [
+        str(state_dir / '.tmp-x-follow-0badc0de.json'), str(state_dir / 'notes.txt')]
+    try:
+        for path in left + kept:
+            with open(path, 'w') as handle:
+                handle.write('{"half": ')
+        with Following(tmp_path, files, log):
+            assert [path for path in left if os.path.exists(path)] == []
+            assert [path for path in kept if not os.path.exists(path)] == []
+    finally:
+        for path in left + kept:
+            if os.path.exists(path):
+                os.unlink(path)
+
+
 def test_follow_needs_a_state_dir(tmp_path):
     files, log = setup(tmp_path)
     proc = run_core(files.options() + ['--follow', log])

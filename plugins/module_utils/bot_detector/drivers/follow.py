@@ -41,6 +41,7 @@ from ..reading.chunks import count_range, lines_end
 from ..reading.holes import line_end_after
 from ..reading.growing import Position, Source, holds, open_followed, unseen_siblings
 from ..reading.logfile import rotated_sibling
+from ..reading.saves import remove_leftovers
 from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
@@ -364,6 +365,8 @@ class Follower:
     def run(self):
         pid_path = self.status_path[:-len('.json')] + '.pid'
         self._pid_fd = claim(pid_path, messages.FOLLOW_TWICE % self.label)
+        for directory in (os.path.dirname(self.status_path), self.settings.state_dir):
+            remove_leftovers(directory)     # what a follower killed while it wrote (kill -9, the OOM killer) left
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         now = self.clock()

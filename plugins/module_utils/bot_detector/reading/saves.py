@@ -65,18 +65,18 @@ def load(state_dir, log, max_bytes=None):
         return None, STATE_IGNORED % (path, exc)
 
 
-def _remove_leftovers(state_dir):
-    """Remove the temporary files of runs that were killed before their rename (named
-    .tmp-PID-..., the PID no longer running)."""
+def remove_leftovers(directory):
+    """Remove the temporary files of runs or followers that were killed before their rename
+    (named .tmp-PID-..., the PID no longer running)."""
     try:
-        names = os.listdir(state_dir)
+        names = os.listdir(directory)
     except OSError:
         return
     for name in names:
         parts = name.split('-', 2)
         if name.startswith('.tmp-') and len(parts) == 3 and parts[1].isdigit() and not _running(int(parts[1])):
             try:
-                os.unlink(os.path.join(state_dir, name))
+                os.unlink(os.path.join(directory, name))
             except OSError:
                 pass
 
@@ -110,7 +110,7 @@ def save(state_dir, states, max_bytes=None):
     except OSError as exc:
         if exc.errno != errno.EEXIST or not os.path.isdir(state_dir):
             return 'cannot create the state directory %s: %s' % (state_dir, exc.strerror)
-    _remove_leftovers(state_dir)
+    remove_leftovers(state_dir)
     over = []
     for state in states:
         path = state_path(state_dir, state.log)
