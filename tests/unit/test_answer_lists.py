@@ -247,3 +247,39 @@ def test_a_verified_crawlers_address_is_never_answered(lists):
     assert warnings == ['challenge list: 66.249.66.0/24 refused: it holds a crawler verified by reverse DNS',
                         'challenge list: 2001:4860:4801:10::/64 refused: it holds a crawler verified by reverse DNS']
     assert lists.challenge.read_bytes() == b'66.249.67.9\n'
+
+
+def test_a_sync_that_read_the_lists_before_an_unblock_never_puts_the_client_back_after_it(lists, monkeypatch):
+    """Two syncs of the answers' directory at once (a follower's and an --unblock's): one that
+    read the lists before the unblock and wrote after it would put the unblocked client back
+    until the next sync. The syncs take turns: the second reads the lists the first left."""
+    import threading
+    got = run_core(options(lists) + ['--challenge', '203.0.113.7'])
+    assert got.returncode == 0, got.stderr
+    settings = settings_of(lists)
+    directory = lists.answer_dir / 'challenge'
+    assert len(os.listdir(str(directory))) == 1
+    read, go, wanted = threading.Event(), threading.Event(), answer_files.wanted_files
+
+    def slow_wanted(*args):
+        found = wanted(*args)
+        if args[1] == 'challenge':
+            read.set()
+            go.wait(10)
+        return found
+    monkeypatch.setattr(answer_files, 'wanted_files', slow_wanted)
+    first = threading.Thread(target=answer_files.sync, args=(settings,))
+    first.start()
+    done = []
+    unblock = threading.Thread(target=lambda: done.append(run_core(options(lists) + ['--unblock', '203.0.113.7'])))
+    try:
+        assert read.wait(10)        # the first sync has read the list, 203.0.113.7 on it
+        unblock.start()
+        unblock.join(1.5)           # the unblock's own sync waits for the first (it would have ended by now)
+    finally:
+        go.set()
+        first.join(10)
+        unblock.join(30)
+    assert done and done[0].returncode == 0, done and done[0].stderr
+    assert b'203.0.113.7' not in lists.challenge.read_bytes()
+    assert os.listdir(str(directory)) == []

@@ -21,6 +21,7 @@ import os
 from ..base.errors import BotDetectorError
 from ..decision.ranges import BITS
 from ..lists.answers import listed, span
+from ..lists.writer import hold, lock_file, release
 from ..values.answer_settings import ANSWERS
 
 __metaclass__ = type
@@ -82,7 +83,20 @@ def sync(settings, now=None):
     its expiry as modification time. Returns {'files': {answer: count}, 'warnings': [...],
     'changed': files made, removed or given another expiry}."""
     import time     # the wall clock: the lists' dates are the wall clock's
-    now = time.time() if now is None else now
+    # Syncs take turns (a follower's, a run's, an --unblock's): one that read the lists before
+    # another's change and wrote after that one's sync would undo it until the next sync.
+    try:
+        path = lock_file(settings.answer_dir, kind='answers')
+    except BotDetectorError as exc:
+        raise BotDetectorError('cannot lock %s: %s' % (settings.answer_dir, exc.message))
+    fd = hold(path, settings.answer_dir, settings.lock_timeout)
+    try:
+        return _sync(settings, time.time() if now is None else now)
+    finally:
+        release(fd, path)
+
+
+def _sync(settings, now):
     report = {'files': {}, 'warnings': [], 'changed': 0}
     for kind in ANSWERS:
         directory = os.path.join(settings.answer_dir, kind)

@@ -58,15 +58,52 @@ def lock_directory(create=True):
     return path
 
 
-def lock_file(blocklist, create=True):
+def lock_file(blocklist, create=True, kind='blocklist'):
     """The lock file of every run that appends to ``blocklist``, however the path is spelled;
     without ``create`` (what only reads beside it: --status) its directory is neither made nor
-    changed."""
+    changed. ``kind``: what the path is ('answers': an answers' directory, synced under it)."""
     # CRC-32 and Adler-32 of the path: hashlib's import (OpenSSL's start) costs a cron run
     # tens of milliseconds; two paths sharing a key would only share a lock.
     name = to_bytes(os.path.realpath(blocklist))
     key = '%08x%08x' % (zlib.crc32(name) & 0xffffffff, zlib.adler32(name) & 0xffffffff)
-    return os.path.join(lock_directory(create), 'blocklist-%s.lock' % key)
+    return os.path.join(lock_directory(create), '%s-%s.lock' % (kind, key))
+
+
+def hold(path, what, timeout):
+    """The fd of the lock file ``path``, created mode 0600, with flock(2) held on it: waited for
+    at most ``timeout`` seconds (``what``: the locked thing, for the errors). A file its holder
+    removed on release (``release``) while this one waited is let go and the new one taken."""
+    deadline = time.monotonic() + timeout
+    pause = 0.01
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise BotDetectorError('cannot lock %s: %s: %s' % (what, path, exc.strerror))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise BotDetectorError('cannot lock %s: %s: %s' % (what, path, exc.strerror))
+            if time.monotonic() >= deadline:
+                raise BotDetectorError('cannot lock %s: another run has held its lock (%s) for %d seconds (lock_timeout)'
+                                       % (what, path, timeout))
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+            continue
+        if _same_file(fd, path):
+            return fd
+        os.close(fd)            # its holder removed it on release: take the new one
+
+
+def release(fd, path):
+    """Let go of ``hold``'s lock, its file removed first (so none pile up)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    os.close(fd)
 
 
 class BlocklistWriter:
@@ -93,29 +130,7 @@ class BlocklistWriter:
             path = lock_file(self.blocklist)
         except BotDetectorError as exc:
             raise BotDetectorError('cannot lock %s: %s' % (self.blocklist, exc.message))
-        deadline = time.monotonic() + self.lock_timeout
-        pause = 0.01
-        while True:
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            except OSError as exc:
-                raise BotDetectorError('cannot lock %s: %s: %s' % (self.blocklist, path, exc.strerror))
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                os.close(fd)
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise BotDetectorError('cannot lock %s: %s: %s' % (self.blocklist, path, exc.strerror))
-                if time.monotonic() >= deadline:
-                    raise BotDetectorError('cannot lock %s: another run has held its lock (%s) for %d seconds (lock_timeout)'
-                                           % (self.blocklist, path, self.lock_timeout))
-                time.sleep(pause)
-                pause = min(pause * 2, 0.2)
-                continue
-            if _same_file(fd, path):
-                self._lock_fd, self.lock_path = fd, path
-                return
-            os.close(fd)            # its holder removed it on unlock: take the new one
+        self._lock_fd, self.lock_path = hold(path, self.blocklist, self.lock_timeout), path
 
     def check(self, appending=False):
         """Check mode: what lock() would fail on (and with ``appending``, what block() would),
@@ -136,11 +151,7 @@ class BlocklistWriter:
 
     def unlock(self):
         if self._lock_fd is not None:
-            try:
-                os.unlink(self.lock_path)
-            except OSError:
-                pass
-            os.close(self._lock_fd)
+            release(self._lock_fd, self.lock_path)
             self._lock_fd = None
 
     def __enter__(self):
