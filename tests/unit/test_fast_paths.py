@@ -229,19 +229,22 @@ def test_the_campaigns_address_parse_agrees_with_what_may_be_appended():
 @given(st.sampled_from([4, 6]), st.integers(min_value=0, max_value=2 ** 128 - 1), st.integers(min_value=0, max_value=2 ** 128 - 1),
        st.integers(min_value=0, max_value=40))
 def test_a_span_as_networks_by_integers_is_what_ipaddress_summarizes(version, one, other, low_bits):
-    """never_blocked.cidrs and campaigns.range_networks/address_text, by integers, against
-    ipaddress (their definition): spans of any width, ending on a boundary or not, up to the
-    whole space and its last address."""
+    """ranges.cidrs, range_networks and address_text, by integers, against ipaddress (their
+    definition): spans of any width, ending on a boundary or not, up to the whole space and its
+    last address; IPv6 addresses whose first 80 bits are zero (::a.b.c.d, ::ffff:a.b.c.d) too."""
     import ipaddress
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import campaigns, never_blocked
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import ranges
     top = 2 ** (32 if version == 4 else 128) - 1
     first, last = sorted((one & top, other & top))
     if low_bits % 3 == 0:       # often a narrow span: a boundary near it
         last = min(top, first + (1 << low_bits) - 1)
     kind = ipaddress.IPv4Address if version == 4 else ipaddress.IPv6Address
     nets = list(ipaddress.summarize_address_range(kind(first), kind(last)))
-    assert never_blocked.cidrs(version, first, last) == [(int(n.network_address), int(n.broadcast_address)) for n in nets]
-    assert [campaigns.network_text(version, low, length) for low, length in campaigns.range_networks(version, first, last)] \
+    assert ranges.cidrs(version, first, last) == [(int(n.network_address), int(n.broadcast_address)) for n in nets]
+    assert [ranges.network_text(version, low, length) for low, length in ranges.range_networks(version, first, last)] \
         == [str(n) for n in nets]
-    assert campaigns.address_text(version, first) == str(kind(first))
-    assert never_blocked.cidrs(version, 0, top) == [(0, top)] and never_blocked.cidrs(version, top, top) == [(top, top)]
+    assert ranges.address_text(version, first) == str(kind(first))
+    assert ranges.cidrs(version, 0, top) == [(0, top)] and ranges.cidrs(version, top, top) == [(top, top)]
+    if version == 6:
+        for low in (first >> 80, (0xffff << 32) | (first & 0xffffffff), first >> 96):
+            assert ranges.address_text(6, low) == str(ipaddress.IPv6Address(low))

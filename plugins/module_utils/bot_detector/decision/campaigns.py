@@ -37,7 +37,8 @@ from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilte
 from ..reading.spill import parts
 from ..reading.tally import whole
 from ..values.answer_settings import answer_for
-from .never_blocked import cidrs, never_blocked
+from .never_blocked import never_blocked
+from .ranges import BITS, address_text, network_text, range_networks
 from .rules import SpecRules, SubstringLists, server_test
 
 __metaclass__ = type
@@ -337,8 +338,6 @@ class Campaigns:
         return decisions
 
 
-BITS = {4: 32, 6: 128}
-
 
 def address_number(key):
     """(version, integer) of a client address (is_client_address's: no leading zeros, not
@@ -374,24 +373,6 @@ def _never_blocked(guard, key, numbers):
     if found is not None and found[0] == 4:
         return guard.covers(4, found[1], found[1])
     return guard.address(key)
-
-
-def range_networks(version, first, last):
-    """[(first address, prefix length)]: the fewest networks that make up [first, last], in order."""
-    return [(low, BITS[version] + 1 - (high - low + 1).bit_length()) for low, high in cidrs(version, first, last)]
-
-
-def address_text(version, number):
-    """An address as ipaddress writes it: an IPv4 one without building its object (hundreds a decision)."""
-    if version == 4:
-        return socket.inet_ntoa(number.to_bytes(4, 'big'))
-    import ipaddress    # an IPv6 address's text only (RFC 5952, as inet_ntop may not write a mapped one)
-    return str(ipaddress.IPv6Address(number))
-
-
-def network_text(version, number, length):
-    """'<address>/<length>' of a network as ipaddress writes it."""
-    return '%s/%d' % (address_text(version, number), length)
 
 
 class CampaignRules(SpecRules):

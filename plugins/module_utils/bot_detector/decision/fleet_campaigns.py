@@ -44,12 +44,12 @@ from ..base import messages
 from ..base.clock import stamp_holds_another_hour
 from ..reading.tally import whole
 from ..values.answer_settings import CHALLENGE
-from .campaigns import address_number, address_text, browsers_of, network_text, range_networks, split
+from .campaigns import address_number, browsers_of, split
 from .fleet_answers import HELD_PER_WINDOW, READ_PER_PUSH, SUM_DIGITS
 from .fleet_identity import StoreDown
 from .fleet_store import KEEP_AFTER, SCRIPT_HEAD, SCRIPT_TAIL, Store
 from .never_blocked import never_blocked
-from .ranges import BITS, grouped, network, spelling
+from .ranges import BITS, address_text, grouped, network, network_text, range_networks, spelling
 from .rules import BLOCK, server_test
 
 __metaclass__ = type

@@ -27,6 +27,7 @@ from ..base.errors import BotDetectorError
 from ..base.messages import NEVER_BLOCKED_TOO_WIDE
 from ..base.text import named_by_start, printable, to_bytes, to_text
 from .addresses import server_addresses
+from .ranges import cidrs
 
 __metaclass__ = type
 
@@ -97,18 +98,6 @@ def _everyone(line):
     text = line.strip()
     return text.endswith(b'/0') and span(text[:-1] + b'1') is not None \
         or text.endswith(b'/96') and span(text[:-2] + b'97') is not None and span(text[:-2] + b'97')[0] == 4
-
-
-def cidrs(version, first, last):
-    """The span [first, last] as the fewest CIDR networks, each an integer span (first, last),
-    in order: what ipaddress.summarize_address_range gives, by integers (no import, no objects)."""
-    found, bits = [], 32 if version == 4 else 128
-    while first <= last:
-        # The widest block starting at ``first``: its trailing zero bits, no more than the span holds.
-        size = min((first & -first).bit_length() - 1 if first else bits, (last - first + 1).bit_length() - 1)
-        found.append((first, first + (1 << size) - 1))
-        first += 1 << size
-    return found
 
 
 def merge(spans):

@@ -13,7 +13,8 @@ from __future__ import absolute_import, division, print_function
 import hashlib
 import ipaddress
 
-from ..decision.never_blocked import cidrs, never_blocked
+from ..decision.never_blocked import never_blocked
+from ..decision.ranges import cidrs
 
 __metaclass__ = type
 

@@ -26,7 +26,8 @@ from ..base.messages import ENFORCEMENT_SKIPPED, ENFORCEMENT_TOO_BROAD
 from ..base.text import NAMED_START, named_by_start, printable, to_text
 from ..lists.content import read_list
 from ..lists.writer import BlocklistWriter
-from ..decision.never_blocked import cidrs, merge, never_blocked, span as _span
+from ..decision.never_blocked import merge, never_blocked, span as _span
+from ..decision.ranges import cidrs
 
 __metaclass__ = type
 
