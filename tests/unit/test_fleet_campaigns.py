@@ -141,7 +141,8 @@ def test_an_as_is_summed_fleet_wide_and_each_host_lists_its_own_ranges_without_s
     """AS65536's addresses without browser behaviour, one request each, 10 on one host and 10
     (or 9) on another: 20 distinct addresses, the AS's threshold (19: nothing). Each host lists
     the range that carried them in its own log, where it saw no job seekers; the seekers' ISP
-    (AS64500), as many proxy addresses in it, seekers in its range on both hosts: never listed."""
+    (AS64500), as many proxy addresses in it, seekers in its range on both hosts: never its
+    range, only the /24s of its proxies that carried no seeker, as a host's own judgement does."""
     database = write_tsv(tmp_path / 'ip2asn.tsv')
 
     def log(third, count):
@@ -156,7 +157,12 @@ def test_an_as_is_summed_fleet_wide_and_each_host_lists_its_own_ranges_without_s
         assert challenged(last) == challenged(again) == []
         return
     reason = 'AS65536 ELSEWHERE, 20 addresses fleet-wide, 10 in range 10.128.0.0-10.143.255.255 here, no job seekers there'
-    assert challenged(last) == challenged(again) == [('10.128.0.0/12', 10, reason)]
+
+    def isp(third):
+        return [('10.%d.%d.0/24' % (third, i), 1, 'AS64500 RESIDENTIAL-ISP, 20 addresses fleet-wide, 1 in network 10.%d.%d.0/24 '
+                 'here, no job seekers there, though range 10.0.0.0-10.31.255.255 carries some' % (third, i)) for i in range(10)]
+    assert challenged(last) == sorted([('10.128.0.0/12', 10, reason)] + isp(2))     # web1: proxies 10.2.0-9.9, seekers 10.2.129-133.7
+    assert challenged(again) == sorted([('10.128.0.0/12', 10, reason)] + isp(1))
     assert last['blocked'] == [] and files.read('blocklist') is None
 
 
@@ -334,7 +340,8 @@ def test_an_idle_follower_works_its_campaign_keys_out_once_and_again_only_after_
 def test_a_hostile_hosts_as_crossings_list_only_ranges_of_the_hosts_own_traffic_without_seekers(tmp_path, guarded):
     """Crossings of three ASes planted with the fleet's ACL user: the host carries AS65536's
     addresses without browser behaviour and no seekers there (its range challenged), AS64500's
-    with its job seekers there (never listed), nothing of AS65537 (nothing listed)."""
+    with its job seekers there (never the range, never the seekers' networks: only the /24s of
+    its own addresses without browser behaviour), nothing of AS65537 (nothing listed)."""
     target, url, password, cli = guarded
     hostile = hostile_client(target)
     tag = '{fc-hostile:v2c:%d}' % START
@@ -342,10 +349,12 @@ def test_a_hostile_hosts_as_crossings_list_only_ranges_of_the_hosts_own_traffic_
     hostile.set(tag + ':epoch', token, nx=True)
     hostile.rpush('%s:%s:crossed' % (tag, token), 'a 65536 999 999', 'a 64500 999 999', 'a 65537 999 999')
     text = ''.join(scraper('10.128.%d.9' % i, 1) for i in range(3)) + ''.join(scraper('10.1.%d.9' % i, 1) for i in range(3))
-    text += ''.join(browser('10.2.%d.7' % i, 2) for i in range(3))
+    text += ''.join(browser('10.2.%d.7' % i, 2) for i in range(3)) + scraper('10.2.1.9', 1)     # that one beside a seeker
     result, files = host_run(tmp_path, (url, 'fc-hostile', cli), 'web0', text, '--fleet-store-password-file', password,
                              '--asn-database', write_tsv(tmp_path / 'ip2asn.tsv'))
-    assert challenged(result) == [('10.128.0.0/12', 3, 'AS65536 ELSEWHERE, 999 addresses fleet-wide, 3 in range '
-                                   '10.128.0.0-10.143.255.255 here, no job seekers there')]
+    assert challenged(result) == sorted([('10.128.0.0/12', 3, 'AS65536 ELSEWHERE, 999 addresses fleet-wide, 3 in range '
+                                          '10.128.0.0-10.143.255.255 here, no job seekers there')] + [
+        ('10.1.%d.0/24' % i, 1, 'AS64500 RESIDENTIAL-ISP, 999 addresses fleet-wide, 1 in network 10.1.%d.0/24 here, no job '
+         'seekers there, though range 10.0.0.0-10.31.255.255 carries some' % i) for i in range(3)])
     assert result['blocked'] == [] and files.read('blocklist') is None
     hostile.close()

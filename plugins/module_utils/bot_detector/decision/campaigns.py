@@ -285,27 +285,10 @@ class Campaigns:
         carried job seekers (a residential ISP's, where a quarter of a proxy campaign's exits
         may sit), the networks of the narrowest length set (IPv4 /24, IPv6 /64) that carried
         the AS's campaign addresses and no job seeker's. An AS is never blocked whole."""
-        per_as, seekers = {}, set()
-        shifts = {4: 32 - self.v4_prefix, 6: 128 - max(self.v6_prefixes)}
+        shifts = shifts_of(self)
         people = set((version, number >> shifts[version]) for version, number, count in browsers)
-        for version, number, count in browsers:
-            found = located[(version, number)]
-            if found is not None:
-                seekers.add(found[1])
-        for version, number, count in parsed:
-            found = located[(version, number)]
-            if found is None:
-                continue
-            total = per_as.setdefault(found[0], [0, 0, {}])
-            total[0] += count
-            total[1] += 1
-            carried = total[2].setdefault(found[1], [0, 0, {}])
-            carried[0] += count
-            carried[1] += 1
-            if found[1] in seekers:     # its networks' own sums, for a range that carried job seekers too
-                network = carried[2].setdefault(number >> shifts[version], [0, 0])
-                network[0] += count
-                network[1] += 1
+        seekers = set(found[1] for found in (located[(version, number)] for version, number, count in browsers) if found)
+        per_as = as_sums(lambda version, number: located[(version, number)], parsed, seekers, shifts)
         lengths, decided = sorted(set((version, length) for version, length, prefix in decided)), set(decided)
 
         def inside_decided(version, number, prefixlen):     # its prefix at a length decided is a network decided
@@ -320,23 +303,12 @@ class Campaigns:
             name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
             for (version, first, last), (carried, addresses, parts) in sorted(ranges.items()):
                 head = 'AS%d %s%s, %d addresses, ' % (asn, name, ' (hosting)' if asn in self.hosting else '', distinct)
-                mixed = (version, first, last) in seekers
-                shown = '%s-%s' % (address_text(version, first), address_text(version, last))
-                if not mixed:
-                    networks = [(low, length, carried, '%d in range %s, no job seekers there' % (addresses, shown))
-                                for low, length in range_networks(version, first, last)]
-                else:
-                    length = BITS[version] - shifts[version]
-                    networks = [(prefix << shifts[version], length, part[0], '%d in network %s, no job seekers there, '
-                                 'though range %s carries some' % (part[1], network_text(version, prefix << shifts[version], length),
-                                                                   shown))
-                                for prefix, part in sorted(parts.items()) if (version, prefix) not in people]
+                networks = range_pieces(version, first, last, (carried, addresses), parts, people, shifts[version])
                 for number, prefixlen, requests, where in networks:
                     if not inside_decided(version, number, prefixlen):
                         decisions.append(self.decision('as', network_text(version, number, prefixlen).encode('ascii'), requests,
                                                        (head + where).replace('  ', ' ')))
         return decisions
-
 
 
 def address_number(key):
@@ -373,6 +345,49 @@ def _never_blocked(guard, key, numbers):
     if found is not None and found[0] == 4:
         return guard.covers(4, found[1], found[1])
     return guard.address(key)
+
+
+def shifts_of(campaigns):
+    """{version: host bits} of the narrowest network lengths set (IPv4 /24, IPv6 /64 by default)."""
+    return {4: 32 - campaigns.v4_prefix, 6: 128 - max(campaigns.v6_prefixes)}
+
+
+def as_sums(lookup, plain, sought, shifts, wanted=None):
+    """{AS: [requests, addresses, {range: [requests, addresses, parts]}]} of the addresses ``plain``
+    [(version, number, count)] (``lookup(version, number)``: (AS, range) or None) of the ASes
+    ``wanted`` (None: all); a range in ``sought`` (one that carried job seekers) gets its
+    networks' own sums, ``parts`` {prefix of ``shifts`` host bits: [requests, addresses]}, else None."""
+    per_as = {}
+    for version, number, count in plain:
+        found = lookup(version, number)
+        if found is None or (wanted is not None and found[0] not in wanted):
+            continue
+        total = per_as.setdefault(found[0], [0, 0, {}])
+        total[0] += count
+        total[1] += 1
+        carried = total[2].setdefault(found[1], [0, 0, {} if found[1] in sought else None])
+        carried[0] += count
+        carried[1] += 1
+        if carried[2] is not None:
+            network = carried[2].setdefault(number >> shifts[version], [0, 0])
+            network[0] += count
+            network[1] += 1
+    return per_as
+
+
+def range_pieces(version, first, last, carried, parts, people, shift, here=''):
+    """[(first address, prefix length, requests, why)]: what an AS's range [first, last] is listed
+    as. Its networks when no job seeker came from it (``parts`` None; ``carried``: the campaign's
+    [requests, addresses] there); else the networks of ``shift`` host bits that carried the
+    campaign (``parts``) and no job seeker (``people``: {(version, prefix)})."""
+    shown = '%s-%s' % (address_text(version, first), address_text(version, last))
+    if parts is None:
+        return [(low, length, carried[0], '%d in range %s%s, no job seekers there' % (carried[1], shown, here))
+                for low, length in range_networks(version, first, last)]
+    length = BITS[version] - shift
+    return [(prefix << shift, length, part[0], '%d in network %s%s, no job seekers there, though range %s carries some'
+             % (part[1], network_text(version, prefix << shift, length), here, shown))
+            for prefix, part in sorted(parts.items()) if (version, prefix) not in people]
 
 
 class CampaignRules(SpecRules):

@@ -44,12 +44,12 @@ from ..base import messages
 from ..base.clock import stamp_holds_another_hour
 from ..reading.tally import whole
 from ..values.answer_settings import CHALLENGE
-from .campaigns import address_number, browsers_of, split
+from .campaigns import address_number, as_sums, browsers_of, range_pieces, shifts_of, split
 from .fleet_answers import HELD_PER_WINDOW, READ_PER_PUSH, SUM_DIGITS
 from .fleet_identity import StoreDown
 from .fleet_store import KEEP_AFTER, SCRIPT_HEAD, SCRIPT_TAIL, Store
 from .never_blocked import never_blocked
-from .ranges import BITS, address_text, grouped, network, network_text, range_networks, spelling
+from .ranges import BITS, grouped, network, network_text, spelling
 from .rules import BLOCK, server_test
 
 __metaclass__ = type
@@ -257,31 +257,26 @@ def _holds_narrower(wide, decided):
 
 
 def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
+    """The crossed ASes' (``autonomous``: {AS: (count, distinct)}) ranges that carried this host's
+    own addresses without browser behaviour, as the host's own judgement lists an AS's: a
+    range no job seeker came from here as its networks, one that carried some as the networks
+    (IPv4 /24, IPv6 /64) of the campaign's addresses that carried none; less those ``own``."""
     plain, seekers = _candidates(campaigns, counter, server_ips, threshold)
     lookup = campaigns.database.lookup_number
-    sought = set()
-    for version, number in seekers:
-        hit = lookup(version, number)
-        if hit is not None:
-            sought.add(hit[1])
-    carried = {}
-    for version, number, count in plain:
-        hit = lookup(version, number)
-        if hit is not None and hit[0] in autonomous and hit[1] not in sought:
-            total = carried.setdefault((hit[0], hit[1]), [0, 0])
-            total[0] += count
-            total[1] += 1
+    shifts = shifts_of(campaigns)
+    people = set((version, number >> shifts[version]) for version, number in seekers)
+    sought = set(hit[1] for hit in (lookup(version, number) for version, number in seekers) if hit is not None)
     decisions = []
-    for (asn, (version, first, last)), (count, addresses) in sorted(carried.items()):
+    for asn, (dummy, dummy, ranges) in sorted(as_sums(lookup, plain, sought, shifts, autonomous).items()):
         name = campaigns.database.names.get(asn, '')
         name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
-        low, high = address_text(version, first), address_text(version, last)
-        for start, length in range_networks(version, first, last):
-            key = network_text(version, start, length).encode('ascii')
-            if key not in own:
-                decisions.append(campaigns.decision('as', key, count, (
-                    'AS%d %s, %d addresses fleet-wide, %d in range %s-%s here, no job seekers there'
-                    % (asn, name, autonomous[asn][1], addresses, low, high)).replace('  ', ' ')))
+        for (version, first, last), (count, addresses, parts) in sorted(ranges.items()):
+            for start, length, requests, where in range_pieces(version, first, last, (count, addresses), parts, people,
+                                                               shifts[version], ' here'):
+                key = network_text(version, start, length).encode('ascii')
+                if key not in own:
+                    decisions.append(campaigns.decision('as', key, requests, (
+                        'AS%d %s, %d addresses fleet-wide, %s' % (asn, name, autonomous[asn][1], where)).replace('  ', ' ')))
     return decisions
 
 
