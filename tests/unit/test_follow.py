@@ -322,7 +322,8 @@ def test_a_follower_removes_what_a_killed_one_left_half_written(tmp_path):
     name = '.tmp-%d-follow-0badc0de.json'
     left = [os.path.join(where, name % gone.pid) for where in (str(state_dir), lock_dir())]
     kept = [os.path.join(where, name % os.getpid()) for where in (str(state_dir), lock_dir())] + [
-        str(state_dir / '.tmp-x-follow-0badc0de.json'), str(state_dir / 'notes.txt')]
+        str(state_dir / '.tmp-x-follow-0badc0de.json'), str(state_dir / 'notes.txt'),
+        str(state_dir / '.tmp-2\u00b2-follow-0badc0de.json'), str(state_dir / '.tmp-99999999999999999999-x')]   # no PIDs
     try:
         for path in left + kept:
             with open(path, 'w') as handle:

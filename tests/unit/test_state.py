@@ -254,6 +254,18 @@ def test_save_is_private_atomic_and_removes_only_dead_runs_leftovers(tmp_path):
     assert sorted(os.listdir(str(directory))) == sorted([os.path.basename(path), '.tmp-%d-y.json' % os.getpid()])
 
 
+@pytest.mark.parametrize('odd', ['.tmp-2\u00b2-x.json', '.tmp-\u0662-x.json', '.tmp-99999999999999999999-x.json', '.tmp--1-x.json',
+                                 '.tmp-0x10-x.json'])
+def test_a_leftovers_name_that_is_no_pid_is_left_and_breaks_nothing(tmp_path, odd):
+    """A name in the state directory like a leftover's but whose PID is no number a process could
+    have (digits of other scripts, too large for a PID): kept, and the save goes on."""
+    directory = tmp_path / 'state'
+    assert saves.save(str(directory), [sample_state()]) is None
+    (directory / odd).write_text('someone else\'s')
+    assert saves.save(str(directory), [sample_state()]) is None
+    assert (directory / odd).read_text() == 'someone else\'s'
+
+
 def test_state_paths_are_distinct_and_short():
     paths = ['/a/b', '/a%2Fb', '/a_b', '/a/b/', 'x' * 300, 'x' * 299 + 'y']
     names = [saves.state_path('/s', p) for p in paths]

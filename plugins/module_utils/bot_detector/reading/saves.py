@@ -10,6 +10,7 @@ import binascii
 import errno
 import json
 import os
+import re
 import stat
 
 from .state import FORMAT, FORMAT_NAME, HEAD_BYTES, EarlierFormat, LogState, Segment, StateError, typed_field, whole_count
@@ -65,6 +66,9 @@ def load(state_dir, log, max_bytes=None):
         return None, STATE_IGNORED % (path, exc)
 
 
+_PID = re.compile(r'[0-9]{1,7}\Z')
+
+
 def remove_leftovers(directory):
     """Remove the temporary files of runs or followers that were killed before their rename
     (named .tmp-PID-..., the PID no longer running)."""
@@ -74,7 +78,8 @@ def remove_leftovers(directory):
         return
     for name in names:
         parts = name.split('-', 2)
-        if name.startswith('.tmp-') and len(parts) == 3 and parts[1].isdigit() and not _running(int(parts[1])):
+        # A PID is ASCII digits, at most pid_max (2**22): other names are not ours to remove.
+        if name.startswith('.tmp-') and len(parts) == 3 and _PID.match(parts[1]) and not _running(int(parts[1])):
             try:
                 os.unlink(os.path.join(directory, name))
             except OSError:
