@@ -224,3 +224,18 @@ def test_hosting_ases_need_the_profile_and_a_database_and_are_as_numbers(tmp_pat
     got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--hosting-asn', '65536'] + extra + [log])
     assert got.returncode == 2 and fragment in got.stderr, got.stderr
     assert files.read('blocklist') is None
+
+
+def test_a_seekers_range_narrower_than_a_network_is_challenged_only_within_itself(tmp_path, files):
+    """An AS's range that carried job seekers, not aligned on the networks' length (a /25 and a
+    /25 of the next /24): the networks of the campaign's addresses are cut to the range, never
+    reaching into the next AS's addresses (network thresholds raised: the AS rule alone)."""
+    database = tmp_path / 'ip2asn.tsv'
+    database.write_text('10.1.5.0\t10.1.5.127\t64999\tDE\tOTHER-NET\n10.1.5.128\t10.1.6.127\t64500\tDE\tRESIDENTIAL-ISP\n')
+    text = ''.join(scraper('10.1.5.%d' % i, 1) for i in range(130, 150)) + browser('10.1.6.50', 2)
+    got = detect(tmp_path, files, text, database, '--campaign-network-addresses', '100', '--campaign-network-threshold', '10000')
+    assert got.returncode == 0, got.stderr
+    result = json.loads(got.stdout)
+    assert sorted((e['address'], e['count'], e['reason']) for e in result['challenged']) == [
+        ('10.1.5.128/25', 20, 'AS64500 RESIDENTIAL-ISP, 20 addresses, 20 in network 10.1.5.128/25, no job seekers there, '
+         'though range 10.1.5.128-10.1.6.127 carries some')]

@@ -16,7 +16,7 @@ import pytest
 import fleetstore
 from conftest import Files, in_timezone, run_core
 from test_asn_database import write_tsv
-from test_campaigns import NOW, browser, scraper
+from test_campaigns import NOW, browser, scraper, walking_browser
 from test_follow import Following, wait_for
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import messages
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
@@ -164,6 +164,34 @@ def test_an_as_is_summed_fleet_wide_and_each_host_lists_its_own_ranges_without_s
     assert challenged(last) == sorted([('10.128.0.0/12', 10, reason)] + isp(2))     # web1: proxies 10.2.0-9.9, seekers 10.2.129-133.7
     assert challenged(again) == sorted([('10.128.0.0/12', 10, reason)] + isp(1))
     assert last['blocked'] == [] and files.read('blocklist') is None
+
+
+def test_an_as_crossing_lists_nothing_inside_a_network_the_host_decided(tmp_path, store):
+    """AS64511 (a /48 of IPv6) crosses fleet-wide with 26 addresses; the second host's 16 are in
+    one /48, which its own network rule decides, and a job seeker there makes the AS's range a
+    seekers' one: its /64s without seekers are inside that /48, so not listed again (one entry,
+    and an --unblock of the /48 leaves none of them behind)."""
+    database = write_tsv(tmp_path / 'ip2asn.tsv')
+    first, dummy = host_run(tmp_path, store, 'web0', ''.join(scraper('2001:db8:ffff:%x::9' % i, 1) for i in range(1, 11)),
+                            '--asn-database', database)
+    text = ''.join(scraper('2001:db8:ffff:%x::9' % i, 1) for i in range(0x10, 0x20)) + browser('2001:db8:ffff:ff::7', 2)
+    last, dummy = host_run(tmp_path, store, 'web1', text, '--asn-database', database)
+    assert challenged(first) == []
+    assert [entry[0] for entry in challenged(last)] == ['2001:db8:ffff::/48']
+
+
+def test_a_walker_is_campaign_traffic_for_the_fleet_as_for_the_host(tmp_path, store):
+    """A harvester faking a browser but walking job ids (walk_ids 4) counts as the host's own
+    verdicts count it, with the campaign: in the fleet's sums and in the networks an AS crossing
+    lists, the /24 it shares with a scraper included; the real seeker's /24 never."""
+    database = write_tsv(tmp_path / 'ip2asn.tsv')
+    host_run(tmp_path, store, 'web0', ''.join(scraper('10.1.%d.9' % i, 1) for i in range(9)), '--asn-database', database,
+             '--campaign-walk-ids', '4')
+    text = ''.join(scraper('10.3.%d.9' % i, 1) for i in range(10)) + walking_browser('10.3.5.7', range(100, 104))
+    last, dummy = host_run(tmp_path, store, 'web1', text + browser('10.2.1.7', 2), '--asn-database', database,
+                           '--campaign-walk-ids', '4')     # 9 + 10 + the walker: 20 addresses fleet-wide
+    assert [entry[0] for entry in challenged(last)] == sorted('10.3.%d.0/24' % i for i in range(10))
+    assert [entry[1] for entry in challenged(last)] == [1, 1, 1, 1, 1, 5, 1, 1, 1, 1]
 
 
 def test_the_campaign_keys_are_exact_under_lost_replies(tmp_path):

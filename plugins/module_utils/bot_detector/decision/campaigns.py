@@ -379,15 +379,20 @@ def range_pieces(version, first, last, carried, parts, people, shift, here=''):
     """[(first address, prefix length, requests, why)]: what an AS's range [first, last] is listed
     as. Its networks when no job seeker came from it (``parts`` None; ``carried``: the campaign's
     [requests, addresses] there); else the networks of ``shift`` host bits that carried the
-    campaign (``parts``) and no job seeker (``people``: {(version, prefix)})."""
+    campaign (``parts``) and no job seeker (``people``: {(version, prefix)}), each cut to the
+    range (one the range does not fill holds another AS's addresses: never listed for this one)."""
     shown = '%s-%s' % (address_text(version, first), address_text(version, last))
     if parts is None:
         return [(low, length, carried[0], '%d in range %s%s, no job seekers there' % (carried[1], shown, here))
                 for low, length in range_networks(version, first, last)]
-    length = BITS[version] - shift
-    return [(prefix << shift, length, part[0], '%d in network %s%s, no job seekers there, though range %s carries some'
-             % (part[1], network_text(version, prefix << shift, length), here, shown))
-            for prefix, part in sorted(parts.items()) if (version, prefix) not in people]
+    pieces = []
+    for prefix, (requests, addresses) in sorted(parts.items()):
+        if (version, prefix) not in people:
+            low = prefix << shift
+            for start, length in range_networks(version, max(first, low), min(last, low + (1 << shift) - 1)):
+                pieces.append((start, length, requests, '%d in network %s%s, no job seekers there, though range %s carries '
+                               'some' % (addresses, network_text(version, start, length), here, shown)))
+    return pieces
 
 
 class CampaignRules(SpecRules):

@@ -42,6 +42,7 @@ import time
 
 from ..base import messages
 from ..base.clock import stamp_holds_another_hour
+from ..reading.signals import WALK
 from ..reading.tally import whole
 from ..values.answer_settings import CHALLENGE
 from .campaigns import address_number, as_sums, browsers_of, range_pieces, shifts_of, split
@@ -184,9 +185,12 @@ def lengths_of(campaigns):
 
 def _candidates(campaigns, counter, server_ips, threshold):
     """(addresses without browser behaviour under ``threshold`` [(version, number, count)],
-    browsers [(version, number)]) of a window's counts, the server's left out."""
+    browsers [(version, number)]) of a window's counts, the server's left out. A browser that
+    walks job ids (Campaigns.walkers) is no browser here, as for the host's own verdicts."""
     addresses, signals = split(counter)
     browsers = browsers_of(addresses, signals)
+    walkers = campaigns.walkers(browsers, signals[WALK])
+    browsers.difference_update(walkers)
     is_server = server_test(server_ips)
     plain, seekers = [], []
     for address, count in addresses.items():
@@ -197,7 +201,7 @@ def _candidates(campaigns, counter, server_ips, threshold):
             continue
         if address in browsers:
             seekers.append(found)
-        elif count < threshold:     # over it, the address rule decides it alone
+        elif count < threshold or address in walkers:     # over it, the address rule decides it alone (a walker: no)
             plain.append(found + (count,))
     return plain, seekers
 
@@ -256,16 +260,24 @@ def _holds_narrower(wide, decided):
                for v, other, start in decided)
 
 
+def _inside(version, length, first, decided):
+    """Whether the network (``version``, ``length``, ``first``) is inside one of ``decided`` (as
+    the host's own AS verdict leaves out what its networks decided already)."""
+    return any(v == version and other <= length and grouped(version, first, other) == start for v, other, start in decided)
+
+
 def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
     """The crossed ASes' (``autonomous``: {AS: (count, distinct)}) ranges that carried this host's
     own addresses without browser behaviour, as the host's own judgement lists an AS's: a
     range no job seeker came from here as its networks, one that carried some as the networks
-    (IPv4 /24, IPv6 /64) of the campaign's addresses that carried none; less those ``own``."""
+    (IPv4 /24, IPv6 /64) of the campaign's addresses that carried none; less those ``own`` and
+    those inside a network of ``own``."""
     plain, seekers = _candidates(campaigns, counter, server_ips, threshold)
     lookup = campaigns.database.lookup_number
     shifts = shifts_of(campaigns)
     people = set((version, number >> shifts[version]) for version, number in seekers)
     sought = set(hit[1] for hit in (lookup(version, number) for version, number in seekers) if hit is not None)
+    decided = [parsed for parsed in map(network, (key for key in own if b'/' in key)) if parsed is not None]
     decisions = []
     for asn, (dummy, dummy, ranges) in sorted(as_sums(lookup, plain, sought, shifts, autonomous).items()):
         name = campaigns.database.names.get(asn, '')
@@ -274,7 +286,7 @@ def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
             for start, length, requests, where in range_pieces(version, first, last, (count, addresses), parts, people,
                                                                shifts[version], ' here'):
                 key = network_text(version, start, length).encode('ascii')
-                if key not in own:
+                if key not in own and not _inside(version, length, start, decided):
                     decisions.append(campaigns.decision('as', key, requests, (
                         'AS%d %s, %d addresses fleet-wide, %s' % (asn, name, autonomous[asn][1], where)).replace('  ', ' ')))
     return decisions
