@@ -239,3 +239,13 @@ def test_a_seekers_range_narrower_than_a_network_is_challenged_only_within_itsel
     assert sorted((e['address'], e['count'], e['reason']) for e in result['challenged']) == [
         ('10.1.5.128/25', 20, 'AS64500 RESIDENTIAL-ISP, 20 addresses, 20 in network 10.1.5.128/25, no job seekers there, '
          'though range 10.1.5.128-10.1.6.127 carries some')]
+
+
+def test_an_as_the_database_names_not_is_named_by_its_number(tmp_path, files):
+    """A row without a description: the reason says 'AS64500, 20 addresses', not 'AS64500 , ...'."""
+    database = tmp_path / 'ip2asn.tsv'
+    database.write_text('10.128.0.0\t10.143.255.255\t64500\tDE\t\n')
+    got = detect(tmp_path, files, ''.join(scraper('10.128.%d.9' % i, 1) for i in range(20)), database)
+    assert got.returncode == 0, got.stderr
+    assert [e['reason'] for e in json.loads(got.stdout)['challenged']] == [
+        'AS64500, 20 addresses, 20 in range 10.128.0.0-10.143.255.255, no job seekers there']

@@ -379,8 +379,8 @@ def test_a_hostile_hosts_as_crossings_list_only_ranges_of_the_hosts_own_traffic_
     text = ''.join(scraper('10.128.%d.9' % i, 1) for i in range(3)) + ''.join(scraper('10.1.%d.9' % i, 1) for i in range(3))
     text += ''.join(browser('10.2.%d.7' % i, 2) for i in range(3)) + scraper('10.2.1.9', 1)     # that one beside a seeker
     result, files = host_run(tmp_path, (url, 'fc-hostile', cli), 'web0', text, '--fleet-store-password-file', password,
-                             '--asn-database', write_tsv(tmp_path / 'ip2asn.tsv'))
-    assert challenged(result) == sorted([('10.128.0.0/12', 3, 'AS65536 ELSEWHERE, 999 addresses fleet-wide, 3 in range '
+                             '--asn-database', write_tsv(tmp_path / 'ip2asn.tsv'), '--hosting-asn', '65536')
+    assert challenged(result) == sorted([('10.128.0.0/12', 3, 'AS65536 ELSEWHERE (hosting), 999 addresses fleet-wide, 3 in range '
                                           '10.128.0.0-10.143.255.255 here, no job seekers there')] + [
         ('10.1.%d.0/24' % i, 1, 'AS64500 RESIDENTIAL-ISP, 999 addresses fleet-wide, 1 in network 10.1.%d.0/24 here, no job '
          'seekers there, though range 10.0.0.0-10.31.255.255 carries some' % i) for i in range(3)])

@@ -178,6 +178,14 @@ class Ip2asn:
         return numbers[at], (6, starts[at] << 64, (ends[at] << 64) | (2 ** 64 - 1))
 
 
+def as_label(database, asn, hosting=False):
+    """'AS<number> <its name>' as a decision's reason names it, ' (hosting)' after one of
+    ``hosting_asns``; the number alone when the database names it not."""
+    name = database.names.get(asn, '')
+    name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
+    return ('AS%d %s' % (asn, name.strip())).rstrip() + (' (hosting)' if hosting else '')
+
+
 class Names:
     """An ip2asn file's AS descriptions, read when a decision names an AS (a few a run) rather
     than held for each of its rows: ``get(number, default)``, the first row's of that AS,

@@ -285,6 +285,7 @@ class Campaigns:
         carried job seekers (a residential ISP's, where a quarter of a proxy campaign's exits
         may sit), the networks of the narrowest length set (IPv4 /24, IPv6 /64) that carried
         the AS's campaign addresses and no job seeker's. An AS is never blocked whole."""
+        from .asn import as_label       # with an AS database only, which imported it
         shifts = shifts_of(self)
         people = set((version, number >> shifts[version]) for version, number, count in browsers)
         seekers = set(found[1] for found in (located[(version, number)] for version, number, count in browsers) if found)
@@ -299,15 +300,14 @@ class Campaigns:
             least_requests, least_addresses = self.lowered(self.as_threshold, self.as_addresses, asn in self.hosting)
             if count < least_requests and distinct < least_addresses:
                 continue
-            name = self.database.names.get(asn, '')
-            name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
+            label = as_label(self.database, asn, asn in self.hosting)
             for (version, first, last), (carried, addresses, parts) in sorted(ranges.items()):
-                head = 'AS%d %s%s, %d addresses, ' % (asn, name, ' (hosting)' if asn in self.hosting else '', distinct)
+                head = '%s, %d addresses, ' % (label, distinct)
                 networks = range_pieces(version, first, last, (carried, addresses), parts, people, shifts[version])
                 for number, prefixlen, requests, where in networks:
                     if not inside_decided(version, number, prefixlen):
                         decisions.append(self.decision('as', network_text(version, number, prefixlen).encode('ascii'), requests,
-                                                       (head + where).replace('  ', ' ')))
+                                                       head + where))
         return decisions
 
 

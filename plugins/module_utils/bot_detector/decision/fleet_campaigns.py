@@ -272,6 +272,7 @@ def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
     range no job seeker came from here as its networks, one that carried some as the networks
     (IPv4 /24, IPv6 /64) of the campaign's addresses that carried none; less those ``own`` and
     those inside a network of ``own``."""
+    from .asn import as_label       # with an AS database only, which imported it
     plain, seekers = _candidates(campaigns, counter, server_ips, threshold)
     lookup = campaigns.database.lookup_number
     shifts = shifts_of(campaigns)
@@ -280,15 +281,14 @@ def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
     decided = [parsed for parsed in map(network, (key for key in own if b'/' in key)) if parsed is not None]
     decisions = []
     for asn, (dummy, dummy, ranges) in sorted(as_sums(lookup, plain, sought, shifts, autonomous).items()):
-        name = campaigns.database.names.get(asn, '')
-        name = name.decode('utf-8', 'replace') if isinstance(name, bytes) else name
+        label = as_label(campaigns.database, asn, asn in campaigns.hosting)
         for (version, first, last), (count, addresses, parts) in sorted(ranges.items()):
             for start, length, requests, where in range_pieces(version, first, last, (count, addresses), parts, people,
                                                                shifts[version], ' here'):
                 key = network_text(version, start, length).encode('ascii')
                 if key not in own and not _inside(version, length, start, decided):
                     decisions.append(campaigns.decision('as', key, requests, (
-                        'AS%d %s, %d addresses fleet-wide, %s' % (asn, name, autonomous[asn][1], where)).replace('  ', ' ')))
+                        '%s, %d addresses fleet-wide, %s' % (label, autonomous[asn][1], where))))
     return decisions
 
 
