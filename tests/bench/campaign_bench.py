@@ -172,7 +172,7 @@ def cost(seed):
     # Pinned to one CPU, each run in one process: unpinned, whether a run forks a worker goes by
     # the load at its start, and its fork's cost made the ratio move by a quarter between runs.
     base = PIN + [PYTHON, CORE, '--blocklist', os.path.join(scratch, 'bl'), '--exclusions', os.path.join(scratch, 'ex'),
-            '--activity-log', os.path.join(scratch, 'al'), '--server-ip', SERVER_IP, '--now', NOW, '--check']
+                  '--activity-log', os.path.join(scratch, 'al'), '--server-ip', SERVER_IP, '--now', NOW, '--check']
     profile = ['--campaigns', '--trap-path', job_board_hour.TRAP_PATH, '--asn-database', os.path.join(out, 'ip2asn.tsv')]
     for asn in HOSTING_ASNS:
         profile += ['--hosting-asn', str(asn)]
