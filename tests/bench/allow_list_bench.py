@@ -49,9 +49,11 @@ def allow_list(path, lines, seed=44):
 
 
 def exempt_spans(path):
-    """What a sync makes of the allow-list: its never-blocked spans, merged (kept for the process
-    while its lines are the same)."""
-    return never_blocked.NeverBlocked([], never_blocked.read_allow_list(path), sync._span).spans  # pylint: disable=protected-access
+    """What a sync makes of the allow-list: its digest (the load's, enforce.sync.digest_of), then its
+    never-blocked spans, merged (kept for the process under that digest)."""
+    exempt = never_blocked.NeverBlocked([], never_blocked.read_allow_list(path), sync._span)  # pylint: disable=protected-access
+    assert exempt.key
+    return exempt.spans
 
 
 def exempt_spans_afresh(path):

@@ -10,7 +10,8 @@ Per actor: its job-page requests, the share of them made after its address was l
 same share among those made after its first 5 minutes, the time from its first request to its
 first listing, and how it was listed. The seekers' rows are what would be refused them. Then
 CPU and peak memory per line of the command on the whole hour, with the profile and without
-(the per-address run), GNU time, median of REPS; and the time and memory to open an ip2asn
+(the per-address run), each run pinned to one CPU, GNU time, median of REPS; and the time and
+memory to open an ip2asn
 file of the size iptoasn.com publishes.
 """
 import json

@@ -255,3 +255,9 @@ def test_an_unchanged_allow_list_is_parsed_once_per_process_and_a_changed_one_ag
     assert again.address(b'198.51.7.207') and not again.address(b'198.51.8.0')
     changed = NeverBlocked([b'192.0.2.1'], content + b'198.51.8.0\n', counting_span)
     assert changed.address(b'198.51.8.0') and len(calls) > parsed
+    # The enforcement asks for the digest first; its spans are kept by it, and found by it again.
+    digested = NeverBlocked([b'192.0.2.1'], content, counting_span)
+    assert digested.key and digested.spans == first
+    parsed = len(calls)
+    again = NeverBlocked([b'192.0.2.1'], bytes(bytearray(content)), counting_span)
+    assert again.key == digested.key and again.spans == first and len(calls) == parsed

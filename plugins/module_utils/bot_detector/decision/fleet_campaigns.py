@@ -201,7 +201,7 @@ def _candidates(campaigns, counter, server_ips, threshold):
             continue
         if address in browsers:
             seekers.append(found)
-        elif count < threshold or address in walkers:     # over it, the address rule decides it alone (a walker: no)
+        elif count < threshold or address in walkers:     # over it, the address rule decides it alone (a walker's is a shared verdict)
             plain.append(found + (count,))
     return plain, seekers
 

@@ -147,8 +147,10 @@ class NeverBlocked:
         reads and compares it, and parses it only when it changed."""
         if self._spans is not None:
             return self._spans
-        # Kept by the lines themselves, not by ``key``: a run that needs no digest imports no hashlib (3 ms).
-        kept = (b'\n'.join(self._lines), self._bounded, self.min_prefix[4], self.min_prefix[6], self._span_of)
+        # Kept by ``key`` when a caller has asked for it (the enforcement's digest: no second pass over
+        # the lines), else by the lines themselves: a run that needs no digest imports no hashlib (3 ms).
+        kept = ((self._key, self._span_of) if self._key is not None else
+                (b'\n'.join(self._lines), self._bounded, self.min_prefix[4], self.min_prefix[6], self._span_of))
         if kept in _KEPT:
             self._spans, self._too_wide = _KEPT[kept]
             return self._spans

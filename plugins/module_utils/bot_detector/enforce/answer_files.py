@@ -21,7 +21,7 @@ import os
 from ..base.errors import BotDetectorError
 from ..decision.ranges import BITS
 from ..lists.answers import listed, span
-from ..lists.writer import hold, lock_file, release
+from ..lists.writer import release, take_lock
 from ..values.answer_settings import ANSWERS
 
 __metaclass__ = type
@@ -85,11 +85,7 @@ def sync(settings, now=None):
     import time     # the wall clock: the lists' dates are the wall clock's
     # Syncs take turns (a follower's, a run's, an --unblock's): one that read the lists before
     # another's change and wrote after that one's sync would undo it until the next sync.
-    try:
-        path = lock_file(settings.answer_dir, kind='answers')
-    except BotDetectorError as exc:
-        raise BotDetectorError('cannot lock %s: %s' % (settings.answer_dir, exc.message))
-    fd = hold(path, settings.answer_dir, settings.lock_timeout)
+    fd, path = take_lock(settings.answer_dir, settings.lock_timeout, kind='answers')
     try:
         return _sync(settings, time.time() if now is None else now)
     finally:

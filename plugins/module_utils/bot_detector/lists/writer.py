@@ -69,6 +69,16 @@ def lock_file(blocklist, create=True, kind='blocklist'):
     return os.path.join(lock_directory(create), '%s-%s.lock' % (kind, key))
 
 
+def take_lock(target, timeout, kind='blocklist'):
+    """(fd, path): the lock of ``target`` (a blocklist, or with ``kind`` 'answers' an answers'
+    directory) held, waited for at most ``timeout`` seconds; ``release`` lets go of it."""
+    try:
+        path = lock_file(target, kind=kind)
+    except BotDetectorError as exc:
+        raise BotDetectorError('cannot lock %s: %s' % (target, exc.message))
+    return hold(path, target, timeout), path
+
+
 def hold(path, what, timeout):
     """The fd of the lock file ``path``, created mode 0600, with flock(2) held on it: waited for
     at most ``timeout`` seconds (``what``: the locked thing, for the errors). A file its holder
@@ -126,11 +136,7 @@ class BlocklistWriter:
         self._append_checked = False
 
     def lock(self):
-        try:
-            path = lock_file(self.blocklist)
-        except BotDetectorError as exc:
-            raise BotDetectorError('cannot lock %s: %s' % (self.blocklist, exc.message))
-        self._lock_fd, self.lock_path = hold(path, self.blocklist, self.lock_timeout), path
+        self._lock_fd, self.lock_path = take_lock(self.blocklist, self.lock_timeout)
 
     def check(self, appending=False):
         """Check mode: what lock() would fail on (and with ``appending``, what block() would),
