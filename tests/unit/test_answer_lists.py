@@ -70,6 +70,11 @@ NEVER = 'it is or holds an address never blocked'
     ('2001:db8:aaaa:1::/64', NEVER), ('2001:DB8:AAAA:0::5', NEVER), ('172.20.1.1', NEVER),
     ('10.0.0.0/7', 'wider than a /8 (enforcement_min_prefix_v4)'), ('2001:db8::/31', 'wider than a /32'),
     ('not-an-address', 'not an address or CIDR network'), ('203.0.113.300', 'not an address'),
+    # A network written with host bits: a typo (a /22 for a /24) would challenge four times the
+    # addresses meant, so it is refused, naming the network it would have been.
+    ('203.0.113.0/22', 'host bits set (its network is 203.0.112.0/22)'),
+    ('2001:db8:bbbb::1/64', 'host bits set (its network is 2001:db8:bbbb::/64)'),
+    ('::ffff:203.0.113.1/120', 'host bits set (its network is 203.0.113.0/24)'),
 ])
 def test_what_is_never_blocked_is_never_answered_either(lists, entry, why):
     for kind in ('throttle', 'challenge'):

@@ -123,6 +123,9 @@ def _refusal(settings, exempt, text):
     if found is None:
         return None, 'not an address or CIDR network'
     version, length, first = found
+    written = span(to_bytes(text).strip().partition(b'/')[0])
+    if written is not None and written[2] != first:     # 203.0.113.0/22: a typo would widen what is answered
+        return None, 'host bits set (its network is %s)' % to_text(spelling(*found))
     least = settings.enforcement_min_prefix_v4 if version == 4 else settings.enforcement_min_prefix_v6
     if length < least:
         return found, 'wider than a /%d (enforcement_min_prefix_v%d)' % (least, version)
