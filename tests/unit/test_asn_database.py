@@ -241,6 +241,24 @@ def test_a_seekers_range_narrower_than_a_network_is_challenged_only_within_itsel
          'though range 10.1.5.128-10.1.6.127 carries some')]
 
 
+@pytest.mark.parametrize('in_first', [5, 0])
+def test_each_network_a_range_is_cut_into_counts_its_own_addresses(tmp_path, files, in_first):
+    """A range starting inside a /24 (10.1.5.64) cuts that /24 into a /26 and a /25: each piece
+    listed says its own campaign addresses and requests, and a piece the campaign did not come
+    from is not listed (each had the sums of both, however many it held)."""
+    database = tmp_path / 'ip2asn.tsv'
+    database.write_text('10.1.5.0\t10.1.5.63\t64999\tDE\tOTHER-NET\n10.1.5.64\t10.1.6.127\t64500\tDE\tRESIDENTIAL-ISP\n')
+    addresses = ['10.1.5.%d' % i for i in range(70, 70 + in_first)] + ['10.1.5.%d' % i for i in range(130, 150 - in_first)]
+    text = ''.join(scraper(address, 1) for address in addresses) + browser('10.1.6.50', 2)
+    got = detect(tmp_path, files, text, database, '--campaign-network-addresses', '100', '--campaign-network-threshold', '10000')
+    assert got.returncode == 0, got.stderr
+    head, tail = 'AS64500 RESIDENTIAL-ISP, 20 addresses, ', ', no job seekers there, though range 10.1.5.64-10.1.6.127 carries some'
+    expected = [('10.1.5.128/25', 20 - in_first, head + '%d in network 10.1.5.128/25' % (20 - in_first) + tail)]
+    if in_first:
+        expected.append(('10.1.5.64/26', in_first, head + '%d in network 10.1.5.64/26' % in_first + tail))
+    assert sorted((e['address'], e['count'], e['reason']) for e in json.loads(got.stdout)['challenged']) == sorted(expected)
+
+
 def test_an_as_the_database_names_not_is_named_by_its_number(tmp_path, files):
     """A row without a description: the reason says 'AS64500, 20 addresses', not 'AS64500 , ...'."""
     database = tmp_path / 'ip2asn.tsv'

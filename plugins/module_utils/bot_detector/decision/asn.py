@@ -12,7 +12,10 @@ place through Debian's python3-maxminddb, imported only here, only when such a f
 (under ``python3 -S`` its dist-packages is added to the path then, as for redis-py).
 
 A file that is a link, not a regular file, larger than MAX_BYTES, truncated, unsorted or not
-a database is refused with one line naming it (exit status 2), before any log is read."""
+a database is refused with one line naming it (exit status 2), before any log is read.
+
+Also what an AS's verdict lists of its ranges (as_sums, range_pieces), the host's and the
+fleet's alike: only a run with a database comes to it."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -28,6 +31,7 @@ from itertools import compress, repeat
 from operator import contains, ge, gt, itemgetter, not_
 
 from ..base.errors import bad_option
+from .ranges import BITS, address_text, network_text, range_networks
 
 __metaclass__ = type
 
@@ -260,3 +264,56 @@ class Mmdb:
         asn = int(record['autonomous_system_number'])
         self.names.setdefault(asn, record.get('autonomous_system_organization') or '')
         return asn, (version, int(network.network_address), int(network.broadcast_address))
+
+
+def as_sums(lookup, plain, sought, shifts, wanted=None):
+    """{AS: [requests, addresses, {range: [requests, addresses, parts]}]} of the addresses ``plain``
+    [(version, number, count)] (``lookup(version, number)``: (AS, range) or None) of the ASes
+    ``wanted`` (None: all); a range in ``sought`` (one that carried job seekers) gets its
+    networks' own sums, ``parts`` {(first address, prefix length): [requests, addresses]}, a network
+    of ``shifts`` host bits each, or of it the piece in the range (_piece), else None."""
+    per_as = {}
+    for version, number, count in plain:
+        found = lookup(version, number)
+        if found is None or (wanted is not None and found[0] not in wanted):
+            continue
+        total = per_as.setdefault(found[0], [0, 0, {}])
+        total[0] += count
+        total[1] += 1
+        carried = total[2].setdefault(found[1], [0, 0, {} if found[1] in sought else None])
+        carried[0] += count
+        carried[1] += 1
+        if carried[2] is not None:
+            shift, span = shifts[version], found[1]
+            low = number >> shift << shift
+            whole = span[1] <= low and low + (1 << shift) - 1 <= span[2]
+            network = carried[2].setdefault((low, BITS[version] - shift) if whole else _piece(version, number, span, low, shift),
+                                            [0, 0])
+            network[0] += count
+            network[1] += 1
+    return per_as
+
+
+def _piece(version, number, span, low, shift):
+    """(first address, prefix length) of the piece in the range ``span`` (version, first, last) that
+    holds ``number`` of the network at ``low`` of ``shift`` host bits, which the range does not
+    hold all of (one of range_networks's: at an edge of a range, rare)."""
+    for start, length in range_networks(version, max(span[1], low), min(span[2], low + (1 << shift) - 1)):
+        if start <= number < start + (1 << (BITS[version] - length)):
+            return start, length
+    raise ValueError('%d is not in its range' % number)      # a lookup's range holds its address
+
+
+def range_pieces(version, first, last, carried, parts, people, shift, here=''):
+    """[(first address, prefix length, requests, why)]: what an AS's range [first, last] is listed
+    as. Its networks when no job seeker came from it (``parts`` None; ``carried``: the campaign's
+    [requests, addresses] there); else the networks of ``shift`` host bits that carried the
+    campaign (``parts``, as_sums's: each cut to the range, as one the range does not fill holds
+    another AS's addresses) and no job seeker (``people``: {(version, prefix)})."""
+    shown = '%s-%s' % (address_text(version, first), address_text(version, last))
+    if parts is None:
+        return [(low, length, carried[0], '%d in range %s%s, no job seekers there' % (carried[1], shown, here))
+                for low, length in range_networks(version, first, last)]
+    return [(start, length, requests, '%d in network %s%s, no job seekers there, though range %s carries some'
+             % (addresses, network_text(version, start, length), here, shown))
+            for (start, length), (requests, addresses) in sorted(parts.items()) if (version, start >> shift) not in people]

@@ -38,7 +38,7 @@ from ..reading.spill import parts
 from ..reading.tally import whole
 from ..values.answer_settings import answer_for
 from .never_blocked import never_blocked
-from .ranges import BITS, address_text, network_text, range_networks
+from .ranges import BITS, network_text
 from .rules import SpecRules, SubstringLists, server_test
 
 __metaclass__ = type
@@ -285,7 +285,7 @@ class Campaigns:
         carried job seekers (a residential ISP's, where a quarter of a proxy campaign's exits
         may sit), the networks of the narrowest length set (IPv4 /24, IPv6 /64) that carried
         the AS's campaign addresses and no job seeker's. An AS is never blocked whole."""
-        from .asn import as_label       # with an AS database only, which imported it
+        from .asn import as_label, as_sums, range_pieces       # with an AS database only, which imported it
         shifts = shifts_of(self)
         people = set((version, number >> shifts[version]) for version, number, count in browsers)
         seekers = set(found[1] for found in (located[(version, number)] for version, number, count in browsers) if found)
@@ -350,49 +350,6 @@ def _never_blocked(guard, key, numbers):
 def shifts_of(campaigns):
     """{version: host bits} of the narrowest network lengths set (IPv4 /24, IPv6 /64 by default)."""
     return {4: 32 - campaigns.v4_prefix, 6: 128 - max(campaigns.v6_prefixes)}
-
-
-def as_sums(lookup, plain, sought, shifts, wanted=None):
-    """{AS: [requests, addresses, {range: [requests, addresses, parts]}]} of the addresses ``plain``
-    [(version, number, count)] (``lookup(version, number)``: (AS, range) or None) of the ASes
-    ``wanted`` (None: all); a range in ``sought`` (one that carried job seekers) gets its
-    networks' own sums, ``parts`` {prefix of ``shifts`` host bits: [requests, addresses]}, else None."""
-    per_as = {}
-    for version, number, count in plain:
-        found = lookup(version, number)
-        if found is None or (wanted is not None and found[0] not in wanted):
-            continue
-        total = per_as.setdefault(found[0], [0, 0, {}])
-        total[0] += count
-        total[1] += 1
-        carried = total[2].setdefault(found[1], [0, 0, {} if found[1] in sought else None])
-        carried[0] += count
-        carried[1] += 1
-        if carried[2] is not None:
-            network = carried[2].setdefault(number >> shifts[version], [0, 0])
-            network[0] += count
-            network[1] += 1
-    return per_as
-
-
-def range_pieces(version, first, last, carried, parts, people, shift, here=''):
-    """[(first address, prefix length, requests, why)]: what an AS's range [first, last] is listed
-    as. Its networks when no job seeker came from it (``parts`` None; ``carried``: the campaign's
-    [requests, addresses] there); else the networks of ``shift`` host bits that carried the
-    campaign (``parts``) and no job seeker (``people``: {(version, prefix)}), each cut to the
-    range (one the range does not fill holds another AS's addresses: never listed for this one)."""
-    shown = '%s-%s' % (address_text(version, first), address_text(version, last))
-    if parts is None:
-        return [(low, length, carried[0], '%d in range %s%s, no job seekers there' % (carried[1], shown, here))
-                for low, length in range_networks(version, first, last)]
-    pieces = []
-    for prefix, (requests, addresses) in sorted(parts.items()):
-        if (version, prefix) not in people:
-            low = prefix << shift
-            for start, length in range_networks(version, max(first, low), min(last, low + (1 << shift) - 1)):
-                pieces.append((start, length, requests, '%d in network %s%s, no job seekers there, though range %s carries '
-                               'some' % (addresses, network_text(version, start, length), here, shown)))
-    return pieces
 
 
 class CampaignRules(SpecRules):

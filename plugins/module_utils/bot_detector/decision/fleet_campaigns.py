@@ -45,7 +45,7 @@ from ..base.clock import stamp_holds_another_hour
 from ..reading.signals import WALK
 from ..reading.tally import whole
 from ..values.answer_settings import CHALLENGE
-from .campaigns import address_number, as_sums, browsers_of, range_pieces, shifts_of, split
+from .campaigns import address_number, browsers_of, shifts_of, split
 from .fleet_answers import HELD_PER_WINDOW, READ_PER_PUSH, SUM_DIGITS
 from .fleet_identity import StoreDown
 from .fleet_store import KEEP_AFTER, SCRIPT_HEAD, SCRIPT_TAIL, Store
@@ -272,7 +272,7 @@ def _ranges(campaigns, counter, server_ips, threshold, autonomous, own):
     range no job seeker came from here as its networks, one that carried some as the networks
     (IPv4 /24, IPv6 /64) of the campaign's addresses that carried none; less those ``own`` and
     those inside a network of ``own``."""
-    from .asn import as_label       # with an AS database only, which imported it
+    from .asn import as_label, as_sums, range_pieces       # with an AS database only, which imported it
     plain, seekers = _candidates(campaigns, counter, server_ips, threshold)
     lookup = campaigns.database.lookup_number
     shifts = shifts_of(campaigns)
