@@ -1,7 +1,8 @@
 """``bot_detector_state: absent`` and the enforcement: real Ansible installs the enforcement's
 files with the role's tasks/enforcement.yml (nginx's, then nftables's), the real detector loads
 its nftables tables (the blocklist's drops, the throttle), then the role's
-tasks/enforcement_absent.yml (what absent.yml imports first) removes them. On this machine seen
+tasks/enforcement_absent.yml and nftables_absent.yml (what absent.yml imports: the first before
+any other change, the second once the schedulers are stopped) remove them. On this machine seen
 through a private mount namespace whose /etc, /var/lib, /var/log, /usr/local and /run are
 overlays (as test_role_check_mode.py does), in a network namespace of its own: the real
 directories and ruleset are never touched.
@@ -97,7 +98,8 @@ def install(enforcement):
                                         'vars': {'bot_detector_enforcement': enforcement}}])
 
 
-REMOVE = [{'name': 'Remove', 'ansible.builtin.include_role': {'name': ROLE_NAME, 'tasks_from': 'enforcement_absent.yml'}}]
+REMOVE = [{'name': 'Remove the files', 'ansible.builtin.include_role': {'name': ROLE_NAME, 'tasks_from': 'enforcement_absent.yml'}},
+          {'name': 'Delete the tables', 'ansible.builtin.include_role': {'name': ROLE_NAME, 'tasks_from': 'nftables_absent.yml'}}]
 
 
 def test_absent_removes_the_enforcement_and_its_tables_keeping_the_blocklist(tmp_path):
