@@ -39,7 +39,8 @@ scratch=$1; shift
 %(mount_overlays)srm -rf %(installed)s /etc/nginx/bot-detector /etc/bd-test %(site)s
 mkdir -p /etc/bd-test /etc/nginx/sites-enabled
 printf '203.0.113.7\n' > /etc/bd-test/blocklist.txt
-core="$PYTHON %(core)s --blocklist /etc/bd-test/blocklist.txt --exclusions /etc/bd-test/allow.txt --activity-log /etc/bd-test/activity.log --enforcement nftables"
+core="$PYTHON %(core)s --blocklist /etc/bd-test/blocklist.txt --exclusions /etc/bd-test/allow.txt"
+core="$core --activity-log /etc/bd-test/activity.log --enforcement nftables"
 $core --enforce-now > /dev/null
 $core --throttle-list /etc/bd-test/throttle.txt --answer-dir /etc/bd-test/answers --throttle 198.51.100.9 > /dev/null
 nft add table inet operators_own
