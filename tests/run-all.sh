@@ -58,13 +58,13 @@ background "ansible-core ${container_majors[*]}" tests/tools/container-tests.sh 
 
 step "the venv (requirements-dev.txt) and the collection's link: make setup"
 make --no-print-directory setup
-# Needs the venv, and little CPU beside pytest: awaited after it, before the next step remakes
-# the collection's link.
+# Needs the venv: beside pytest, awaited after it (before the next step remakes the collection's
+# link), rather than alone after the molecule lanes.
 background "collection tarball" tests/tools/tarball-checks.sh
 
 step "pytest: core units, command, Python 3.8-3.13, equivalence with the reference, module via ansible, Prometheus rules (promtool) and dashboard, the README's first steps in a fresh clone"
-# The longest tests first (ansible runs of minutes are in tests/integration), so that the
-# two workers end together: last, one of them ran alone for minutes.
+# tests/integration (ansible runs of minutes) first, the short unit tests last, so that no
+# worker is left with a long test at the end.
 pytest -n 2 -p no:cacheprovider --durations=15 tests/integration tests/equivalence tests/unit
 
 step "collection build and install; its playbooks run by name from the installed tarball, site.yml from the checkout (background job)"
