@@ -144,6 +144,18 @@ def test_signals_take_awks_first_field_and_a_trap_line_once(tmp_path, files):
     assert challenged(result) == [('192.0.2.50', 2, 'trap, 1 hits, browser behaviour: 2 assets, 2 referers')]
 
 
+def test_an_asset_is_the_lines_own_request_never_a_user_agent_or_a_job_page(tmp_path, files):
+    """An asset is what the request at the line's first quote asks for: a user agent holding an
+    asset request's text (a log that does not escape quotes) is none, and nor is a job page whose
+    path ends in an asset's extension; either would make a scraper look like a browser."""
+    faked = ''.join(request('192.0.2.70', '/job/%d' % i, referer=SITE + '/jobs/').replace(
+        AGENT, 'x" "GET /static/app.css HTTP/1.1" 200 1 "y') for i in range(100))
+    pictured = ''.join(request('203.0.113.71', '/job/%d/logo.png' % i, referer=SITE + '/jobs/') for i in range(100))
+    result = detect(tmp_path, files, faked + pictured + browser('192.0.2.72', 100))
+    assert challenged(result) == [('192.0.2.70', 100, 'address, no browser behaviour: 0 assets, 100 referers'),
+                                  ('203.0.113.71', 100, 'address, no browser behaviour: 0 assets, 100 referers')]
+
+
 @pytest.mark.parametrize('path,fragment', [
     ('/', b"trap_paths: '/' would match every page"),
     ('/job', b"trap_paths: '/job' would match every page under /job/"),
@@ -285,7 +297,7 @@ def per_line_campaign(line_filter, lines, stamp):
         kept = line_filter.base.keep(line)
         if kept:
             counted[first_field(line)] += 1
-        if signals._ASSET.search(line):
+        if not line_filter.base._prefixes.search(line) and b'"' in line and signals._ASSET.match(line, line.index(b'"')):
             counted[signals.ASSET + first_field(line)] += 1
         if kept and signals._REFERER.search(line):
             counted[signals.REFERRED + first_field(line)] += 1
