@@ -6,10 +6,10 @@ run's lock, with the lists' removal step (lists/removal.py); then what follows a
 
 from __future__ import absolute_import, division, print_function
 
-from ..base.messages import NOT_LISTED, UNBLOCK_REASON, unanswering, unblocking
+from ..base.messages import NOT_LISTED, UNBLOCK_HOST_BITS, UNBLOCK_REASON, unanswering, unblocking
 from ..base.text import to_text
 from ..lists.answers import unanswer
-from ..lists.removal import remove, wanted_addresses
+from ..lists.removal import host_bits_network, remove, wanted_addresses
 from ..lists.writer import BlocklistWriter
 from ..reporting.result import Result
 from ..values.answer_settings import ANSWERS
@@ -52,4 +52,6 @@ def unblock(settings, addresses, check_mode=False, emit=None, on_warning=None):
         elif address not in answered:
             result.say(NOT_LISTED % text)
             result.not_listed.append(text)
+            if host_bits_network(address) is not None:
+                result.warn(UNBLOCK_HOST_BITS % (text, host_bits_network(address)))
     return result

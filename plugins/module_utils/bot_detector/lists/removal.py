@@ -55,14 +55,15 @@ def wanted_addresses(addresses):
 class Matcher:
     """Which wanted address a blocklist line is: the same text (blanks around the line
     ignored), or the same address or network written another way (2001:db8::BAD and
-    2001:db8:0::bad; 10.0.0.1 and 10.0.0.1/32)."""
+    2001:db8:0::bad; 10.0.0.1 and 10.0.0.1/32). A network with host bits set (203.0.113.0/22)
+    is its text only: it may as well be a typo for a /24 as for the wider 203.0.112.0/22."""
 
     def __init__(self, wanted):
         self.by_text = dict((address, address) for address in wanted)
         self.by_network = {}
         for address in wanted:
             key = _network_key(address)
-            if key is not None:
+            if key is not None and host_bits_network(address) is None:
                 self.by_network.setdefault(key, address)
                 if key[0] == 4 and key[1] == 32:
                     # A plain IPv4 line is looked up by its text only (below): its one spelling.
@@ -87,6 +88,22 @@ def _network_key(text):
         return 4, 32, int.from_bytes(socket.inet_aton(text.decode('ascii')), 'big')
     network = parse_network(text)
     return None if network is None else (network.version, network.prefixlen, int(network.network_address))
+
+
+def host_bits_network(text):
+    """The network (text) that ``text``, a network with host bits set (203.0.113.0/22), would
+    be (203.0.112.0/22); else None."""
+    if b'/' not in text:
+        return None
+    network = parse_network(text)
+    if network is None:
+        return None
+    import ipaddress        # only where a network is unblocked
+    try:
+        address = ipaddress.ip_address(text.strip().split(b'/', 1)[0].decode('ascii'))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return None if address == network.network_address else str(network)
 
 
 def without(content, wanted):
