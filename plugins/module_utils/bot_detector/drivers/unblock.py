@@ -52,6 +52,7 @@ def unblock(settings, addresses, check_mode=False, emit=None, on_warning=None):
         elif address not in answered:
             result.say(NOT_LISTED % text)
             result.not_listed.append(text)
-            if host_bits_network(address) is not None:
-                result.warn(UNBLOCK_HOST_BITS % (text, host_bits_network(address)))
+            network = host_bits_network(address)
+            if network is not None:
+                result.warn(UNBLOCK_HOST_BITS % (text, network))
     return result
