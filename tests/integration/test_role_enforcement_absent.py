@@ -35,11 +35,6 @@ OPERATORS_TABLE = 'table inet operators_own'
 NGINX_FILES, BOOT_UNIT = INSTALLED[:3], INSTALLED[3:]
 STEPS = ('site-includes', 'load-tables', 'boot-unit')      # done by the set-up script, not by a play
 
-def all_loaded(tables):
-    """The blocklist's table (bot_detector_<its key>: not the default blocklist), the throttle's
-    and the operator's."""
-    return (len(tables) == 3 and OPERATORS_TABLE in tables and 'table inet bot_detector_answers' in tables
-            and any(table.startswith('table inet bot_detector_') and table != 'table inet bot_detector_answers' for table in tables))
 
 # In private mount and network namespaces: overlays over the real directories, the role's paths
 # removed from the view (a fresh host), the detector's tables loaded as a run loads them and a
@@ -109,6 +104,13 @@ def run(tmp_path, plays):
                    for (name, dummy), path in zip(plays, files) if (scratch / (os.path.basename(path) + '.out')).exists())
     tables = (scratch / 'tables').read_text().splitlines() if (scratch / 'tables').exists() else []
     return got.returncode, outputs, (scratch / 'present').read_text().split(), sorted(tables), got.stdout
+
+
+def all_loaded(tables):
+    """The blocklist's table (bot_detector_<its key>: not the default blocklist), the throttle's
+    and the operator's."""
+    return (len(tables) == 3 and OPERATORS_TABLE in tables and 'table inet bot_detector_answers' in tables
+            and any(table.startswith('table inet bot_detector_') and table != 'table inet bot_detector_answers' for table in tables))
 
 
 def install(enforcement, name=None):
