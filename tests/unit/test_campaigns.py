@@ -144,16 +144,23 @@ def test_signals_take_awks_first_field_and_a_trap_line_once(tmp_path, files):
     assert challenged(result) == [('192.0.2.50', 2, 'trap, 1 hits, browser behaviour: 2 assets, 2 referers')]
 
 
-def test_an_asset_is_the_lines_own_request_never_a_user_agent_or_a_job_page(tmp_path, files):
-    """An asset is what the request at the line's first quote asks for: a user agent holding an
-    asset request's text (a log that does not escape quotes) is none, and nor is a job page whose
-    path ends in an asset's extension; either would make a scraper look like a browser."""
+def test_an_asset_is_the_request_after_the_time_never_a_user_agent(tmp_path, files):
+    """An asset is what the request, the quoted field after the time, asks for: a user agent
+    holding an asset request's text (a log that does not escape quotes) is none, which would
+    make a scraper look like a browser; a user name holding a quote (Apache writes it \\")
+    hides none of a browser's."""
     faked = ''.join(request('192.0.2.70', '/job/%d' % i, referer=SITE + '/jobs/').replace(
         AGENT, 'x" "GET /static/app.css HTTP/1.1" 200 1 "y') for i in range(100))
-    pictured = ''.join(request('203.0.113.71', '/job/%d/logo.png' % i, referer=SITE + '/jobs/') for i in range(100))
-    result = detect(tmp_path, files, faked + pictured + browser('192.0.2.72', 100))
-    assert challenged(result) == [('192.0.2.70', 100, 'address, no browser behaviour: 0 assets, 100 referers'),
-                                  ('203.0.113.71', 100, 'address, no browser behaviour: 0 assets, 100 referers')]
+    quoted_user = browser('203.0.113.71', 100).replace(' - - [', ' - a\\"b [')
+    result = detect(tmp_path, files, faked + quoted_user + browser('192.0.2.72', 100))
+    assert challenged(result) == [('192.0.2.70', 100, 'address, no browser behaviour: 0 assets, 100 referers')]
+
+
+def test_with_job_prefixes_a_referer_may_hold_a_browsers_assets_count(tmp_path, files):
+    """A job prefix without the method (``/job/``) is also in the referer of each asset a job page
+    loads: those lines are job-page requests to the reference's rule, and assets all the same."""
+    result = detect(tmp_path, files, browser('192.0.2.80', 100) + scraper('198.51.100.81', 300), '--job-prefix', '/job/')
+    assert challenged(result) == [('198.51.100.81', 300, 'address, no browser behaviour: 0 assets, 0 referers')]
 
 
 @pytest.mark.parametrize('path,fragment', [
@@ -279,7 +286,8 @@ def test_what_the_profile_does_not_take_yet_is_refused(tmp_path, files, extra, f
 
 
 SIGNAL_PIECES = [b'"GET /job/', b'"GET /jobs/', b'GET /job/12', b'/job/x-7?', b'345', b'0',
-                 b'"GET /static/a.css', b'"HEAD /i.PNG', b'.png', b'.js?', b'.woff2 ',
+                 b'"GET /static/a.css', b'"HEAD /i.PNG', b'.png', b'.js?', b'.woff2 ', b'] "GET /static/a.css', b'] "HEAD /i.png?v=1',
+                 b'] ',
                  b'"GET /jobs/featured-x/', b'/jobs/featured-x/', b'/jobs/featured-y/', b'" 200 512 "https://s"',
                  b'" 404 - "-"', b'bot', b'Google', b'/files/', b' ', b'\t', b'"', b'10.0.0.5', b'2001:db8::1',
                  b'21/Nov/2026:10', b'21/Nov/2026:09', b'20/Nov/2026:23', b'\xff']
@@ -297,7 +305,7 @@ def per_line_campaign(line_filter, lines, stamp):
         kept = line_filter.base.keep(line)
         if kept:
             counted[first_field(line)] += 1
-        if not line_filter.base._prefixes.search(line) and b'"' in line and signals._ASSET.match(line, line.index(b'"')):
+        if signals._ASSET.match(line, line.find(b'] "')):
             counted[signals.ASSET + first_field(line)] += 1
         if kept and signals._REFERER.search(line):
             counted[signals.REFERRED + first_field(line)] += 1

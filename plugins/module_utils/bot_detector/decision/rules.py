@@ -54,13 +54,12 @@ class LineFilter:
                 and self._search_engine not in line
                 and b'/files/' not in line)
 
-    def keep_all(self, lines, others=None):
-        """The lines that ``keep`` keeps, in order, as a list (``others``: as _kept)."""
-        return self._kept(lines, others)[0]
+    def keep_all(self, lines):
+        """The lines that ``keep`` keeps, in order, as a list."""
+        return self._kept(lines)[0]
 
-    def _kept(self, lines, others=None):
-        """(the lines ``keep`` keeps, those lines joined by newlines or None). ``others``, a
-        list, gets the lines holding no job prefix (the campaign profile's asset lines are among them).
+    def _kept(self, lines):
+        """(the lines ``keep`` keeps, those lines joined by newlines or None).
 
         The hot path: each rule is one C-level map() over the list (the interpreter never
         loops per line), and a rule whose text is in none of the lines left, which one
@@ -68,12 +67,7 @@ class LineFilter:
         '/files/' is usually only on lines an earlier rule dropped. 'bot' is on some line of
         nearly every stretch of a real log: when the first lines hold it, its pass runs
         without that search."""
-        if others is None:
-            lines = list(compress(lines, map(self._prefixes.search, lines)))
-        else:
-            found = list(map(self._prefixes.search, lines))
-            others.extend(compress(lines, map(not_, found)))
-            lines = list(compress(lines, found))
+        lines = list(compress(lines, map(self._prefixes.search, lines)))
         if not lines:
             return lines, b''
         # bytes.lower folds ASCII only, as grep -i under LC_ALL=C; twice as fast as an IGNORECASE regex.
@@ -90,10 +84,10 @@ class LineFilter:
                 joined = None
         return lines, joined
 
-    def kept(self, lines, others=None):
+    def kept(self, lines):
         """(the lines ``keep`` keeps, those lines joined by newlines, how to cut their first
-        fields): for a caller that counts subsets of them (count_kept). ``others``: as _kept."""
-        lines, joined = self._kept(lines, others)
+        fields): for a caller that counts subsets of them (count_kept)."""
+        lines, joined = self._kept(lines)
         if joined is None:
             joined = b'\n'.join(lines)
         return lines, joined, _split_rule(joined)

@@ -11,7 +11,7 @@ never holds a tab, as awk splits fields at blanks and tabs, so no address is eve
 signal; a state file holds keys apart by spaces):
 
 - ``b'\ta'+address``: requests for assets (CSS, JS, images, fonts): what a browser loads after a
-  page; a line holding no job prefix whose first quote opens the request (``GET`` or ``HEAD``) of
+  page; a line whose request, the quoted field after the time's ``]``, is ``GET`` or ``HEAD`` of
   a path ending in an asset's extension (before a blank or the query);
 - ``b'\tr'+address``: job-page requests (lines the rules count) with a referer;
 - ``b'\tt'+address``: requests for a trap path (``trap_paths``), less those a bot or the
@@ -36,7 +36,10 @@ __metaclass__ = type
 
 SIGNAL = b'\t'          # the first byte of a signal's key; an address's never is
 ASSET, REFERRED, TRAP, WALK = b'\ta', b'\tr', b'\tt', b'\tw'
-_ASSET = re.compile(br'"(?:GET|HEAD) [^ "?]*\.(?:css|js|mjs|png|jpe?g|gif|svg|webp|avif|ico|woff2?)[ ?]')
+# Matched where the request starts, after the time field's "] ", not searched for in the line: no
+# user agent, referer or user name holding such a text is taken for the request.
+_REQUEST_AT = b'] "'
+_ASSET = re.compile(br'\] "(?:GET|HEAD) [^ "?]*\.(?:css|js|mjs|png|jpe?g|gif|svg|webp|avif|ico|woff2?)[ ?]')
 _REFERER = re.compile(br'" [0-9]{3} (?:[0-9]+|-) "[^-"]')      # combined: status, size, then a referer not "-"
 
 
@@ -83,13 +86,11 @@ class CampaignFilter:
     def spill_codec(self):
         return getattr(self.base, 'spill_codec', None)
 
-    def _signal_lines(self, lines, others, text=None, limit=None):
-        """[(signal, its lines)]: the lines of assets among ``others`` (those of ``lines`` holding
-        no job prefix) and of traps among ``lines`` (``text[:limit]``: them joined, when the caller
-        has it); the lines themselves, not copies (the tally selects each stamp's among them)."""
-        # At the line's first quote only, not searched for: a third of the cost, and a user agent
-        # or a referer is never taken for the request.
-        groups = [(ASSET, list(compress(others, map(_ASSET.match, others, map(bytes.find, others, repeat(b'"'))))))]
+    def _signal_lines(self, lines, text=None, limit=None):
+        """[(signal, its lines)]: the lines of assets and traps among ``lines`` (``text[:limit]``:
+        them joined, when the caller has it); the lines themselves, not copies (the tally
+        selects each stamp's among them)."""
+        groups = [(ASSET, list(compress(lines, map(_ASSET.match, lines, map(bytes.find, lines, repeat(_REQUEST_AT))))))]
         if self._traps is not None:
             candidates = self._trap_candidates(b'\n'.join(lines) if text is None else text, limit)
             hits = compress(candidates, map(self._traps.search, candidates))
@@ -115,11 +116,10 @@ class CampaignFilter:
         return [joined[start:end] for start, end in found]
 
     def kept(self, lines):
-        """The rules' (lines to count, joined, how to cut their first fields); those of
-        ``lines`` holding no job prefix, where the assets are, wait for ``signal_groups``."""
-        others = []
-        kept, joined, first_fields = self.base.kept(lines, others)
-        self._last = others
+        """The rules' (lines to count, joined, how to cut their first fields); the signal
+        lines among ``lines`` wait for ``signal_groups``."""
+        kept, joined, first_fields = self.base.kept(lines)
+        self._last = lines
         return kept, joined, first_fields
 
     def count_kept(self, lines, counter, first_fields):
@@ -146,8 +146,8 @@ class CampaignFilter:
         """[(lines, count(lines, counter, ignored))]: the asset and trap lines among the lines
         of the last ``kept`` (``text[:limit]``: them joined), a group a signal, each counted by
         its own key (the signal and the line's first field)."""
-        others, self._last = self._last, ()
-        return [(found, _counter_of(signal)) for signal, found in self._signal_lines((), others, text, limit)]
+        lines, self._last = self._last, ()
+        return [(found, _counter_of(signal)) for signal, found in self._signal_lines(lines, text, limit)]
 
     def count_stand_in(self, lines, counter):
         """A long line's stand-in (chunks.LongLine): its address key only (the keys counted)."""
@@ -155,10 +155,9 @@ class CampaignFilter:
 
     def count_into(self, lines, counter):
         """Count the rules' keys of ``lines`` and their signals."""
-        others = []
-        kept = self.base.keep_all(lines, others)
+        kept = self.base.keep_all(lines) if hasattr(self.base, 'keep_all') else self.base.kept(lines)[0]
         keys = self._referred(kept, self.base.count_into(lines, counter), counter)
-        for signal, found in self._signal_lines(lines, others):
+        for signal, found in self._signal_lines(lines):
             keys = (keys or []) + _counter_of(signal)(found, counter)
         return keys
 
