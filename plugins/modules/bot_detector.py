@@ -75,7 +75,7 @@ options:
         activity log line noted with each decision's C(reason), C(RPH=3000 (fleet)).
       - V(unblock) reads no log; it removes the blocklist lines equal to one of O(addresses) (blanks around a line
         ignored; an address or network written another way, C(2001:db8:0::bad) for C(2001:db8::BAD), counts as
-        equal, but a network with host bits set, C(203.0.113.0/22), is its text only, with a warning), under the
+        equal, but a network with host bits set, C(203.0.113.0/22), is that address and prefix only, with a warning), under the
         run's lock, keeping every other line byte for byte and in order and the file's owner
         and mode; the file is replaced atomically. Each address removed is one activity log line,
         C(<date> | IP addess <address> removed from the block list (unblock)). An address not listed is

@@ -327,3 +327,16 @@ def test_an_entry_unblocked_under_another_spelling_and_put_back_by_hand_stays(fi
     assert got.returncode == 0, got.stderr
     assert b'Unblocking' not in got.stdout
     assert files.read('blocklist') == b'2001:db8::7\n'
+
+
+def test_unblocking_a_network_with_host_bits_leaves_the_wider_networks_ban_to_expire(files, quiet_log):
+    """--unblock 203.0.113.5/22 takes off only its own line (test_unblock), and its removal line
+    is a record of that text alone: the wider network's addition 3 h ago still expires it."""
+    files.blocklist.write_bytes(b'203.0.112.0/22\n203.0.113.5/22\n')
+    files.activity_log.write_bytes(added('203.0.112.0/22', 3))
+    got = run_core(['--blocklist', files.blocklist, '--activity-log', files.activity_log, '--unblock', '203.0.113.5/22'])
+    assert got.returncode == 0 and files.read('blocklist') == b'203.0.112.0/22\n', (got.stdout, got.stderr)
+    got = detect(files, quiet_log, '--ban-time', '2h')
+    assert got.returncode == 0, got.stderr
+    assert b'Unblocking IP address: 203.0.112.0/22 (ban of 2h expired)' in got.stdout, got.stdout
+    assert files.read('blocklist') == b''

@@ -86,18 +86,19 @@ def test_an_ipv4_address_asked_as_a_32_network_removes_its_plain_line(files):
 
 
 def test_a_network_with_host_bits_set_takes_off_its_own_line_never_the_wider_network(files):
-    """203.0.113.0/22 is a typo for a /24 as often as for 203.0.112.0/22: only a line of that very
-    text goes, as it is written; the network it would be stays, and a warning says why."""
-    files.blocklist.write_bytes(b'203.0.112.0/22\n2001:db8::/48\n198.51.100.0/22\n198.51.100.9/22\n')
-    got = unblock(files, '203.0.113.0/22', '2001:db8::5/48', '198.51.100.9/22')
+    """203.0.113.0/22 is a typo for a /24 as often as for 203.0.112.0/22: only a line of that
+    address and prefix goes, in any spelling; the network it would be stays, and a warning says why."""
+    files.blocklist.write_bytes(b'203.0.112.0/22\n2001:db8::/48\n198.51.100.0/22\n198.51.100.9/22\n2001:db8:1::7/48\n')
+    got = unblock(files, '203.0.113.0/22', '2001:db8::5/48', '198.51.100.9/22', '2001:DB8:1:0::7/48')
     assert got.returncode == 0, got.stderr
     assert got.stdout == (b'IP address 203.0.113.0/22 is not in the block list.\n'
                           b'IP address 2001:db8::5/48 is not in the block list.\n'
-                          b'Unblocking IP address: 198.51.100.9/22\n')
+                          b'Unblocking IP address: 198.51.100.9/22\n'
+                          b'Unblocking IP address: 2001:DB8:1:0::7/48\n')    # the same text, spelled another way
     assert got.stderr == (b'bot-detector: warning: unblock: 203.0.113.0/22 has host bits set (its network is 203.0.112.0/22): '
-                          b'only a line of that very text is taken off\n'
+                          b'only a line of that address and prefix is taken off\n'
                           b'bot-detector: warning: unblock: 2001:db8::5/48 has host bits set (its network is 2001:db8::/48): '
-                          b'only a line of that very text is taken off\n')
+                          b'only a line of that address and prefix is taken off\n')
     assert files.read('blocklist') == b'203.0.112.0/22\n2001:db8::/48\n198.51.100.0/22\n'
 
 

@@ -71,7 +71,7 @@ EXPIRED_REASON = 'expired, ban %s'
 UNBLOCKING = '%s IP address: %s'
 UNBLOCKING_EXPIRED = '%s IP address: %s (ban of %s expired)'
 NOT_LISTED = 'IP address %s is not in the block list.'
-UNBLOCK_HOST_BITS = 'unblock: %s has host bits set (its network is %s): only a line of that very text is taken off'
+UNBLOCK_HOST_BITS = 'unblock: %s has host bits set (its network is %s): only a line of that address and prefix is taken off'
 
 # Standard error: an error ends the run (one line), a warning does not.
 ERROR_PREFIX = 'bot-detector: error: '

@@ -67,12 +67,37 @@ def parse_network(text):
 def entry_key(text):
     """What an activity-log line names, as one key for every spelling of it: an unblock of
     2001:DB8::7 or 10.0.0.1/32 ends the record of 2001:db8::7 or 10.0.0.1 (lists/removal.py
-    removes those lines). Any other text is its own key."""
+    removes those lines). A network with host bits set (203.0.113.5/22) is its own, apart from
+    the network it would be, as an unblock takes it (lists/removal.Matcher). Any other text is
+    its own key."""
     if b':' in text or b'/' in text:        # a plain IPv4 address has one spelling
         network = parse_network(text)
         if network is not None:
+            if host_bits_network(text) is not None:
+                return ('%s/%d' % (_address_of(text), network.prefixlen)).encode('ascii')
             return str(network.network_address if network.num_addresses == 1 else network).encode('ascii')
     return text
+
+
+def host_bits_network(text):
+    """The network (text) that ``text``, a network with host bits set (203.0.113.0/22), would
+    be (203.0.112.0/22); else None."""
+    if b'/' not in text:
+        return None
+    network = parse_network(text)
+    address = _address_of(text)
+    if network is None or address is None or address == network.network_address:
+        return None
+    return str(network)
+
+
+def _address_of(text):
+    """The ipaddress object of the address part of a network's text, or None."""
+    import ipaddress        # only where a network is parsed
+    try:
+        return ipaddress.ip_address(text.strip().split(b'/', 1)[0].decode('ascii'))
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def server_addresses():

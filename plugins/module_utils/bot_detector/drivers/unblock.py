@@ -9,7 +9,8 @@ from __future__ import absolute_import, division, print_function
 from ..base.messages import NOT_LISTED, UNBLOCK_HOST_BITS, UNBLOCK_REASON, unanswering, unblocking
 from ..base.text import to_text
 from ..lists.answers import unanswer
-from ..lists.removal import host_bits_network, remove, wanted_addresses
+from ..decision.addresses import host_bits_network
+from ..lists.removal import remove, wanted_addresses
 from ..lists.writer import BlocklistWriter
 from ..reporting.result import Result
 from ..values.answer_settings import ANSWERS

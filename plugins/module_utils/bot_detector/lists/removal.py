@@ -21,7 +21,7 @@ from ..base.clock import date_default_format
 from ..base.errors import bad_option
 from ..base.messages import activity_removed
 from ..base.text import to_bytes, to_text, write_all
-from ..decision.addresses import entry_key, parse_network
+from ..decision.addresses import entry_key, host_bits_network, parse_network
 from .content import count_lines, read_list
 from .replace import open_for_rewrite, replace_file
 from .writer import removal_journal, removal_pending, rewrite_target
@@ -56,14 +56,18 @@ class Matcher:
     """Which wanted address a blocklist line is: the same text (blanks around the line
     ignored), or the same address or network written another way (2001:db8::BAD and
     2001:db8:0::bad; 10.0.0.1 and 10.0.0.1/32). A network with host bits set (203.0.113.0/22)
-    is its text only: it may as well be a typo for a /24 as for the wider 203.0.112.0/22."""
+    is that address and prefix only, in any spelling: it may as well be a typo for a /24 as for
+    the wider 203.0.112.0/22."""
 
     def __init__(self, wanted):
         self.by_text = dict((address, address) for address in wanted)
         self.by_network = {}
         for address in wanted:
             key = _network_key(address)
-            if key is not None and host_bits_network(address) is None:
+            if key is not None and host_bits_network(address) is not None:
+                # Its own spelling's key (2001:DB8::5/48 is 2001:db8::5/48), not the network's.
+                self.by_network.setdefault(('host bits', entry_key(address)), address)
+            elif key is not None:
                 self.by_network.setdefault(key, address)
                 if key[0] == 4 and key[1] == 32:
                     # A plain IPv4 line is looked up by its text only (below): its one spelling.
@@ -76,6 +80,8 @@ class Matcher:
             # Only such lines can spell an address another way: a plain IPv4 address has
             # one spelling, so a long blocklist is not parsed line by line.
             found = self.by_network.get(_network_key(key))
+            if found is None and b'/' in key and host_bits_network(key) is not None:
+                found = self.by_network.get(('host bits', entry_key(key)))
         return found
 
 
@@ -88,22 +94,6 @@ def _network_key(text):
         return 4, 32, int.from_bytes(socket.inet_aton(text.decode('ascii')), 'big')
     network = parse_network(text)
     return None if network is None else (network.version, network.prefixlen, int(network.network_address))
-
-
-def host_bits_network(text):
-    """The network (text) that ``text``, a network with host bits set (203.0.113.0/22), would
-    be (203.0.112.0/22); else None."""
-    if b'/' not in text:
-        return None
-    network = parse_network(text)
-    if network is None:
-        return None
-    import ipaddress        # only where a network is unblocked
-    try:
-        address = ipaddress.ip_address(text.strip().split(b'/', 1)[0].decode('ascii'))
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return None if address == network.network_address else str(network)
 
 
 def without(content, wanted):
