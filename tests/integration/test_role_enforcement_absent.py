@@ -33,7 +33,7 @@ KEPT = ['/etc/bd-test/blocklist.txt']
 SITE = '/etc/nginx/sites-enabled/bd-test-jobs'
 OPERATORS_TABLE = 'table inet operators_own'
 NGINX_FILES, BOOT_UNIT = INSTALLED[:3], INSTALLED[3:]
-STEPS = ('site-includes', 'load-tables', 'boot-unit')      # done by the set-up script, not by a play
+STEPS = ('site-includes', 'site-includes-inline', 'load-tables', 'boot-unit')      # done by the set-up script, not by a play
 
 
 # In private mount and network namespaces: overlays over the real directories, the role's paths
@@ -52,6 +52,9 @@ for play in "$@"; do
     case "$play" in
         site-includes)
             printf 'server {\n    listen 8080;\n    include snippets/bot-detector-block.conf;\n}\n' > %(site)s
+            continue ;;
+        site-includes-inline)   # quoted, after other directives on its line
+            printf 'server { listen 8080; location / { include "/etc/nginx/snippets/bot-detector-block.conf"; } }\n' > %(site)s
             continue ;;
         load-tables)        # as a run with nftables enforcement loads them
             $core --enforce-now > /dev/null
@@ -166,10 +169,11 @@ def test_a_deploy_without_nftables_after_it_deletes_the_detectors_tables(tmp_pat
 
 def test_a_deploy_without_nginx_stops_before_any_change_while_a_server_block_includes_its_snippet(tmp_path):
     """The preflight (in a dry run here: it would install cron on a host without it) names the
-    file, and nginx's files stay until the include is gone."""
+    file, and nginx's files stay until the include is gone; the include is found quoted, after
+    other directives on its line."""
     preflight = ('preflight-check', [{'name': 'Preflight', 'ansible.builtin.include_role': {
         'name': ROLE_NAME, 'tasks_from': 'preflight.yml'}, 'vars': {'bot_detector_enforcement': 'none'}}])
-    status, outputs, present, tables, out = run(tmp_path, [install('nginx'), ('site-includes', None), preflight])
+    status, outputs, present, tables, out = run(tmp_path, [install('nginx'), ('site-includes-inline', None), preflight])
     assert status != 0
     assert SITE in outputs['preflight-check'] and 'Nothing was removed' in outputs['preflight-check'], \
         outputs['preflight-check'][-3000:]

@@ -10,8 +10,9 @@ import time
 import testinfra
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'default', 'tests'))
-from helpers import container_now, get, loggen, name_of  # noqa: E402  pylint: disable=wrong-import-position
+from helpers import ROOT, ansible_run, container_now, get, loggen, name_of  # noqa: E402  pylint: disable=wrong-import-position
 
+CONVERGE = os.path.join(ROOT, 'molecule', 'default', 'converge.yml')
 testinfra_hosts = ['podman://tweb2']
 HOST = testinfra.get_host('podman://tweb2')
 LOGS = ['/var/log/nginx/access.log', '/var/log/nginx/stellen.access.log']
@@ -96,3 +97,17 @@ def test_a_follower_killed_is_restarted_and_reads_what_was_written_while_it_was_
     assert 'Blocking IP address: 203.0.113.72 (1100 requests)' in HOST.check_output('journalctl -u %s --no-pager -o cat' % unit)
     blocklist = get(HOST, BLOCKLIST).split(b'\n')
     assert blocklist.count(b'203.0.113.72') == 1 and blocklist.count(b'203.0.113.71') == 1
+
+
+def test_a_deploy_that_changes_the_hosts_settings_restarts_the_followers():
+    """A follower reads the host's settings once, at its start: a deploy that changes them (the
+    threshold here; the enforcement mode likewise) restarts each follower, which runs with them."""
+    units = [instance(log) for log in LOGS]
+    before = dict((unit, show(unit, 'MainPID')) for unit in units)
+    run = ansible_run(['ansible-playbook', CONVERGE, '--limit', 'tweb2', '-e', 'bot_detector_threshold=1100'])
+    assert run.returncode == 0, run.stdout[-3000:]
+    for unit in units:
+        assert show(unit, 'ActiveState') == 'active', unit
+        assert show(unit, 'MainPID') not in ('0', before[unit]), unit
+    run = ansible_run(['ansible-playbook', CONVERGE, '--limit', 'tweb2'])      # the scenario's settings again
+    assert run.returncode == 0, run.stdout[-3000:]
