@@ -89,15 +89,19 @@ def test_a_network_with_host_bits_set_takes_off_its_own_line_never_the_wider_net
     """203.0.113.0/22 is a typo for a /24 as often as for 203.0.112.0/22: only a line of that
     address and prefix goes, in any spelling; the network it would be stays, and a warning says why."""
     files.blocklist.write_bytes(b'203.0.112.0/22\n2001:db8::/48\n198.51.100.0/22\n198.51.100.9/22\n2001:db8:1::7/48\n')
-    got = unblock(files, '203.0.113.0/22', '2001:db8::5/48', '198.51.100.9/22', '2001:DB8:1:0::7/48')
+    got = unblock(files, '203.0.113.0/22', '2001:db8::5/48', '198.51.100.9/22', '2001:DB8:1:0::7/48', '::ffff:203.0.113.1/120')
     assert got.returncode == 0, got.stderr
     assert got.stdout == (b'IP address 203.0.113.0/22 is not in the block list.\n'
                           b'IP address 2001:db8::5/48 is not in the block list.\n'
                           b'Unblocking IP address: 198.51.100.9/22\n'
-                          b'Unblocking IP address: 2001:DB8:1:0::7/48\n')    # the same text, spelled another way
+                          b'Unblocking IP address: 2001:DB8:1:0::7/48\n'      # the same text, spelled another way
+                          b'IP address ::ffff:203.0.113.1/120 is not in the block list.\n')
     assert got.stderr == (b'bot-detector: warning: unblock: 203.0.113.0/22 has host bits set (its network is 203.0.112.0/22): '
                           b'only a line of that address and prefix is taken off\n'
                           b'bot-detector: warning: unblock: 2001:db8::5/48 has host bits set (its network is 2001:db8::/48): '
+                          b'only a line of that address and prefix is taken off\n'
+                          # the network as the enforcement and the answer lists write it: an IPv4 client's is IPv4
+                          b'bot-detector: warning: unblock: ::ffff:203.0.113.1/120 has host bits set (its network is 203.0.113.0/24): '
                           b'only a line of that address and prefix is taken off\n')
     assert files.read('blocklist') == b'203.0.112.0/22\n2001:db8::/48\n198.51.100.0/22\n'
 

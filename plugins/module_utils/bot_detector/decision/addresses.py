@@ -73,22 +73,11 @@ def entry_key(text):
     if b':' in text or b'/' in text:        # a plain IPv4 address has one spelling
         network = parse_network(text)
         if network is not None:
-            if host_bits_network(text) is not None:
+            from .ranges import host_bits_network      # a network's text only: a cron run of addresses imports none
+            if host_bits_network(text) is not None:        # as written, apart from its network
                 return ('%s/%d' % (_address_of(text), network.prefixlen)).encode('ascii')
             return str(network.network_address if network.num_addresses == 1 else network).encode('ascii')
     return text
-
-
-def host_bits_network(text):
-    """The network (text) that ``text``, a network with host bits set (203.0.113.0/22), would
-    be (203.0.112.0/22); else None."""
-    if b'/' not in text:
-        return None
-    network = parse_network(text)
-    address = _address_of(text)
-    if network is None or address is None or address == network.network_address:
-        return None
-    return str(network)
 
 
 def _address_of(text):

@@ -73,6 +73,20 @@ def spelling(version, length, first):
     return (address if length == BITS[version] else '%s/%d' % (address, length)).encode('ascii')
 
 
+def host_bits_network(text):
+    """The network (its spelling) that ``text``, a network written with host bits set
+    (203.0.113.0/22), would be (203.0.112.0/22); else None. A typo (a /22 for a /24) would widen
+    what is answered or unblocked: the answer lists refuse such an entry, an unblock takes it
+    as written (lists/answers.py, lists/removal.py)."""
+    text = text.strip(_BLANKS)
+    if b'/' not in text:
+        return None
+    found, written = network(text), network(text.partition(b'/')[0])
+    if found is None or written is None or written[2] == found[2]:
+        return None
+    return spelling(*found)
+
+
 def address_text(version, number):
     """An address as ipaddress writes it."""
     return spelling(version, BITS[version], number).decode('ascii')

@@ -8,8 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 from ..base.messages import NOT_LISTED, UNBLOCK_HOST_BITS, UNBLOCK_REASON, unanswering, unblocking
 from ..base.text import to_text
+from ..decision.ranges import host_bits_network
 from ..lists.answers import unanswer
-from ..decision.addresses import host_bits_network
 from ..lists.removal import remove, wanted_addresses
 from ..lists.writer import BlocklistWriter
 from ..reporting.result import Result
@@ -55,5 +55,5 @@ def unblock(settings, addresses, check_mode=False, emit=None, on_warning=None):
             result.not_listed.append(text)
             network = host_bits_network(address)
             if network is not None:
-                result.warn(UNBLOCK_HOST_BITS % (text, network))
+                result.warn(UNBLOCK_HOST_BITS % (text, to_text(network)))
     return result

@@ -23,7 +23,7 @@ from ..base.messages import (ACTIVITY_ANSWERED, ACTIVITY_ANSWERED_PATTERN, ACTIV
 from ..base.text import to_bytes, to_text
 from ..decision.addresses import entry_key
 from ..decision.never_blocked import never_blocked
-from ..decision.ranges import BITS, network, spelling
+from ..decision.ranges import BITS, host_bits_network, network, spelling
 from ..values.answer_settings import ANSWERS, VERBS
 from .content import entries, read_list
 from .history import ADDED, REMOVED, Event, History
@@ -123,9 +123,9 @@ def _refusal(settings, exempt, text):
     if found is None:
         return None, 'not an address or CIDR network'
     version, length, first = found
-    written = span(to_bytes(text).strip().partition(b'/')[0])
-    if written is not None and written[2] != first:     # 203.0.113.0/22: a typo would widen what is answered
-        return None, 'host bits set (its network is %s)' % to_text(spelling(*found))
+    widened = host_bits_network(to_bytes(text))
+    if widened is not None:
+        return None, 'host bits set (its network is %s)' % to_text(widened)
     least = settings.enforcement_min_prefix_v4 if version == 4 else settings.enforcement_min_prefix_v6
     if length < least:
         return found, 'wider than a /%d (enforcement_min_prefix_v%d)' % (least, version)

@@ -21,7 +21,8 @@ from ..base.clock import date_default_format
 from ..base.errors import bad_option
 from ..base.messages import activity_removed
 from ..base.text import to_bytes, to_text, write_all
-from ..decision.addresses import entry_key, host_bits_network, parse_network
+from ..decision.addresses import entry_key, parse_network
+from ..decision.ranges import host_bits_network
 from .content import count_lines, read_list
 from .replace import open_for_rewrite, replace_file
 from .writer import removal_journal, removal_pending, rewrite_target
