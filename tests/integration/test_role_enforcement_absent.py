@@ -33,7 +33,7 @@ KEPT = ['/etc/bd-test/blocklist.txt']
 SITE = '/etc/nginx/sites-enabled/bd-test-jobs'
 OPERATORS_TABLE = 'table inet operators_own'
 NGINX_FILES, BOOT_UNIT = INSTALLED[:3], INSTALLED[3:]
-STEPS = ('site-includes', 'site-includes-inline', 'load-tables', 'boot-unit')      # done by the set-up script, not by a play
+STEPS = ('site-includes', 'site-includes-inline', 'site-uses-variable', 'site-uses-answers', 'load-tables', 'boot-unit')      # done by the set-up script, not by a play
 
 
 # In private mount and network namespaces: overlays over the real directories, the role's paths
@@ -55,6 +55,12 @@ for play in "$@"; do
             continue ;;
         site-includes-inline)   # quoted, after other directives on its line
             printf 'server { listen 8080; location / { include "/etc/nginx/snippets/bot-detector-block.conf"; } }\n' > %(site)s
+            continue ;;
+        site-uses-variable)     # the operator's own answer to a blocked client (and an include commented out)
+            printf 'server {\n    listen 8080;\n    # include snippets/bot-detector-block.conf;\n    if ($bot_detector_blocked) { return 429; }\n}\n' > %(site)s
+            continue ;;
+        site-uses-answers)      # the answers' throttle zone, in a location of the operator's
+            printf 'server {\n    listen 8080;\n    location /jobs/ { limit_req zone=bot_detector_throttle burst=5; }\n}\n' > %(site)s
             continue ;;
         load-tables)        # as a run with nftables enforcement loads them
             $core --enforce-now > /dev/null
@@ -148,6 +154,35 @@ def test_a_dry_run_removes_nothing_and_a_server_block_including_the_snippet_stop
     assert all_loaded(tables), tables
 
 
+@pytest.mark.parametrize('site', ['site-uses-variable', 'site-uses-answers'])
+def test_a_server_block_using_the_variables_the_detectors_nginx_files_set_stops_the_removal(tmp_path, site):
+    """Without the include: the enforcement's variable used in the operator's own ``if``, or
+    the answers' throttle zone; nginx's next reload would fail on either once the http part
+    that defines it is gone."""
+    status, outputs, present, tables, out = run(tmp_path, [install('nginx'), (site, None), ('remove', REMOVE)])
+    assert status != 0
+    assert SITE in outputs['remove'] and 'Nothing was removed' in outputs['remove'], outputs['remove'][-3000:]
+    assert present == NGINX_FILES + KEPT + [SITE]
+
+
+def preflight(enforcement):
+    return ('preflight-check', [{'name': 'Preflight', 'ansible.builtin.include_role': {
+        'name': ROLE_NAME, 'tasks_from': 'preflight.yml'}, 'vars': {'bot_detector_enforcement': enforcement}}])
+
+
+def test_a_deploy_without_nginx_stops_on_the_enforcements_variable_not_on_the_answers(tmp_path):
+    """A switch away from nginx's enforcement removes its geo block, not the answers' part: the
+    operator's use of $bot_detector_blocked stops it, the throttle zone does not."""
+    status, outputs, present, tables, out = run(tmp_path, [install('nginx'), ('site-uses-variable', None), preflight('none')])
+    assert status != 0
+    assert SITE in outputs['preflight-check'] and 'Nothing was removed' in outputs['preflight-check'], \
+        outputs['preflight-check'][-3000:]
+    (tmp_path / 'answers').mkdir()
+    status, outputs, present, tables, out = run(tmp_path / 'answers', [install('nginx'), ('site-uses-answers', None), preflight('none')])
+    assert 'Look for nginx configuration that still includes' in outputs['preflight-check'], outputs['preflight-check'][-3000:]
+    assert 'Nothing was removed' not in outputs['preflight-check'], outputs['preflight-check'][-3000:]
+
+
 def test_a_deploy_with_nftables_after_nginx_removes_nginxs_files(tmp_path):
     status, outputs, present, tables, out = run(tmp_path, [install('nginx'), ('load-tables', None), install('nftables'),
                                                            install('nftables', 'again')])
@@ -171,9 +206,7 @@ def test_a_deploy_without_nginx_stops_before_any_change_while_a_server_block_inc
     """The preflight (in a dry run here: it would install cron on a host without it) names the
     file, and nginx's files stay until the include is gone; the include is found quoted, after
     other directives on its line."""
-    preflight = ('preflight-check', [{'name': 'Preflight', 'ansible.builtin.include_role': {
-        'name': ROLE_NAME, 'tasks_from': 'preflight.yml'}, 'vars': {'bot_detector_enforcement': 'none'}}])
-    status, outputs, present, tables, out = run(tmp_path, [install('nginx'), ('site-includes-inline', None), preflight])
+    status, outputs, present, tables, out = run(tmp_path, [install('nginx'), ('site-includes-inline', None), preflight('none')])
     assert status != 0
     assert SITE in outputs['preflight-check'] and 'Nothing was removed' in outputs['preflight-check'], \
         outputs['preflight-check'][-3000:]
