@@ -286,7 +286,7 @@ def test_what_the_profile_does_not_take_yet_is_refused(tmp_path, files, extra, f
 
 
 SIGNAL_PIECES = [b'"GET /job/', b'"GET /jobs/', b'GET /job/12', b'/job/x-7?', b'345', b'0',
-                 b'"GET /static/a.css', b'"HEAD /i.PNG', b'.png', b'.js?', b'.woff2 ', b'] "GET /static/a.css', b'] "HEAD /i.png?v=1',
+                 b'"GET /static/a.css', b'"HEAD /i.PNG', b'.png', b'.js?', b'.woff2 ', b'] "GET /static/a.css', b'] "HEAD /i.png?v=1', b'] "GET /a.js"',
                  b'] ',
                  b'"GET /jobs/featured-x/', b'/jobs/featured-x/', b'/jobs/featured-y/', b'" 200 512 "https://s"',
                  b'" 404 - "-"', b'bot', b'Google', b'/files/', b' ', b'\t', b'"', b'10.0.0.5', b'2001:db8::1',

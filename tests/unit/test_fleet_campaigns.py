@@ -104,6 +104,21 @@ def test_the_fleets_sums_alone_never_block_a_network_whatever_answer_network_say
     assert files.read('blocklist') == b'192.0.2.0/24\n'
 
 
+def test_the_fleets_sum_of_an_address_that_behaves_as_a_browser_here_is_answered_as_the_hosts_own_count(tmp_path, store):
+    """A NAT address of people on two hosts, under the threshold (20 here) on each and over it
+    summed: a host that sees its browser behaviour spares it, as a shared address under
+    campaign_shared_threshold of its own; a scraper summed so is the fleet's block. (A hostile
+    host's pushes get an address of people blocked nowhere it behaves as a browser.)"""
+    text = browser('192.0.2.50', 12) + scraper('192.0.2.60', 12)
+    host_run(tmp_path, store, 'web0', text, '--threshold', '20')
+    for host in ('web1', 'web0'):       # the crossing's host, then the other at its next run
+        result, files = host_run(tmp_path / host, store, host, text, '--threshold', '20')
+        assert [(entry['address'], entry['count']) for entry in result['blocked']] == [('192.0.2.60', 24)], result
+        assert any(line.startswith('IP address 192.0.2.50 behaves as a browser and will not be blocked (24 requests')
+                   for line in result['messages']), result['messages']
+        assert files.read('blocklist') == b'192.0.2.60\n'
+
+
 @pytest.mark.parametrize('third,union', [((15, 16), 16), ((15,), 15)])
 def test_distinct_addresses_are_a_union_across_hosts_not_a_sum(tmp_path, store, third, union):
     """203.0.113.1-10 on one host, .5-.14 on another (one request each): 14 addresses, not 20;

@@ -30,7 +30,7 @@ import socket
 import time
 from collections import Counter
 from itertools import compress, repeat
-from operator import ge, itemgetter, methodcaller, not_
+from operator import add, ge, itemgetter, methodcaller, not_
 
 from ..base.clock import window_start
 from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilter
@@ -42,6 +42,8 @@ from .ranges import BITS, network_text
 from .rules import SpecRules, SubstringLists, server_test
 
 __metaclass__ = type
+
+WINDOWS_HELD = 2        # splits held: a decision step's windows (the previous and the current hour)
 
 
 class Decision:
@@ -59,14 +61,24 @@ class Decision:
 
 def browsers_of(addresses, signals):
     """The addresses that behave as browsers (Campaigns.behaviour), found among those that
-    loaded an asset at least."""
+    loaded an asset at least: one that requested no job page too (a reader of the site's other
+    pages)."""
     assets, referred = signals[ASSET], signals[REFERRED]
     found = set()
     for address, loaded in assets.items():
-        count = addresses.get(address)
-        if count is not None and loaded >= 1 and loaded * 2 >= count and referred.get(address, 0) * 2 >= count:
+        count = addresses.get(address, 0)
+        if loaded >= 1 and loaded * 2 >= count and referred.get(address, 0) * 2 >= count:
             found.add(address)
     return found
+
+
+def summed(counts):
+    """{key: count} of the mappings ``counts`` added up (C-level passes over each one's keys)."""
+    total = dict(counts[0])
+    for more in counts[1:]:
+        keys = list(more)
+        total.update(zip(keys, map(add, map(total.get, keys, repeat(0)), more.values())))
+    return total
 
 
 def split(counter):
@@ -128,7 +140,7 @@ class Campaigns:
         self.as_threshold = settings.campaign_as_threshold
         self.as_addresses = settings.campaign_as_addresses
         self.walk_ids = settings.campaign_walk_ids
-        self.last_split = None      # (counter, split(counter)) ranked just before judge() (CampaignRules.examined)
+        self.splits = []        # [(counter, split(counter))] of the windows ranked last (CampaignRules.examined)
         self.hosting = frozenset(settings.hosting_asns or ())
         self.hosting_divisor = settings.campaign_hosting_divisor
         self.database = None
@@ -152,12 +164,45 @@ class Campaigns:
         browser = assets >= max(1, count / 2.0) and referred * 2 >= count
         return browser, '%d assets, %d referers' % (assets, referred)
 
-    def judge(self, counter, records, server_ips):
+    def split_of(self, counter):
+        """split(counter), once for the windows of a decision step (examined, then judged)."""
+        for found in self.splits:
+            if found[0] is counter:
+                return found[1]
+        self.splits = self.splits[-(WINDOWS_HELD - 1):] + [(counter, split(counter))]
+        return self.splits[-1][1]
+
+    def behaviour_view(self, counters):
+        """(addresses, signals) that a decision step's windows (``counters``) judge behaviour
+        by: their counts added up, as browser behaviour does not stop at the top of the hour (a
+        NAT address's people in the last hour, its trap hit in this one; a network's job seekers
+        a minute before it). The one window with keys as it is: a step inside one hour costs nothing."""
+        found = [self.split_of(counter) for counter in counters]
+        full = [parts for parts in found if parts[0] or any(parts[1].values())] or found[-1:]
+        if len(full) == 1:
+            return full[0]
+        return (summed([parts[0] for parts in full]),
+                dict((kind, summed([parts[1][kind] for parts in full])) for kind in (ASSET, REFERRED, TRAP, WALK)))
+
+    def _shared(self, address, count, shown, walkers):
+        """The decision on an address with browser behaviour at or over the threshold: a challenge
+        when it walks job ids or reaches ``shared_threshold``, else spared (answer None)."""
+        if address in walkers:
+            return self.decision('shared', address, count, 'shared address, browser behaviour but %s: %s'
+                                 % (walkers[address], shown), people=True)
+        if count >= self.shared_threshold:
+            return self.decision('shared', address, count, 'shared address, browser behaviour: %s' % shown, people=True)
+        return Decision('shared', None, address, count, 'shared address, browser behaviour: %s' % shown)
+
+    def judge(self, counter, records, server_ips, fleet_records=(), view=None):
         """A window's decisions: {address: Decision} for the ranked ``records`` over the
-        threshold (the reference's rule, answered by behaviour; answer None: spared), and
-        the other decisions, [Decision]."""
-        last, self.last_split = self.last_split, None
-        addresses, signals = last[1] if last is not None and last[0] is counter else split(counter)
+        threshold (the reference's rule, answered by behaviour; answer None: spared) and for
+        the fleet's ``fleet_records`` [(sum, address)] of an address with browser behaviour here
+        (answered as the host's own would be; one without is the fleet's block), and the other
+        decisions, [Decision]. Behaviour is judged by ``view`` (behaviour_view: the decision
+        step's windows together), else by this window's counts."""
+        addresses, signals = self.split_of(counter)
+        seen, seen_signals = view if view is not None else (addresses, signals)
         is_server = server_test(server_ips)
         keys = list(addresses)
         numbers = dict(zip(keys, map(address_number, keys)))     # each address parsed once: thousands a window
@@ -167,29 +212,26 @@ class Campaigns:
             if address in numbers:
                 return address not in servers
             return is_server is None or not is_server(count, address)
-        browsers = browsers_of(addresses, signals)
-        walkers = self.walkers(browsers, signals[WALK])
+        browsers = browsers_of(seen, seen_signals)
+        walkers = self.walkers(browsers, seen_signals[WALK])
         ranked = {}
         for count, address in records:
             if count < self.threshold:
                 continue
-            browser, shown = self.behaviour(address, count, signals)
+            browser, shown = self.behaviour(address, seen.get(address, count), seen_signals)
             if not browser:
                 ranked[address] = self.decision('address', address, count, 'address, no browser behaviour: %s' % shown)
-            elif address in walkers:
-                ranked[address] = self.decision('shared', address, count, 'shared address, browser behaviour but %s: %s'
-                                                % (walkers[address], shown), people=True)
-            elif count >= self.shared_threshold:
-                ranked[address] = self.decision('shared', address, count, 'shared address, browser behaviour: %s' % shown,
-                                                people=True)
             else:
-                ranked[address] = Decision('shared', None, address, count, 'shared address, browser behaviour: %s' % shown)
+                ranked[address] = self._shared(address, count, shown, walkers)
+        for count, address in fleet_records:
+            if address not in ranked and count >= self.threshold and seen.get(address) and address in browsers:
+                ranked[address] = self._shared(address, count, self.behaviour(address, seen[address], seen_signals)[1], walkers)
         others = []
         for address, hits in sorted(signals[TRAP].items()):
             count = addresses.get(address, 0)
             if address in ranked or not mine(address, count) or (numbers[address] if address in numbers else address_number(address)) is None:
                 continue
-            browser, shown = self.behaviour(address, count, signals)
+            browser, shown = self.behaviour(address, seen.get(address, 0), seen_signals)
             others.append(self.decision('trap', address, count, 'trap, %d hits, %s%s' % (
                 hits, 'browser behaviour: ' if browser else 'no browser behaviour: ', shown), people=browser))
         trapped = set(decision.key for decision in others)
@@ -197,12 +239,15 @@ class Campaigns:
             if ((address not in browsers or address in walkers) and address not in ranked and address not in trapped
                     and address not in servers and numbers[address] is not None):
                 others.append(self.decision('behaviour', address, count, 'address, %s: %s' % (
-                    walkers.get(address, 'no browser behaviour'), self.behaviour(address, count, signals)[1]),
+                    walkers.get(address, 'no browser behaviour'), self.behaviour(address, seen.get(address, count), seen_signals)[1]),
                     people=address in browsers))
         # An address over the threshold is decided on its own: left out of its network's and AS's
         # sums. A trap hit counts towards them (one flags its address and its network's verdict).
         alone = set(key for key, decision in ranked.items() if decision.kind == 'address')
-        parsed, seekers = _numbers(addresses, numbers, browsers.difference(walkers), alone | servers)
+        people = browsers.difference(walkers)
+        parsed, seekers = _numbers(addresses, numbers, people, alone | servers)
+        # The job seekers of the other windows and those who read no job page: their networks carry people too.
+        seekers.extend(found + (0,) for found in map(address_number, sorted(people.difference(addresses))) if found is not None)
         located = {}
         if self.database is not None:     # each address's AS and range, once
             lookup = self.database.lookup_number
@@ -367,8 +412,7 @@ class CampaignRules(SpecRules):
 
     def examined(self, counter, server_ips, top, at_least=None, wanted=None):
         counter = whole(counter)        # a state's Prefix ranks signals too: read in full
-        self.campaigns.last_split = (counter, split(counter))      # judge() of the same counts, next: split once
-        addresses = self.campaigns.last_split[1][0]
+        addresses = self.campaigns.split_of(counter)[0]      # judge() of the same counts, next: split once
         if wanted is not None:
             addresses = Counter(dict((key, count) for key, count in addresses.items() if wanted(key)))
         return super(CampaignRules, self).examined(addresses, server_ips, top, at_least)

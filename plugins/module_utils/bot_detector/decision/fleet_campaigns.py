@@ -185,8 +185,9 @@ def lengths_of(campaigns):
 
 def _candidates(campaigns, counter, server_ips, threshold):
     """(addresses without browser behaviour under ``threshold`` [(version, number, count)],
-    browsers [(version, number)]) of a window's counts, the server's left out. A browser that
-    walks job ids (Campaigns.walkers) is no browser here, as for the host's own verdicts."""
+    browsers [(version, number)], those that read no job page too) of a window's counts, the
+    server's left out. A browser that walks job ids (Campaigns.walkers) is no browser here, as for
+    the host's own verdicts."""
     addresses, signals = split(counter)
     browsers = browsers_of(addresses, signals)
     walkers = campaigns.walkers(browsers, signals[WALK])
@@ -203,6 +204,7 @@ def _candidates(campaigns, counter, server_ips, threshold):
             seekers.append(found)
         elif count < threshold or address in walkers:     # over it, the address rule decides it alone (a walker's is a shared verdict)
             plain.append(found + (count,))
+    seekers.extend(found for found in map(address_number, sorted(browsers.difference(addresses))) if found is not None)
     return plain, seekers
 
 

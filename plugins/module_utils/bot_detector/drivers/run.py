@@ -224,21 +224,25 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
         windows[-1] = (windows[-1][0], sliding(whole(windows[0][1]), whole(windows[-1][1]), sliding_weight(now)))
     campaigns = getattr(rules, 'campaigns', None)
     result.softer = {} if campaigns is not None and result.softer is None else result.softer
+    examined = [(window, rules.examined(counter, server_ips, settings.top, at_least)) for window, counter in windows]
+    wholes = [whole(counter) for window, counter in windows] if campaigns else ()
+    view = campaigns.behaviour_view(wholes) if campaigns else None
     ranked = []
-    for window, counter in windows:
-        records = rules.examined(counter, server_ips, settings.top, at_least)
-        judged = campaigns.judge(whole(counter), records, server_ips) if campaigns else ({}, ())
+    for at, (window, records) in enumerate(examined):
+        fleet_records = fleet_beside(records, fleet.get(window.stamp, ()), settings.threshold)
+        judged = campaigns.judge(wholes[at], records, server_ips, fleet_records, view) if campaigns else ({}, ())
         if campaigns and getattr(counts, 'fleet_campaigns', {}).get(window.stamp):      # the fleet's, beside the host's own
             from ..decision.fleet_campaigns import fleet_decisions      # a fleet store only
-            judged = (judged[0], list(judged[1]) + fleet_decisions(campaigns, whole(counter), judged[1], counts.fleet_campaigns[
+            judged = (judged[0], list(judged[1]) + fleet_decisions(campaigns, wholes[at], judged[1], counts.fleet_campaigns[
                 window.stamp], server_ips, settings.threshold))
-        ranked.append((window, records, judged))
+        ranked.append((window, records, fleet_records, judged))
+    if campaigns:
+        campaigns.splits = []       # held for the step only: a follower's next step counts anew
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     softer = []
     try:
-        for window, records, (judged, others) in ranked:
+        for window, records, fleet_records, (judged, others) in ranked:
             result.say(window.heading)
-            fleet_records = fleet_beside(records, fleet.get(window.stamp, ()), settings.threshold)
             result.window(window, records + fleet_records)
             for count, key in records + fleet_records:
                 verdict = decide(count, key, settings.threshold, lists)

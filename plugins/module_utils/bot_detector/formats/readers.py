@@ -11,7 +11,8 @@ for a field F does not log. The tally counts the twins as it counts a combined l
 rotated or gzip files work unchanged. ``combined`` has no reader: its path is untouched.
 
 Only lines that can count are decoded: a line whose raw bytes hold none of the job
-prefixes' paths (``Reader.needles``) has a twin without a job prefix. Of the others, a
+prefixes' paths (``Reader.needles``) has a twin without a job prefix (with the campaign profile,
+which counts assets and trap hits as well, every line is decoded). Of the others, a
 line that does not parse is counted as unparsed (``Reader.unparsed``, the first kept as
 an example). json_logs.py holds the JSON formats, text_logs.py Traefik, HAProxy
 and W3C; vhost_combined and auto live here.
@@ -97,7 +98,8 @@ class Reader:
 
     def __init__(self, settings):
         self.settings = settings
-        self.needles = needles_of(settings.job_prefixes, self.json, self.query_apart)
+        # The campaign profile counts assets and trap hits too, in lines without a job page's path.
+        self.needles = None if getattr(settings, 'campaigns', False) else needles_of(settings.job_prefixes, self.json, self.query_apart)
         self.clock = LocalTime()
         self.unparsed = 0
         self.example = None

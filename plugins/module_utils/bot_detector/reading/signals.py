@@ -12,7 +12,8 @@ signal; a state file holds keys apart by spaces):
 
 - ``b'\ta'+address``: requests for assets (CSS, JS, images, fonts): what a browser loads after a
   page; a line whose request, the quoted field after the time's ``]``, is ``GET`` or ``HEAD`` of
-  a path ending in an asset's extension (before a blank or the query);
+  a path ending in an asset's extension (before a blank, the query, or the request's end: a
+  request line without its protocol, as a W3C log's twin has);
 - ``b'\tr'+address``: job-page requests (lines the rules count) with a referer;
 - ``b'\tt'+address``: requests for a trap path (``trap_paths``), less those a bot or the
   search engine names (the rules never count those);
@@ -39,7 +40,7 @@ ASSET, REFERRED, TRAP, WALK = b'\ta', b'\tr', b'\tt', b'\tw'
 # Matched where the request starts, after the time field's "] ", not searched for in the line: no
 # user agent, referer or user name holding such a text is taken for the request.
 _REQUEST_AT = b'] "'
-_ASSET = re.compile(br'\] "(?:GET|HEAD) [^ "?]*\.(?:css|js|mjs|png|jpe?g|gif|svg|webp|avif|ico|woff2?)[ ?]')
+_ASSET = re.compile(br'\] "(?:GET|HEAD) [^ "?]*\.(?:css|js|mjs|png|jpe?g|gif|svg|webp|avif|ico|woff2?)[ ?"]')
 _REFERER = re.compile(br'" [0-9]{3} (?:[0-9]+|-) "[^-"]')      # combined: status, size, then a referer not "-"
 
 
