@@ -211,6 +211,7 @@ def answered_log(tmp_path, epoch, lines):
 
 
 def test_a_listed_client_at_a_scrapers_pace_is_escalated_to_a_block_a_nat_address_never(lists, tmp_path):
+    """Its throttled or challenged job-page requests in a window, less the challenges it passed."""
     epoch, now = 1795234423, '2026-11-21 04:13:43'
     assert run_core(options(lists) + ['--challenge', '203.0.113.0/24']).returncode == 0
     assert run_core(options(lists) + ['--throttle', '198.51.100.20']).returncode == 0
@@ -221,23 +222,28 @@ def test_a_listed_client_at_a_scrapers_pace_is_escalated_to_a_block_a_nat_addres
         ('203.0.113.6', '/job/3', 200, 400),          # and its people who pass
         ('203.0.113.6', '/.bot-detector/pass?to=%2Fjob%2F3', 303, 30),
         ('203.0.113.6', '/.bot-detector/pass?to=%2Fjob%2F3', 403, 2),
+        ('203.0.113.7', '/job/5', 428, 600),          # a NAT address of 600 people, each challenged once, and passing
+        ('203.0.113.7', '/.bot-detector/pass?to=%2Fjob%2F5', 303, 600),
+        ('203.0.113.7', '/job/5', 200, 600),
         ('192.0.2.200', '/job/4', 428, 900),          # not listed: not the answers' to escalate
     ])
     metrics = tmp_path / 'metrics.prom'
-    got = run_core(options(lists) + ['--now', now, '--metrics-file', metrics, '--answer-escalation', '500', log])
+    # The rule's threshold over the NAT address's 1200 job-page requests: only the escalation could block it.
+    got = run_core(options(lists) + ['--now', now, '--metrics-file', metrics, '--answer-escalation', '500', '--threshold', '2000', log])
     assert got.returncode == 0, got.stderr
     assert b'Blocking IP address: 203.0.113.5 (600 requests, escalated)' in got.stdout
     assert b'Blocking IP address: 198.51.100.20 (550 requests, escalated)' in got.stdout
     assert b'203.0.113.6' not in lists.blocklist.read_bytes() and b'192.0.2.200' not in lists.blocklist.read_bytes()
+    assert b'203.0.113.7' not in got.stdout       # its challenges, less those passed: none
     assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n'
     activity = lists.activity_log.read_bytes()
     assert b'IP addess 203.0.113.5 added to the block list, RPH=600 (escalated)' in activity
     text = metrics.read_text()
     assert 'bot_detector_additions_total{reason="escalated"} 2' in text
     log_label = str(log)
-    for answer, count in (('challenged', 600 + 40 + 900), ('throttled', 550), ('passed', 30), ('failed', 2)):
+    for answer, count in (('challenged', 600 + 40 + 600 + 900), ('throttled', 550), ('passed', 30 + 600), ('failed', 2)):
         assert 'bot_detector_last_run_answers{answer="%s",log="%s",window="current"} %d' % (answer, log_label, count) in text
-    again = run_core(options(lists) + ['--now', now, '--answer-escalation', '500', log])     # once: already blocked
+    again = run_core(options(lists) + ['--now', now, '--answer-escalation', '500', '--threshold', '2000', log])     # once: already blocked
     assert again.returncode == 0 and b'escalated' not in again.stdout
     assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n'
 

@@ -4,7 +4,8 @@
 """The answers read back from the access log (combined format), with an answer list set: in
 each hourly window, the requests nginx answered with 429 (throttled) and 428 (challenged),
 and the challenge's pass URL answered 303 (passed) or 403 (failed); and per client, its
-throttled or challenged job-page requests, for the escalation to a block.
+throttled or challenged job-page requests less the challenges it passed, for the escalation
+to a block.
 
 A combined line has no field for a marker, so the statuses are the markers: 429 is the
 throttle's, 428 the challenge's own, ``/.bot-detector/pass`` the pass's URL. Only the lines
@@ -32,7 +33,8 @@ def _line_at(buf, position, limit):
 
 
 class Answered:
-    """Per window stamp: {answer: requests} and {client: throttled or challenged job-page requests}."""
+    """Per window stamp: {answer: requests} and {client: throttled or challenged job-page requests,
+    less its challenges passed}."""
 
     def __init__(self, stamps, job_prefixes):
         self.stamps = list(stamps)
@@ -70,6 +72,9 @@ class Answered:
                 status = line[line.find(b'" ', line.find(PASS) + len(PASS)) + 2:][:3]
                 if status == b'303':
                     self.totals[stamp]['passed'] += 1
+                    # A challenge passed is one its client no longer fails: a NAT address's people each get
+                    # one 428 and pass, hundreds an hour; a scraper without JavaScript never passes.
+                    self.keys[stamp][line.split(b' ', 1)[0]] -= 1
                 elif status == b'403':
                     self.totals[stamp]['failed'] += 1
             position = buf.find(PASS, position + len(PASS), limit)
