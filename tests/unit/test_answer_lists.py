@@ -294,3 +294,27 @@ def test_a_sync_that_read_the_lists_before_an_unblock_never_puts_the_client_back
     assert done and done[0].returncode == 0, done and done[0].stderr
     assert b'203.0.113.7' not in lists.challenge.read_bytes()
     assert os.listdir(str(directory)) == []
+
+
+@pytest.mark.parametrize('broken', ['challenge list', 'answer dir'])
+def test_a_run_that_cannot_list_its_challenges_fails_before_any_append_in_check_mode_too(lists, tmp_path, broken):
+    """A campaign run whose challenge list (or answers' directory) cannot be written: the dry run
+    says what the real run fails on, and the real run fails before its blocks are appended, with
+    nothing written; a trap hit's block and a network's challenge were due."""
+    from test_campaigns import TRAP, request, rotating
+    log = tmp_path / 'access.log'
+    log.write_text(request('192.0.2.30', TRAP + '7') + rotating('203.0.113.%d', 16, 1))
+    (tmp_path / 'a-file').write_text('')
+    missing = tmp_path / 'missing' / 'here' if broken == 'challenge list' else tmp_path / 'a-file' / 'answers'
+    args = options(lists) + ['--campaigns', '--trap-path', TRAP, '--now', '2026-11-21 10:50:00']
+    args += ['--challenge-list', missing / 'challenge.txt'] if broken == 'challenge list' else ['--answer-dir', missing]
+    before = [path.read_bytes() if path.exists() else None for path in (lists.blocklist, lists.activity_log, lists.challenge)]
+    dry = run_core(args + ['--check', log])
+    real = run_core(args + [log])
+    what = '%s: No such file or directory' % (missing / 'challenge.txt') if broken == 'challenge list' else '%s: Not a directory' % missing
+    for got in (dry, real):
+        assert got.returncode == 3, got
+        assert got.stderr.decode().strip().endswith(what), got.stderr
+        assert b'Blocking' not in got.stdout and b'Challenging' not in got.stdout, got.stdout
+    assert [path.read_bytes() if path.exists() else None for path in (lists.blocklist, lists.activity_log, lists.challenge)] == before
+    assert not os.path.lexists(str(missing))

@@ -66,6 +66,29 @@ def answer_decisions(result, settings, decisions, block=None):
         sync_answers(settings, result.warn, changed)
 
 
+def answers_writable(settings):
+    """What the answer lists' step of a run would fail on, found before the run appends anything
+    (to the blocklist first), in check mode too: each list set opened for appending as its append
+    opens it (neither created), and the answers' directory, when absent, one that can be made.
+    Raises BotDetectorError, as that step would."""
+    import errno
+    import os
+    from ..lists.answers import list_path
+    from ..lists.writer import BlocklistWriter, creation_problem
+    for kind in ANSWERS:
+        if getattr(settings, kind + '_list'):
+            BlocklistWriter(list_path(settings, kind), settings.activity_log, settings.lock_timeout).check(appending=True)
+    directory = os.path.abspath(settings.answer_dir)
+    if os.path.isdir(directory):
+        return
+    probe = directory
+    while not os.path.lexists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    problem = creation_problem(probe) if os.path.isdir(probe) else os.strerror(errno.ENOTDIR)
+    if problem:
+        raise BotDetectorError('cannot create %s: %s' % (settings.answer_dir, problem))
+
+
 def escalate(settings, found, block):
     """The listed keys over ``answer_escalation`` blocked (``block``), each once: [address]."""
     from ..lists.answers import holds, listed, span     # an answer list's runs only

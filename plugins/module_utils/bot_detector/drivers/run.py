@@ -241,6 +241,9 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     softer = []
     try:
+        if settings.throttle_list or settings.challenge_list:
+            from .answers import answers_writable      # with an answer list only
+            answers_writable(settings)      # before the blocklist's appends: a run fails on it with nothing written
         for window, records, fleet_records, (judged, others) in ranked:
             result.say(window.heading)
             result.window(window, records + fleet_records)
