@@ -24,14 +24,16 @@ def write_tsv(path):
     return path
 
 
-def write_mmdb(path):
+def write_mmdb(path, record=lambda number, name: {'autonomous_system_number': number, 'autonomous_system_organization': name},
+               ip_version=6):
     from mmdb_writer import MMDBWriter
     from netaddr import IPSet
-    writer = MMDBWriter(ip_version=6, database_type='GeoLite2-ASN', languages=['en'], description='test',
-                        ipv4_compatible=True)
+    writer = MMDBWriter(ip_version=ip_version, database_type='GeoLite2-ASN', languages=['en'], description='test',
+                        ipv4_compatible=ip_version == 6)
     for first, last, number, name in ASES:
-        writer.insert_network(IPSet(NETWORKS[number]), {'autonomous_system_number': number,
-                                                        'autonomous_system_organization': name})
+        networks = [network for network in NETWORKS[number] if ip_version == 6 or ':' not in network]
+        if networks:
+            writer.insert_network(IPSet(networks), record(number, name))
     writer.to_db_file(str(path))
     return path
 
@@ -117,6 +119,11 @@ def hostile(tmp_path):
         # Its metadata whole, its tree cut: found at the first lookup, still before any list is read.
         'an mmdb cut short': (mmdb[:200] + mmdb[-300:], 'damaged ('),
         'empty': (b'', 'empty'),
+        # Well-formed files whose values are not the format's types (a forged database)
+        'an AS number as text': (write_mmdb(tmp_path / 'text.mmdb', lambda number, name: {
+            'autonomous_system_number': 'AS%d' % number, 'autonomous_system_organization': name}).read_bytes(), 'damaged ('),
+        'a name as a number': (write_mmdb(tmp_path / 'number.mmdb', lambda number, name: {
+            'autonomous_system_number': number, 'autonomous_system_organization': 12345}).read_bytes(), 'damaged ('),
     }
     for name, (data, fragment) in sorted(cases.items()):
         path = tmp_path / name.replace(' ', '-')
@@ -267,3 +274,13 @@ def test_an_as_the_database_names_not_is_named_by_its_number(tmp_path, files):
     assert got.returncode == 0, got.stderr
     assert [e['reason'] for e in json.loads(got.stdout)['challenged']] == [
         'AS64500, 20 addresses, 20 in range 10.128.0.0-10.143.255.255, no job seekers there']
+
+
+def test_an_ipv4_only_mmdb_holds_no_ipv6_client_and_decides_the_ipv4_ones(tmp_path, files):
+    """An IPv6 client looked up in an IPv4-only MaxMind database is in no AS (not a damaged file):
+    the run decides the IPv4 campaign as with a database of both."""
+    text = campaign(20) + scraper('2001:db8::1', 3)
+    both = detect(tmp_path, files, text, write_mmdb(tmp_path / 'both.mmdb'), '--check')
+    only = detect(tmp_path, files, text, write_mmdb(tmp_path / 'v4.mmdb', ip_version=4), '--check')
+    assert both.returncode == 0 and only.returncode == 0, only.stderr
+    assert json.loads(only.stdout)['challenged'] == json.loads(both.stdout)['challenged'] != []

@@ -244,6 +244,7 @@ class Mmdb:
         try:
             self.reader = maxminddb.open_database(path, maxminddb.MODE_MMAP)
             kind = self.reader.metadata().database_type
+            self.ip_version = self.reader.metadata().ip_version
         except Exception as exc:  # pylint: disable=broad-except
             raise _refuse(path, 'not a MaxMind database (%s)' % exc)
         if 'ASN' not in kind.upper():
@@ -253,6 +254,8 @@ class Mmdb:
     def lookup_number(self, version, number):
         """As Ip2asn.lookup_number."""
         import ipaddress    # a MaxMind database only: its reader takes the address as text
+        if version == 6 and self.ip_version == 4:
+            return None         # an IPv4-only database holds no IPv6 address
         ip = ipaddress.IPv4Address(number) if version == 4 else ipaddress.IPv6Address(number)
         try:
             record, length = self.reader.get_with_prefix_len(str(ip))
@@ -260,9 +263,13 @@ class Mmdb:
             raise bad_option('asn_database: %s: damaged (%s)' % (self.path, exc))
         if not isinstance(record, dict) or not record.get('autonomous_system_number'):
             return None
+        asn, name = record['autonomous_system_number'], record.get('autonomous_system_organization') or ''
+        # The format's types (an unsigned integer, a string): anything else is a damaged or forged file.
+        if isinstance(asn, bool) or not isinstance(asn, int) or asn < 0 or not isinstance(name, str):
+            raise bad_option('asn_database: %s: damaged (autonomous_system_number %r, autonomous_system_organization %r: '
+                             'not a number and a name)' % (self.path, asn, name))
         network = ipaddress.ip_network((ip, length), strict=False)
-        asn = int(record['autonomous_system_number'])
-        self.names.setdefault(asn, record.get('autonomous_system_organization') or '')
+        self.names.setdefault(asn, name)
         return asn, (version, int(network.network_address), int(network.broadcast_address))
 
 
