@@ -206,6 +206,23 @@ def test_the_sliding_hour_adds_the_previous_hours_share_still_inside(tmp_path, f
     assert late['blocked'] == []        # 999 * 1 / 3600 of the previous hour: 999 in all
 
 
+@pytest.mark.parametrize('night', ['25/Oct/2026', '24/Oct/2026'])
+def test_the_sliding_hour_counts_the_repeated_hour_of_a_dst_night_once(tmp_path, files, night):
+    """700 requests in the second 02:xx of the autumn night in Berlin (+0100): the previous and the
+    current window are both the hour stamp 02, the same lines; the estimate of the last 60
+    minutes is 700, as on an ordinary night, not 700 plus half of them again (1050, a block)."""
+    log = tmp_path / 'access.log'
+    log.write_text(''.join('192.0.2.60 - - [%s:02:%02d:%02d +0100] "GET /job/%d HTTP/1.1" 200 100 "-" "curl/8.5.0"\n'
+                           % (night, i // 60 % 25, i % 60, i) for i in range(700)))
+    now = '%s-10-%s 02:30:00' % (night[-4:], night[:2])
+    got = run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', now, '--json', '--campaigns', '--sliding-hour', log],
+                   tz='Europe/Berlin')
+    assert got.returncode == 0, got.stderr
+    result = json.loads(got.stdout)
+    assert result['blocked'] == []
+    assert sorted((e['address'], e['count']) for e in result['challenged']) == [('192.0.2.60', 700)]
+
+
 def test_the_same_decisions_when_the_counts_spill(tmp_path, files):
     text = (rotating('203.0.113.%d', 10, 20) + scraper('192.0.2.10', 1000) + request('192.0.2.30', TRAP)
             + browser('100.64.0.7', 1001) + ''.join(browser('10.%d.0.1' % i, 2) for i in range(200)))

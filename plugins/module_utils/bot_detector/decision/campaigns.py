@@ -177,7 +177,8 @@ class Campaigns:
         by: their counts added up, as browser behaviour does not stop at the top of the hour (a
         NAT address's people in the last hour, its trap hit in this one; a network's job seekers
         a minute before it). The one window with keys as it is: a step inside one hour costs nothing."""
-        found = [self.split_of(counter) for counter in counters]
+        found = [self.split_of(counter) for at, counter in enumerate(counters)
+                 if not any(counter is other for other in counters[:at])]     # a DST night's repeated hour: once
         full = [parts for parts in found if parts[0] or any(parts[1].values())] or found[-1:]
         if len(full) == 1:
             return full[0]

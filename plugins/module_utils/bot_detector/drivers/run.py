@@ -221,7 +221,9 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     windows = list(counts)
     if getattr(settings, 'sliding_hour', False):
         from ..decision.campaigns import sliding, sliding_weight    # the sliding hour only
-        windows[-1] = (windows[-1][0], sliding(whole(windows[0][1]), whole(windows[-1][1]), sliding_weight(now)))
+        # The repeated hour of a DST night is both windows' stamp, the same lines: counted once.
+        weight = 0 if windows[0][0].stamp == windows[-1][0].stamp else sliding_weight(now)
+        windows[-1] = (windows[-1][0], sliding(whole(windows[0][1]), whole(windows[-1][1]), weight))
     campaigns = getattr(rules, 'campaigns', None)
     result.softer = {} if campaigns is not None and result.softer is None else result.softer
     examined = [(window, rules.examined(counter, server_ips, settings.top, at_least)) for window, counter in windows]
