@@ -91,3 +91,16 @@ def test_every_log_format_counts_a_browsers_assets_and_a_trap_hit_as_its_combine
     assert ('192.0.2.77', 0) in blocked(got) and ('198.18.0.2', 25) in blocked(got)
     if fmt != 'haproxy':        # HAProxy logs no referer: no address behaves as a browser there
         assert spared(got) == ['198.18.0.1']
+
+
+def test_an_ipv4_mapped_client_counts_towards_its_ipv4_network(tmp_path, files):
+    """A dual-stack server logs its IPv4 clients as ::ffff:a.b.c.d: 30 of them in 203.0.113.0/24,
+    5 pages each, are that network's, as the same clients logged as IPv4 are (and as the
+    allow-list and the enforcement take a mapped address)."""
+    plain = rotating('203.0.113.%d', 30, 5)
+    mapped = plain.replace('203.0.113.', '::ffff:203.0.113.')
+    (tmp_path / 'plain').mkdir()
+    expected = detect(tmp_path / 'plain', Files(tmp_path / 'plain' / 'files'), plain, '--check')
+    got = detect(tmp_path, files, mapped, '--check')
+    assert [entry[:2] for entry in challenged(expected)] == [('203.0.113.0/24', 150)]
+    assert challenged(got) == challenged(expected)

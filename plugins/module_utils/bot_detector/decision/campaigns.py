@@ -359,11 +359,14 @@ class Campaigns:
 
 def address_number(key):
     """(version, integer) of a client address (is_client_address's: no leading zeros, not
-    0.0.0.0 or ::), else None: C-level parsing, thousands of addresses a decision."""
+    0.0.0.0 or ::; an IPv4-mapped one as its IPv4 address), else None: C-level parsing,
+    thousands of addresses a decision."""
     try:
         text = key.decode('ascii')
         if ':' in text:
             number = int.from_bytes(socket.inet_pton(socket.AF_INET6, text), 'big')
+            if number >> 32 == 0xffff:      # IPv4-mapped (a dual-stack server's IPv4 client): its IPv4 address
+                return (4, number & 0xffffffff) if number & 0xffffffff and '%' not in text else None
             return (6, number) if number and '%' not in text else None
         packed = socket.inet_pton(socket.AF_INET, text)
         # is_client_address's IPv4 rule (four decimal numbers to 255, no leading zero): the text
