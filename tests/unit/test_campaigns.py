@@ -168,6 +168,8 @@ def test_with_job_prefixes_a_referer_may_hold_a_browsers_assets_count(tmp_path, 
     ('/job', b"trap_paths: '/job' would match every page under /job/"),
     ('/stellen', b"would match every page under /stellen/"),
     ('jobs/x', b'is not a request path'),
+    ('/trap\nx', b'is not a request path'),      # on no line: it would never match
+    ('/trap\tx', b'is not a request path'),
 ])
 def test_trap_paths_that_match_every_page_are_refused(tmp_path, files, path, fragment):
     log = tmp_path / 'access.log'

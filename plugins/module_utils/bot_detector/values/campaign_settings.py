@@ -107,8 +107,9 @@ def check_campaigns(settings):
         raise bad_option('hosting_asns: needs an AS database (asn_database) to tell which addresses are in them')
     pages = [prefix.split(' ', 1)[-1] for prefix in settings.job_prefixes]
     for path in settings.trap_paths or ():
-        if not path.startswith('/') or ' ' in path or '"' in path:
-            raise bad_option('trap_paths: %r is not a request path (it starts with / and holds no blank or quote)' % path)
+        if not path.startswith('/') or any(character.isspace() or character in '"\x00' for character in path):
+            raise bad_option('trap_paths: %r is not a request path (it starts with / and holds no blank, control '
+                             'character or quote)' % path)
         covered = [page for page in pages if page.startswith(path)]
         if path == '/' or covered:
             raise bad_option('trap_paths: %r would match every page%s; a trap is a path no person asks for'
