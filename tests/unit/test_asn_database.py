@@ -119,6 +119,9 @@ def hostile(tmp_path):
         # Its metadata whole, its tree cut: found at the first lookup, still before any list is read.
         'an mmdb cut short': (mmdb[:200] + mmdb[-300:], 'damaged ('),
         'empty': (b'', 'empty'),
+        'an octal address': (b'010.0.0.0\t010.0.0.255\t5\tUS\tOCTAL\n', 'line 1 is not range_start range_end AS_number'),
+        'text after an address': (b'1.0.0.0 junk\t1.0.0.255\t5\tUS\tX\n', 'line 1 is not range_start range_end AS_number'),
+        'no AS but 0': (b'1.0.0.0\t1.0.0.255\t0\tNone\tNot routed\n', 'no range of an AS'),
         # Well-formed files whose values are not the format's types (a forged database)
         'an AS number as text': (write_mmdb(tmp_path / 'text.mmdb', lambda number, name: {
             'autonomous_system_number': 'AS%d' % number, 'autonomous_system_organization': name}).read_bytes(), 'damaged ('),

@@ -86,6 +86,8 @@ class Ip2asn:
         self.names = Names(fd, len(data))
         try:
             if self._blocks(data):
+                if not self.v4[0] and not self.v6[0]:
+                    raise _refuse(path, 'no range of an AS')
                 return
         except (OSError, ValueError, OverflowError, UnicodeEncodeError):
             pass
@@ -95,7 +97,8 @@ class Ip2asn:
         """The file read BLOCK bytes of whole rows at a time, each a column at a time, by C-level
         passes; False when a row is not five fields or out of order (the slow path names it).
         The rows are decoded as Latin-1 (a byte a character, never an error: a description
-        may be UTF-8), so that an address that is not ASCII fails in inet_aton/inet_pton."""
+        may be UTF-8), so that an address that is not ASCII fails in inet_pton (which, unlike
+        inet_aton, takes no octal, hexadecimal or short form, nor text after the address)."""
         at = 0
         while at < len(data):
             end = data.find(b'\n', min(at + BLOCK, len(data) - 1)) + 1
@@ -118,7 +121,7 @@ class Ip2asn:
                         joined = ''.join(texts)
                         if len(joined) - len(joined.replace('.', '')) != 3 * len(texts):
                             return False
-                        packed = b''.join(map(socket.inet_aton, texts))
+                        packed = b''.join(map(partial(socket.inet_pton, socket.AF_INET), texts))
                     else:
                         packed = b''.join(map(itemgetter(slice(0, 8)), map(partial(socket.inet_pton, socket.AF_INET6), texts)))
                     grown = array(column.typecode)
@@ -151,8 +154,8 @@ class Ip2asn:
                         from_bytes(inet_pton(af6, end.decode('ascii'))[:8], 'big')
                 else:
                     table = self.v4
-                    low, high = from_bytes(socket.inet_aton(start.decode('ascii')), 'big'), \
-                        from_bytes(socket.inet_aton(end.decode('ascii')), 'big')
+                    low, high = from_bytes(inet_pton(socket.AF_INET, start.decode('ascii')), 'big'), \
+                        from_bytes(inet_pton(socket.AF_INET, end.decode('ascii')), 'big')
                     if start.count(b'.') != 3 or end.count(b'.') != 3:
                         raise ValueError('not an IPv4 address')
             except (ValueError, OSError, UnicodeDecodeError) as exc:
