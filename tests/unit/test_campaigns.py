@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import mask_dates, run_core
+from conftest import Files, mask_dates, run_core
 
 NOW = '2026-11-21 10:50:00'         # UTC; the current hour is 21/Nov/2026:10
 SITE = 'https://jobs.example'
@@ -206,6 +206,13 @@ def test_the_sliding_hour_adds_the_previous_hours_share_still_inside(tmp_path, f
     late = json.loads(run_core(files.options() + ['--server-ip', '198.51.100.1', '--now', '2026-11-21 10:59:59',
                                                   '--json', '--sliding-hour', log]).stdout)
     assert late['blocked'] == []        # 999 * 1 / 3600 of the previous hour: 999 in all
+    # With the profile: the previous window's 999 (a behaviour verdict, a challenge) is not listed
+    # beside the current window's block of the same address: each key on one list.
+    fresh = Files(tmp_path / 'fresh').options() + ['--server-ip', '198.51.100.1', '--now', '2026-11-21 10:00:30', '--json']
+    profile = json.loads(run_core(fresh + ['--sliding-hour', '--campaigns', '--challenge-list', tmp_path / 'challenge.txt',
+                                           '--answer-dir', tmp_path / 'answers', log]).stdout)
+    assert [(e['address'], e['count']) for e in profile['blocked']] == [('192.0.2.50', 1989)]
+    assert profile['answers']['challenge']['added'] == [] and not (tmp_path / 'challenge.txt').exists()
 
 
 @pytest.mark.parametrize('night', ['25/Oct/2026', '24/Oct/2026'])

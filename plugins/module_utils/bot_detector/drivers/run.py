@@ -274,7 +274,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 elif verdict == BLOCK:      # not to the blocklist: a list of its own
                     result.answer(decision.answer, dict(entry, reason=decision.reason))
             writer.block_all(batch)
-        decisions = _softer_decisions(settings, softer, result.softer)
+        decisions = _softer_decisions(settings, softer, result.softer, result.appended)
         lists_due = expire_bans or getattr(result, 'answered', None) is not None     # a follower: an expiry, or a key to escalate
         if decisions or (lists_due and (settings.throttle_list or settings.challenge_list)):
             from .answers import answer_decisions     # with softer decisions or an answer list only
@@ -285,13 +285,16 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
         writer.unlock()
 
 
-def _softer_decisions(settings, softer, filed):
+def _softer_decisions(settings, softer, filed, blocked=()):
     """{answer: [(key, reason)]}: the address rule's ``softer`` decisions (answered by
-    ``answer_address``) and those the campaign profile ``filed`` (Result.softer), each key once."""
-    decisions = {answer_for(settings, 'address'): list(softer)} if softer else {}
+    ``answer_address``) and those the campaign profile ``filed`` (Result.softer), each key once,
+    none that the run ``blocked`` (a window's block over another window's challenge)."""
+    blocked = set(blocked)
+    decisions = {answer_for(settings, 'address'): [decision for decision in softer if decision[0] not in blocked]} if softer else {}
     for kind, entries in (filed or {}).items():
         decisions.setdefault(kind, []).extend(
-            (to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason'])) for entry in entries)
+            (to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason'])) for entry in entries
+            if to_bytes(entry['address']) not in blocked)
     return decisions
 
 
