@@ -395,7 +395,7 @@ def test_the_blocklists_content_answers_as_a_substring_search_however_many_keys_
     the plain bytes do, for keys inside appended keys, across the content read, short ones,
     with a newline, and once its index of pieces is full."""
     import random
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.campaigns import AppendedContent
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.rules import AppendedContent
     rng = random.Random(45)
 
     def address():

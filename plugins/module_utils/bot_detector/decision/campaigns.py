@@ -39,7 +39,7 @@ from ..reading.tally import whole
 from ..values.answer_settings import answer_for
 from .never_blocked import never_blocked
 from .ranges import BITS, network_text
-from .rules import SpecRules, SubstringLists, server_test
+from .rules import AppendedContent, SpecRules, SubstringLists, server_test
 
 __metaclass__ = type
 
@@ -141,6 +141,7 @@ class Campaigns:
         self.as_addresses = settings.campaign_as_addresses
         self.walk_ids = settings.campaign_walk_ids
         self.splits = []        # [(counter, split(counter))] of the windows ranked last (CampaignRules.examined)
+        self.seen = None        # (view, its browsers, its walkers): once for the windows of a decision step
         self.hosting = frozenset(settings.hosting_asns or ())
         self.hosting_divisor = settings.campaign_hosting_divisor
         self.database = None
@@ -185,6 +186,17 @@ class Campaigns:
         return (summed([parts[0] for parts in full]),
                 dict((kind, summed([parts[1][kind] for parts in full])) for kind in (ASSET, REFERRED, TRAP, WALK)))
 
+    def step_done(self):
+        """Let go of what a decision step held for its windows (a follower's next step counts anew)."""
+        self.splits, self.seen = [], None
+
+    def browsers_and_walkers(self, seen, seen_signals):
+        """(browsers, walkers) of a behaviour view: worked out once for the windows judged by it."""
+        if self.seen is None or self.seen[0] is not seen:
+            browsers = browsers_of(seen, seen_signals)
+            self.seen = (seen, browsers, self.walkers(browsers, seen_signals[WALK]))
+        return self.seen[1:]
+
     def _shared(self, address, count, shown, walkers):
         """The decision on an address with browser behaviour at or over the threshold: a challenge
         when it walks job ids or reaches ``shared_threshold``, else spared (answer None)."""
@@ -203,6 +215,8 @@ class Campaigns:
         decisions, [Decision]. Behaviour is judged by ``view`` (behaviour_view: the decision
         step's windows together), else by this window's counts."""
         addresses, signals = self.split_of(counter)
+        if not addresses and not signals[TRAP]:
+            return {}, []       # a window without a line counted: nothing to decide (its fleet records are the fleet's)
         seen, seen_signals = view if view is not None else (addresses, signals)
         is_server = server_test(server_ips)
         keys = list(addresses)
@@ -213,13 +227,12 @@ class Campaigns:
             if address in numbers:
                 return address not in servers
             return is_server is None or not is_server(count, address)
-        browsers = browsers_of(seen, seen_signals)
-        walkers = self.walkers(browsers, seen_signals[WALK])
+        browsers, walkers = self.browsers_and_walkers(seen, seen_signals)
         ranked = {}
         for count, address in records:
             if count < self.threshold:
                 continue
-            browser, shown = self.behaviour(address, seen.get(address, count), seen_signals)
+            browser, shown = self.behaviour(address, count if seen is addresses else seen.get(address, count), seen_signals)
             if not browser:
                 ranked[address] = self.decision('address', address, count, 'address, no browser behaviour: %s' % shown)
             else:
@@ -232,7 +245,7 @@ class Campaigns:
             count = addresses.get(address, 0)
             if address in ranked or not mine(address, count) or (numbers[address] if address in numbers else address_number(address)) is None:
                 continue
-            browser, shown = self.behaviour(address, seen.get(address, 0), seen_signals)
+            browser, shown = self.behaviour(address, count if seen is addresses else seen.get(address, 0), seen_signals)
             others.append(self.decision('trap', address, count, 'trap, %d hits, %s%s' % (
                 hits, 'browser behaviour: ' if browser else 'no browser behaviour: ', shown), people=browser))
         trapped = set(decision.key for decision in others)
@@ -247,8 +260,8 @@ class Campaigns:
         alone = set(key for key, decision in ranked.items() if decision.kind == 'address')
         people = browsers.difference(walkers)
         parsed, seekers = _numbers(addresses, numbers, people, alone | servers)
-        # The job seekers of the other windows and those who read no job page: their networks carry people too.
-        seekers.extend(found + (0,) for found in map(address_number, sorted(people.difference(addresses))) if found is not None)
+        if parsed:      # the job seekers of the other windows and those who read no job page: their networks carry people too
+            seekers.extend(found + (0,) for found in map(address_number, sorted(people.difference(addresses))) if found is not None)
         located = {}
         if self.database is not None:     # each address's AS and range, once
             lookup = self.database.lookup_number
@@ -420,33 +433,3 @@ class CampaignRules(SpecRules):
         if wanted is not None:
             addresses = Counter(dict((key, count) for key, count in addresses.items() if wanted(key)))
         return super(CampaignRules, self).examined(addresses, server_ips, top, at_least)
-
-
-class AppendedContent(bytearray):
-    """A blocklist's content as SubstringLists searches it (``key in content``) in a run that
-    appends thousands of keys (a campaign's trap hits), the same answers: a key of GRAM bytes or
-    more, without a newline, can only be inside the content read or inside one key appended
-    (each between newlines), so the appended part is searched only when the key's last GRAM
-    bytes (an address's most varied) are a piece of one of them (``pieces``; past MOST, always)."""
-
-    GRAM, MOST = 7, 1 << 17     # at most about 10 MiB of pieces
-
-    def __init__(self, content):
-        super(AppendedContent, self).__init__(content)
-        self.read, self.pieces = len(content), set()
-
-    def __contains__(self, key):
-        if self.pieces is None or len(key) < self.GRAM or b'\n' in key:
-            return bytearray.__contains__(self, key)
-        return self.find(key, 0, self.read) != -1 or (key[-self.GRAM:] in self.pieces and self.find(key, self.read) != -1)
-
-    def __iadd__(self, more):
-        bytearray.__iadd__(self, more)
-        if self.pieces is not None:
-            # Every GRAM bytes of ``more``, newlines and all, in one C-level pass: a key holds no
-            # newline, so those holding one match nothing, and no key lies across two appends.
-            ends = range(self.GRAM, len(more) + 1)
-            self.pieces.update(map(bytes(more).__getitem__, map(slice, range(len(ends)), ends)))
-            if len(self.pieces) > self.MOST:
-                self.pieces = None
-        return self

@@ -7,6 +7,9 @@ lists (enforce/answer_files.py); and ``--nginx-snippet``: the nginx configuratio
 
 from __future__ import absolute_import, division, print_function
 
+import errno
+import os
+
 from ..base.errors import BotDetectorError
 from ..base.messages import ANSWERING, ANSWERS_UNLISTED
 from ..base.text import printable, to_text
@@ -71,10 +74,8 @@ def answers_writable(settings):
     (to the blocklist first), in check mode too: each list set opened for appending as its append
     opens it (neither created), and the answers' directory, when absent, one that can be made.
     Raises BotDetectorError, as that step would."""
-    import errno
-    import os
-    from ..lists.answers import list_path
-    from ..lists.writer import BlocklistWriter, creation_problem
+    from ..lists.answers import list_path     # an answer list's runs only
+    from ..lists.writer import BlocklistWriter, creation_problem      # likewise (the module loads for --nginx-snippet too)
     for kind in ANSWERS:
         if getattr(settings, kind + '_list'):
             BlocklistWriter(list_path(settings, kind), settings.activity_log, settings.lock_timeout).check(appending=True)

@@ -239,7 +239,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 window.stamp], server_ips, settings.threshold))
         ranked.append((window, records, fleet_records, judged))
     if campaigns:
-        campaigns.splits = []       # held for the step only: a follower's next step counts anew
+        campaigns.step_done()
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     softer = []
     try:
@@ -292,9 +292,9 @@ def _softer_decisions(settings, softer, filed, blocked=()):
     blocked = set(blocked)
     decisions = {answer_for(settings, 'address'): [decision for decision in softer if decision[0] not in blocked]} if softer else {}
     for kind, entries in (filed or {}).items():
-        decisions.setdefault(kind, []).extend(
-            (to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason'])) for entry in entries
-            if to_bytes(entry['address']) not in blocked)
+        found = [(to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason'])) for entry in entries]
+        decisions.setdefault(kind, []).extend(found if blocked.isdisjoint(key for key, dummy in found) else
+                                              [decision for decision in found if decision[0] not in blocked])
     return decisions
 
 
