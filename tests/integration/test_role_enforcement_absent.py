@@ -33,7 +33,8 @@ KEPT = ['/etc/bd-test/blocklist.txt']
 SITE = '/etc/nginx/sites-enabled/bd-test-jobs'
 OPERATORS_TABLE = 'table inet operators_own'
 NGINX_FILES, BOOT_UNIT = INSTALLED[:3], INSTALLED[3:]
-STEPS = ('site-includes', 'site-includes-inline', 'site-uses-variable', 'site-uses-answers', 'load-tables', 'boot-unit')      # done by the set-up script, not by a play
+# Done by the set-up script, not by a play.
+STEPS = ('site-includes', 'site-includes-inline', 'site-uses-variable', 'site-uses-answers', 'load-tables', 'boot-unit')
 
 
 # In private mount and network namespaces: overlays over the real directories, the role's paths
