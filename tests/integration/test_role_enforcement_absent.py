@@ -34,7 +34,8 @@ SITE = '/etc/nginx/sites-enabled/bd-test-jobs'
 OPERATORS_TABLE = 'table inet operators_own'
 NGINX_FILES, BOOT_UNIT = INSTALLED[:3], INSTALLED[3:]
 # Done by the set-up script, not by a play.
-STEPS = ('site-includes', 'site-includes-inline', 'site-uses-variable', 'site-uses-answers', 'load-tables', 'boot-unit')
+STEPS = ('site-includes', 'site-includes-inline', 'site-uses-variable', 'site-uses-answers', 'site-uses-njs', 'load-tables',
+         'boot-unit')
 
 
 # In private mount and network namespaces: overlays over the real directories, the role's paths
@@ -62,6 +63,9 @@ for play in "$@"; do
             continue ;;
         site-uses-answers)      # the answers' throttle zone, in a location of the operator's
             printf 'server {\n    listen 8080;\n    location /jobs/ { limit_req zone=bot_detector_throttle burst=5; }\n}\n' > %(site)s
+            continue ;;
+        site-uses-njs)          # the answers' njs function, in a location of the operator's
+            printf 'server {\n    listen 8080;\n    location = /pass { js_content bot_detector_answers.pass; }\n}\n' > %(site)s
             continue ;;
         load-tables)        # as a run with nftables enforcement loads them
             $core --enforce-now > /dev/null
@@ -155,11 +159,11 @@ def test_a_dry_run_removes_nothing_and_a_server_block_including_the_snippet_stop
     assert all_loaded(tables), tables
 
 
-@pytest.mark.parametrize('site', ['site-uses-variable', 'site-uses-answers'])
+@pytest.mark.parametrize('site', ['site-uses-variable', 'site-uses-answers', 'site-uses-njs'])
 def test_a_server_block_using_the_variables_the_detectors_nginx_files_set_stops_the_removal(tmp_path, site):
-    """Without the include: the enforcement's variable used in the operator's own ``if``, or
-    the answers' throttle zone; nginx's next reload would fail on either once the http part
-    that defines it is gone."""
+    """Without the include: the enforcement's variable used in the operator's own ``if``, the
+    answers' throttle zone or their njs function; nginx's next reload would fail on each once the
+    http part that defines it is gone."""
     status, outputs, present, tables, out = run(tmp_path, [install('nginx'), (site, None), ('remove', REMOVE)])
     assert status != 0
     assert SITE in outputs['remove'] and 'Nothing was removed' in outputs['remove'], outputs['remove'][-3000:]

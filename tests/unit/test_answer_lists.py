@@ -225,6 +225,8 @@ def test_a_listed_client_at_a_scrapers_pace_is_escalated_to_a_block_a_nat_addres
         ('203.0.113.7', '/job/5', 428, 600),          # a NAT address of 600 people, each challenged once, and passing
         ('203.0.113.7', '/.bot-detector/pass?to=%2Fjob%2F5', 303, 600),
         ('203.0.113.7', '/job/5', 200, 600),
+        ('203.0.113.8', '/job/6', 429, 520),          # throttled, replaying a pass cookie: no throttled request taken off
+        ('203.0.113.8', '/.bot-detector/pass?to=%2Fjob%2F6', 303, 520),
         ('192.0.2.200', '/job/4', 428, 900),          # not listed: not the answers' to escalate
     ])
     metrics = tmp_path / 'metrics.prom'
@@ -233,19 +235,20 @@ def test_a_listed_client_at_a_scrapers_pace_is_escalated_to_a_block_a_nat_addres
     assert got.returncode == 0, got.stderr
     assert b'Blocking IP address: 203.0.113.5 (600 requests, escalated)' in got.stdout
     assert b'Blocking IP address: 198.51.100.20 (550 requests, escalated)' in got.stdout
+    assert b'Blocking IP address: 203.0.113.8 (520 requests, escalated)' in got.stdout
     assert b'203.0.113.6' not in lists.blocklist.read_bytes() and b'192.0.2.200' not in lists.blocklist.read_bytes()
     assert b'203.0.113.7' not in got.stdout       # its challenges, less those passed: none
-    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n'
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n203.0.113.8\n'
     activity = lists.activity_log.read_bytes()
     assert b'IP addess 203.0.113.5 added to the block list, RPH=600 (escalated)' in activity
     text = metrics.read_text()
-    assert 'bot_detector_additions_total{reason="escalated"} 2' in text
+    assert 'bot_detector_additions_total{reason="escalated"} 3' in text
     log_label = str(log)
-    for answer, count in (('challenged', 600 + 40 + 600 + 900), ('throttled', 550), ('passed', 30 + 600), ('failed', 2)):
+    for answer, count in (('challenged', 600 + 40 + 600 + 900), ('throttled', 550 + 520), ('passed', 30 + 600 + 520), ('failed', 2)):
         assert 'bot_detector_last_run_answers{answer="%s",log="%s",window="current"} %d' % (answer, log_label, count) in text
     again = run_core(options(lists) + ['--now', now, '--answer-escalation', '500', '--threshold', '2000', log])     # once: already blocked
     assert again.returncode == 0 and b'escalated' not in again.stdout
-    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n'
+    assert lists.blocklist.read_bytes() == b'192.0.2.1\n203.0.113.5\n198.51.100.20\n203.0.113.8\n'
 
 
 def test_a_verified_crawlers_address_is_never_answered(lists):
@@ -318,3 +321,14 @@ def test_a_run_that_cannot_list_its_challenges_fails_before_any_append_in_check_
         assert b'Blocking' not in got.stdout and b'Challenging' not in got.stdout, got.stdout
     assert [path.read_bytes() if path.exists() else None for path in (lists.blocklist, lists.activity_log, lists.challenge)] == before
     assert not os.path.lexists(str(missing))
+
+
+def test_a_run_with_nothing_for_a_list_that_cannot_be_written_goes_on(lists, tmp_path):
+    """The lists' check is of a run that has a decision for them: one with none (or a follower
+    between such decisions) blocks on as before, a list out of reach or not."""
+    from test_campaigns import request, scraper
+    log = tmp_path / 'access.log'
+    log.write_text(scraper('192.0.2.30', 5) + request('192.0.2.31', '/job/1'))
+    got = run_core(options(lists) + ['--campaigns', '--now', '2026-11-21 10:50:00', '--challenge-list',
+                                     tmp_path / 'missing' / 'challenge.txt', log])
+    assert got.returncode == 0, got.stderr

@@ -40,7 +40,7 @@ def test_a_trap_hit_next_to_browsing_in_the_other_window_is_a_challenge(tmp_path
     result = detect(tmp_path, files, text, '--trap-path', TRAP, '--now', now)
     assert blocked(result) == [('192.0.2.30', 1)]
     # 1: the trap's own request, a job page's (it is under /jobs/); the behaviour, both hours'.
-    assert challenged(result) == [('192.0.2.32', 1, 'trap, 1 hits, browser behaviour: 8 assets, 4 referers')]
+    assert challenged(result) == [('192.0.2.32', 1, 'trap, 1 hits, browser behaviour: 8 assets, 4 referers over both hours')]
 
 
 def test_a_shared_address_over_the_threshold_keeps_its_browser_behaviour_across_the_hour(tmp_path, files):
@@ -104,3 +104,82 @@ def test_an_ipv4_mapped_client_counts_towards_its_ipv4_network(tmp_path, files):
     got = detect(tmp_path, files, mapped, '--check')
     assert [entry[:2] for entry in challenged(expected)] == [('203.0.113.0/24', 150)]
     assert challenged(got) == challenged(expected)
+
+
+def test_the_other_hour_never_takes_a_browsers_behaviour_away(tmp_path, files):
+    """200 pages without assets at 10:30, then 30 pages as a browser and a trap hit after 11:00:
+    over both hours no browser, in its own hour one; the other hour only adds people, so the
+    trap hit from it is at most a challenge, as the previous hour's pages (a behaviour verdict) are."""
+    text = (scraper('192.0.2.50', 200, minute=30, hour=PREVIOUS) + browsing('192.0.2.50', 30, CURRENT, minute=1)
+            + request('192.0.2.50', TRAP + '7', 20, 5, hour=CURRENT))
+    result = detect(tmp_path, files, text, '--trap-path', TRAP, '--now', '2026-11-21 11:40:00')
+    assert blocked(result) == []
+    assert [entry[0] for entry in challenged(result)] == ['192.0.2.50']      # a key once a run
+
+
+def test_the_sliding_hour_judges_behaviour_by_the_hours_own_lines(tmp_path, files):
+    """The sliding estimate holds part of the previous hour: behaviour is judged by the two hours'
+    own lines added up once (1200 pages, 600 assets, 1000 referers: a browser), not by them plus
+    that part again (about 1380 pages: no longer one)."""
+    text = scraper('192.0.2.150', 200, minute=30, hour=PREVIOUS)
+    for i in range(1000):
+        page = '/job/%d' % (i * 7)
+        text += request('192.0.2.150', page, 1 + i % 30, i % 60, SITE + '/jobs/?q=cook', hour=CURRENT)
+        if i % 5 < 3:
+            text += request('192.0.2.150', '/static/app.css', 1 + i % 30, i % 60, SITE + page, hour=CURRENT)
+    result = detect(tmp_path, files, text, '--sliding-hour', '--now', '2026-11-21 11:05:00')
+    assert blocked(result) == [] and spared(result) == ['192.0.2.150']
+
+
+def test_a_host_that_saw_an_address_browse_in_the_other_hour_spares_the_fleets_sum_of_it(tmp_path, files):
+    """No line of it in this hour here, people from it in the last one; the fleet's sum in this
+    hour crosses the threshold: answered as this host's own count would be (the fleet's records
+    handed to the decision step as a fleet run hands them)."""
+    import calendar
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.choice import rules_for
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import decide_and_append
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading.tally import WindowCounts
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting.result import Result
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+    settings = Settings(blocklist=str(files.blocklist), exclusions_file=str(files.exclusions), activity_log=str(files.activity_log),
+                        server_ips=['10.0.0.5'], campaigns=True)
+    rules = rules_for(settings)
+    windows = hour_windows(calendar.timegm((2026, 11, 21, 11, 40, 0)))
+    previous = rules.line_filter
+    from collections import Counter
+    counters = [Counter(), Counter()]
+    lines = browsing('192.0.2.90', 40, PREVIOUS).encode().split(b'\n')[:-1]
+    previous.count_into(lines, counters[0])
+    counts = WindowCounts(windows, counters)
+    counts.fleet_records = {windows[1].stamp: [(1500, b'192.0.2.90'), (1200, b'192.0.2.91')]}
+    result = Result(check_mode=True)
+    decide_and_append(result, settings, rules, counts, [b'10.0.0.5'], expire_bans=False)
+    assert result.appended == [b'192.0.2.91']       # no line of it here: the fleet's block
+    assert any(line.startswith('IP address 192.0.2.90 behaves as a browser and will not be blocked (1500 requests')
+               for line in result.messages), result.messages
+
+
+def test_a_decision_after_a_ranking_outside_a_step_decides_the_lines_counted_since(tmp_path, files):
+    """A follower's metrics rank its live counts between two decision steps; the counts grow; the
+    next step decides on them as they are now (it kept nothing of that ranking)."""
+    import calendar
+    from collections import Counter
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base.clock import hour_windows
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.choice import rules_for
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.run import decide_and_append
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading.tally import WindowCounts
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reporting.result import Result
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+    settings = Settings(blocklist=str(files.blocklist), exclusions_file=str(files.exclusions), activity_log=str(files.activity_log),
+                        server_ips=['10.0.0.5'], campaigns=True)
+    rules = rules_for(settings)
+    windows = hour_windows(calendar.timegm((2026, 11, 21, 11, 40, 0)))
+    previous, current = Counter(), Counter({b'192.0.2.70': 10})
+    for counter in (previous, current):
+        rules.examined(counter, [b'10.0.0.5'], 1)        # the metrics' ranking (follower_state.write_metrics)
+    current[b'192.0.2.70'] += 1490
+    result = Result(check_mode=True)
+    decide_and_append(result, settings, rules, WindowCounts(windows, [previous, current]), [b'10.0.0.5'], expire_bans=False,
+                      records_under=False)
+    assert result.appended == [b'192.0.2.70']

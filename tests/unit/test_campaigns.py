@@ -170,6 +170,8 @@ def test_with_job_prefixes_a_referer_may_hold_a_browsers_assets_count(tmp_path, 
     ('jobs/x', b'is not a request path'),
     ('/trap\nx', b'is not a request path'),      # on no line: it would never match
     ('/trap\tx', b'is not a request path'),
+    ('/trap\x01x', b'is not a request path'),
+    ('/trap\x7fx', b'is not a request path'),
 ])
 def test_trap_paths_that_match_every_page_are_refused(tmp_path, files, path, fragment):
     log = tmp_path / 'access.log'
@@ -213,6 +215,7 @@ def test_the_sliding_hour_adds_the_previous_hours_share_still_inside(tmp_path, f
                                            '--answer-dir', tmp_path / 'answers', log]).stdout)
     assert [(e['address'], e['count']) for e in profile['blocked']] == [('192.0.2.50', 1989)]
     assert profile['answers']['challenge']['added'] == [] and not (tmp_path / 'challenge.txt').exists()
+    assert profile['challenged'] == []
 
 
 @pytest.mark.parametrize('night', ['25/Oct/2026', '24/Oct/2026'])
@@ -372,7 +375,7 @@ def test_a_windows_counts_split_by_kind_as_each_key_alone_is():
     without the keys too short to cut by bytes (b'' and a tab alone), and a kind no signal has."""
     import random
     from collections import Counter
-    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.campaigns import split
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading.signals import split
     rng = random.Random(45)
     pieces = [b'\ta', b'\tr', b'\tt', b'\tw', b'\tz', b'10.0.0.5', b'2001:db8::1', b'/17', b'1', b' ', b'\xff']
     for case in range(200):

@@ -96,3 +96,21 @@ def test_answer_list_entries_expire_while_following_without_a_ban_time(tmp_path)
         wait_for(lambda: (files.base / 'challenge.txt').read_bytes() == b'203.0.113.21\n', 30, 'expiry')
     assert b'203.0.113.20 removed from the challenge list (expired' in files.read('activity_log')
     assert sorted((tmp_path / 'answers' / 'challenge').iterdir()) and len(list((tmp_path / 'answers' / 'challenge').iterdir())) == 1
+
+
+def test_a_followers_state_keeps_the_challenges_not_passed_yet_across_a_restart():
+    """A client challenged 60 times before a restart passes 60 after it: its count goes back to 0,
+    as in one process; its 60 passes take nothing off a throttled one's count (a pass cookie replayed)."""
+    import json
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading.answered import Followed
+    stamp = b'21/Nov/2026:10'
+    before = Followed([stamp], ['GET /job/'], ESCALATION)
+    text = answered('203.0.113.5', 60, 428) + answered('198.51.100.20', 60, 429)
+    before.chunk(text, len(text))
+    saved = json.loads(json.dumps(before.saved()))
+    after = Followed([stamp], ['GET /job/'], ESCALATION)
+    after.resume(saved)
+    passes = (answered('203.0.113.5', 60, 303, path='/.bot-detector/pass?to=%2Fjob%2F1')
+              + answered('198.51.100.20', 60, 303, path='/.bot-detector/pass?to=%2Fjob%2F1'))
+    after.chunk(passes, len(passes))
+    assert after.keys[stamp][b'203.0.113.5'] == 0 and after.keys[stamp][b'198.51.100.20'] == 60

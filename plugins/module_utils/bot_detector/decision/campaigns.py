@@ -30,10 +30,10 @@ import socket
 import time
 from collections import Counter
 from itertools import compress, repeat
-from operator import add, ge, itemgetter, methodcaller, not_
+from operator import add, ge, itemgetter, methodcaller
 
 from ..base.clock import window_start
-from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilter
+from ..reading.signals import ASSET, REFERRED, TRAP, WALK, CampaignFilter, split
 from ..reading.spill import parts
 from ..reading.tally import whole
 from ..values.answer_settings import answer_for
@@ -81,31 +81,6 @@ def summed(counts):
     return total
 
 
-def split(counter):
-    """(Counter of the address keys, {signal: {address: count}}) of one window's counts: by
-    C-level passes over each part's keys (tens of thousands a window), its parts disjoint."""
-    addresses, signals = Counter(), dict((signal, {}) for signal in (ASSET, REFERRED, TRAP, WALK))
-    for part in parts(counter):
-        keys = list(part)
-        # By each key's first and second bytes, integers (no new objects); by slices when a key is
-        # too short for that (b'', or the signal's byte alone: never in a real count).
-        short = b'' in part or SIGNAL in part
-        marked = list(map(bytes.startswith, keys, repeat(SIGNAL)) if short else map(_TAB, map(itemgetter(0), keys)))
-        dict.update(addresses, zip(compress(keys, map(not_, marked)), compress(part.values(), map(not_, marked))))
-        if not any(marked):
-            continue
-        keys, counts = list(compress(keys, marked)), list(compress(part.values(), marked))
-        kinds = list(map(itemgetter(slice(0, 2) if short else 1), keys))
-        for kind in set(kinds):
-            mine = list(map(kind.__eq__, kinds))
-            dict.update(signals.setdefault(kind if short else SIGNAL + bytes(bytearray([kind])), {}),
-                        zip(map(itemgetter(slice(2, None)), compress(keys, mine)), compress(counts, mine)))
-    return addresses, signals
-
-
-_TAB = SIGNAL[0].__eq__      # a key's first byte is the signal's
-
-
 def sliding(previous, current, weight):
     """HAProxy's http_req_rate estimate of the last 60 minutes per key: the current hour's
     count plus the previous hour's weighted by ``weight``, the share of that hour still inside
@@ -141,7 +116,7 @@ class Campaigns:
         self.as_addresses = settings.campaign_as_addresses
         self.walk_ids = settings.campaign_walk_ids
         self.splits = []        # [(counter, split(counter))] of the windows ranked last (CampaignRules.examined)
-        self.seen = None        # (view, its browsers, its walkers): once for the windows of a decision step
+        self.seen = None        # (view, its browsers, the step's, their walkers): once for a decision step
         self.hosting = frozenset(settings.hosting_asns or ())
         self.hosting_divisor = settings.campaign_hosting_divisor
         self.database = None
@@ -183,19 +158,43 @@ class Campaigns:
         full = [parts for parts in found if parts[0] or any(parts[1].values())] or found[-1:]
         if len(full) == 1:
             return full[0]
-        return (summed([parts[0] for parts in full]),
+        view = (summed([parts[0] for parts in full]),
                 dict((kind, summed([parts[1][kind] for parts in full])) for kind in (ASSET, REFERRED, TRAP, WALK)))
+        # Every browser of the step (the view's, each window's own): its walkers worked out once.
+        browsers = browsers_of(*view)
+        everyone = browsers.union(*(browsers_of(*parts) for parts in full))
+        self.seen = (view[0], browsers, everyone, self.walkers(everyone, view[1][WALK]))
+        return view
 
     def step_done(self):
-        """Let go of what a decision step held for its windows (a follower's next step counts anew)."""
+        """Let go of what was held for a step's windows: their counts grow (a follower's) before the next."""
         self.splits, self.seen = [], None
 
-    def browsers_and_walkers(self, seen, seen_signals):
-        """(browsers, walkers) of a behaviour view: worked out once for the windows judged by it."""
+    def browsers_and_walkers(self, addresses, signals, view):
+        """(browsers, walkers) of a window (``addresses``, ``signals``) judged with the behaviour ``view``:
+        a browser in the window alone or in the view (the view's part once a step): another window adds people, takes none."""
+        seen, seen_signals = view
         if self.seen is None or self.seen[0] is not seen:
             browsers = browsers_of(seen, seen_signals)
-            self.seen = (seen, browsers, self.walkers(browsers, seen_signals[WALK]))
-        return self.seen[1:]
+            self.seen = (seen, browsers, browsers, self.walkers(browsers, seen_signals[WALK]))
+        dummy, browsers, everyone, walkers = self.seen
+        if seen is addresses:
+            return browsers, walkers
+        browsers = browsers | browsers_of(addresses, signals)
+        walkers = dict((address, why) for address, why in walkers.items() if address in browsers)
+        if not browsers <= everyone:        # a window judged on other counts (a sliding estimate): its own
+            walkers.update(self.walkers(browsers - everyone, seen_signals[WALK]))
+        return browsers, walkers
+
+    def behaviour_in(self, address, count, signals, view):
+        """behaviour() of ``address`` in its window (``count``, ``signals``), or where that shows no
+        browser, over the behaviour ``view`` (said so: 'over both hours')."""
+        browser, shown = self.behaviour(address, count, signals)
+        seen, seen_signals = view
+        if browser or seen_signals is signals:      # a browser here, or judged by this window alone
+            return browser, shown
+        browser, both = self.behaviour(address, seen.get(address, 0), seen_signals)
+        return (True, both + ' over both hours') if browser else (False, shown)
 
     def _shared(self, address, count, shown, walkers):
         """The decision on an address with browser behaviour at or over the threshold: a challenge
@@ -215,9 +214,9 @@ class Campaigns:
         decisions, [Decision]. Behaviour is judged by ``view`` (behaviour_view: the decision
         step's windows together), else by this window's counts."""
         addresses, signals = self.split_of(counter)
-        if not addresses and not signals[TRAP]:
-            return {}, []       # a window without a line counted: nothing to decide (its fleet records are the fleet's)
-        seen, seen_signals = view if view is not None else (addresses, signals)
+        if not addresses and not signals[TRAP] and not fleet_records:
+            return {}, []       # a window without a line counted: nothing to decide
+        view = view if view is not None else (addresses, signals)
         is_server = server_test(server_ips)
         keys = list(addresses)
         numbers = dict(zip(keys, map(address_number, keys)))     # each address parsed once: thousands a window
@@ -227,25 +226,26 @@ class Campaigns:
             if address in numbers:
                 return address not in servers
             return is_server is None or not is_server(count, address)
-        browsers, walkers = self.browsers_and_walkers(seen, seen_signals)
+        browsers, walkers = self.browsers_and_walkers(addresses, signals, view)
         ranked = {}
         for count, address in records:
             if count < self.threshold:
                 continue
-            browser, shown = self.behaviour(address, count if seen is addresses else seen.get(address, count), seen_signals)
+            browser, shown = self.behaviour_in(address, count, signals, view)
             if not browser:
                 ranked[address] = self.decision('address', address, count, 'address, no browser behaviour: %s' % shown)
             else:
                 ranked[address] = self._shared(address, count, shown, walkers)
         for count, address in fleet_records:
-            if address not in ranked and count >= self.threshold and seen.get(address) and address in browsers:
-                ranked[address] = self._shared(address, count, self.behaviour(address, seen[address], seen_signals)[1], walkers)
+            if address not in ranked and count >= self.threshold and address in browsers:
+                ranked[address] = self._shared(address, count, self.behaviour_in(address, addresses.get(address, 0), signals, view)[1],
+                                               walkers)
         others = []
         for address, hits in sorted(signals[TRAP].items()):
             count = addresses.get(address, 0)
             if address in ranked or not mine(address, count) or (numbers[address] if address in numbers else address_number(address)) is None:
                 continue
-            browser, shown = self.behaviour(address, count if seen is addresses else seen.get(address, 0), seen_signals)
+            browser, shown = self.behaviour_in(address, count, signals, view)
             others.append(self.decision('trap', address, count, 'trap, %d hits, %s%s' % (
                 hits, 'browser behaviour: ' if browser else 'no browser behaviour: ', shown), people=browser))
         trapped = set(decision.key for decision in others)
@@ -253,7 +253,7 @@ class Campaigns:
             if ((address not in browsers or address in walkers) and address not in ranked and address not in trapped
                     and address not in servers and numbers[address] is not None):
                 others.append(self.decision('behaviour', address, count, 'address, %s: %s' % (
-                    walkers.get(address, 'no browser behaviour'), self.behaviour(address, seen.get(address, count), seen_signals)[1]),
+                    walkers.get(address, 'no browser behaviour'), self.behaviour_in(address, count, signals, view)[1]),
                     people=address in browsers))
         # An address over the threshold is decided on its own: left out of its network's and AS's
         # sums. A trap hit counts towards them (one flags its address and its network's verdict).

@@ -42,10 +42,10 @@ import time
 
 from ..base import messages
 from ..base.clock import stamp_holds_another_hour
-from ..reading.signals import WALK
+from ..reading.signals import WALK, split
 from ..reading.tally import whole
 from ..values.answer_settings import CHALLENGE
-from .campaigns import address_number, browsers_of, shifts_of, split
+from .campaigns import address_number, browsers_of, shifts_of
 from .fleet_answers import HELD_PER_WINDOW, READ_PER_PUSH, SUM_DIGITS
 from .fleet_identity import StoreDown
 from .fleet_store import KEEP_AFTER, SCRIPT_HEAD, SCRIPT_TAIL, Store

@@ -12,8 +12,9 @@ import os
 
 from ..base.errors import BotDetectorError
 from ..base.messages import ANSWERING, ANSWERS_UNLISTED
-from ..base.text import printable, to_text
-from ..values.answer_settings import ANSWERS, VERBS
+from ..base.text import printable, to_bytes, to_text
+from ..decision.rules import BLOCK
+from ..values.answer_settings import ANSWERS, VERBS, answer_for
 
 __metaclass__ = type
 
@@ -88,6 +89,32 @@ def answers_writable(settings):
     problem = creation_problem(probe) if os.path.isdir(probe) else os.strerror(errno.ENOTDIR)
     if problem:
         raise BotDetectorError('cannot create %s: %s' % (settings.answer_dir, problem))
+
+
+def lists_due(settings, ranked):
+    """Whether a step's decisions (``ranked``: [(window, records, fleet records, (judged, others))])
+    hold one for an answer list: one answered softer than a block, or a record over the threshold
+    with a softer ``answer_address``."""
+    softer_address = answer_for(settings, 'address') != BLOCK
+    for window, records, fleet_records, (judged, others) in ranked:
+        if any(decision.answer not in (BLOCK, None) for decision in list(judged.values()) + list(others)):
+            return True
+        if softer_address and any(count >= settings.threshold for count, key in records + fleet_records):
+            return True
+    return False
+
+
+def softer_decisions(settings, softer, filed, blocked=()):
+    """{answer: [(key, reason)]}: the address rule's ``softer`` decisions (answered by
+    ``answer_address``), none that the run ``blocked`` (a window's block over another window's),
+    and those the campaign profile ``filed`` (Result.softer, which drop_softer keeps apart from
+    the blocked), each key once."""
+    blocked = set(blocked)
+    decisions = {answer_for(settings, 'address'): [decision for decision in softer if decision[0] not in blocked]} if softer else {}
+    for kind, entries in (filed or {}).items():
+        decisions.setdefault(kind, []).extend(
+            (to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason'])) for entry in entries)
+    return decisions
 
 
 def escalate(settings, found, block):

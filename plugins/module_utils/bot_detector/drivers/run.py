@@ -219,16 +219,19 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     at_least = None if records_under else settings.threshold
     fleet = getattr(counts, 'fleet_records', {})        # with a fleet store: per window, the fleet's own records
     windows = list(counts)
+    campaigns = getattr(rules, 'campaigns', None)
+    if campaigns:
+        campaigns.step_done()       # what a ranking outside a step kept (a follower's metrics) is of counts since grown
+    # Behaviour is judged by the windows' own counts, added up (a sliding estimate holds part of the previous hour).
+    view = campaigns.behaviour_view([whole(counter) for window, counter in windows]) if campaigns else None
     if getattr(settings, 'sliding_hour', False):
         from ..decision.campaigns import sliding, sliding_weight    # the sliding hour only
         # The repeated hour of a DST night is both windows' stamp, the same lines: counted once.
         weight = 0 if windows[0][0].stamp == windows[-1][0].stamp else sliding_weight(now)
         windows[-1] = (windows[-1][0], sliding(whole(windows[0][1]), whole(windows[-1][1]), weight))
-    campaigns = getattr(rules, 'campaigns', None)
     result.softer = {} if campaigns is not None and result.softer is None else result.softer
     examined = [(window, rules.examined(counter, server_ips, settings.top, at_least)) for window, counter in windows]
     wholes = [whole(counter) for window, counter in windows] if campaigns else ()
-    view = campaigns.behaviour_view(wholes) if campaigns else None
     ranked = []
     for at, (window, records) in enumerate(examined):
         fleet_records = fleet_beside(records, fleet.get(window.stamp, ()), settings.threshold)
@@ -240,12 +243,13 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
         ranked.append((window, records, fleet_records, judged))
     if campaigns:
         campaigns.step_done()
+    if settings.throttle_list or settings.challenge_list:
+        from .answers import answers_writable, lists_due      # with an answer list only
+        if lists_due(settings, ranked):
+            answers_writable(settings)      # before any change (an expiry, the blocklist's appends): a run fails on it, nothing written
     writer, lists = _locked_lists(settings, rules, result, result.check_mode, expire_bans=expire_bans)
     softer = []
     try:
-        if settings.throttle_list or settings.challenge_list:
-            from .answers import answers_writable      # with an answer list only
-            answers_writable(settings)      # before the blocklist's appends: a run fails on it with nothing written
         for window, records, fleet_records, (judged, others) in ranked:
             result.say(window.heading)
             result.window(window, records + fleet_records)
@@ -274,7 +278,12 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
                 elif verdict == BLOCK:      # not to the blocklist: a list of its own
                     result.answer(decision.answer, dict(entry, reason=decision.reason))
             writer.block_all(batch)
-        decisions = _softer_decisions(settings, softer, result.softer, result.appended)
+        if result.softer and result.appended:
+            result.drop_softer(result.appended)
+        decisions = {}
+        if softer or result.softer:
+            from .answers import softer_decisions      # softer decisions only
+            decisions = softer_decisions(settings, softer, result.softer, result.appended)
         lists_due = expire_bans or getattr(result, 'answered', None) is not None     # a follower: an expiry, or a key to escalate
         if decisions or (lists_due and (settings.throttle_list or settings.challenge_list)):
             from .answers import answer_decisions     # with softer decisions or an answer list only
@@ -283,19 +292,6 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
             after()
     finally:
         writer.unlock()
-
-
-def _softer_decisions(settings, softer, filed, blocked=()):
-    """{answer: [(key, reason)]}: the address rule's ``softer`` decisions (answered by
-    ``answer_address``) and those the campaign profile ``filed`` (Result.softer), each key once,
-    none that the run ``blocked`` (a window's block over another window's challenge)."""
-    blocked = set(blocked)
-    decisions = {answer_for(settings, 'address'): [decision for decision in softer if decision[0] not in blocked]} if softer else {}
-    for kind, entries in (filed or {}).items():
-        found = [(to_bytes(entry['address']), 'RPH=%d, %s' % (entry['count'], entry['reason'])) for entry in entries]
-        decisions.setdefault(kind, []).extend(found if blocked.isdisjoint(key for key, dummy in found) else
-                                              [decision for decision in found if decision[0] not in blocked])
-    return decisions
 
 
 def fleet_beside(records, fleet_records, threshold):
@@ -372,8 +368,8 @@ def apply(settings, decisions, check_mode=False, emit=None, resolver=None):
                 _act(result, writer, lists, lists.verdict(key), key, entry, note, batch)
             writer.block_all(batch)
             if result.softer:
-                from .answers import answer_decisions     # with challenge decisions only
-                answer_decisions(result, settings, _softer_decisions(settings, [], result.softer))
+                from .answers import answer_decisions, softer_decisions     # with challenge decisions only
+                answer_decisions(result, settings, softer_decisions(settings, [], result.softer))
         finally:
             writer.unlock()
         result.rules = rules.name

@@ -40,6 +40,7 @@ class Answered:
         self.stamps = list(stamps)
         self.totals = dict((stamp, dict((answer, 0) for answer in ANSWERS)) for stamp in self.stamps)
         self.keys = dict((stamp, Counter()) for stamp in self.stamps)
+        self.open = dict((stamp, Counter()) for stamp in self.stamps)      # per client: challenged, not passed since
         self.prefixes = tuple(b'"' + prefix.encode('utf-8') for prefix in job_prefixes)
 
     def totals_by_window(self):
@@ -62,7 +63,10 @@ class Answered:
                     self.totals[stamp][answer] += 1
                     request = line[line.find(b'"'):]
                     if request.startswith(self.prefixes):
-                        self.keys[stamp][line.split(b' ', 1)[0]] += 1
+                        client = line.split(b' ', 1)[0]
+                        self.keys[stamp][client] += 1
+                        if answer == 'challenged':
+                            self.open[stamp][client] += 1
                 position = buf.find(marker, position + len(marker), limit)
         position = buf.find(PASS, 0, limit)
         while position != -1:
@@ -72,9 +76,13 @@ class Answered:
                 status = line[line.find(b'" ', line.find(PASS) + len(PASS)) + 2:][:3]
                 if status == b'303':
                     self.totals[stamp]['passed'] += 1
-                    # A challenge passed is one its client no longer fails: a NAT address's people each get
-                    # one 428 and pass, hundreds an hour; a scraper without JavaScript never passes.
-                    self.keys[stamp][line.split(b' ', 1)[0]] -= 1
+                    # A challenge passed is one its client no longer fails (a NAT address's people each get one
+                    # 428 and pass, hundreds an hour; a scraper without JavaScript never passes): as many as it
+                    # was challenged at most (a pass cookie replayed takes no throttled request off).
+                    client = line.split(b' ', 1)[0]
+                    if self.open[stamp][client] > 0:
+                        self.open[stamp][client] -= 1
+                        self.keys[stamp][client] -= 1
                 elif status == b'403':
                     self.totals[stamp]['failed'] += 1
             position = buf.find(PASS, position + len(PASS), limit)
@@ -125,26 +133,28 @@ class Followed(Answered):
         self.grown, self.lists = False, None     # counts added since the last look; the lists' stat then
 
     def move(self, stamps):
-        old_totals, old_keys = self.totals, self.keys
+        old_totals, old_keys, old_open = self.totals, self.keys, self.open
         self.stamps = list(stamps)
         self.totals = dict((stamp, old_totals.get(stamp) or dict((answer, 0) for answer in ANSWERS)) for stamp in self.stamps)
         self.keys = dict((stamp, old_keys.get(stamp) or Counter()) for stamp in self.stamps)
+        self.open = dict((stamp, old_open.get(stamp) or Counter()) for stamp in self.stamps)
         self.seen = set(item for item in self.seen if item[0] in self.keys)
 
     def saved(self):
-        """The per-client counts, JSON: {stamp: {key: count}} (latin-1: any byte)."""
-        return dict((stamp.decode('latin-1'), dict((key.decode('latin-1'), count) for key, count in keys.items()))
-                    for stamp, keys in self.keys.items() if keys)
+        """The per-client counts, JSON: {stamp: {key: count}} (latin-1: any byte), and under OPEN
+        the challenges not passed yet, likewise."""
+        found = _jsonable(self.keys)
+        if any(self.open.values()):
+            found[OPEN] = _jsonable(self.open)
+        return found
 
     def resume(self, saved):
         """The counts of ``saved`` (a state's, perhaps damaged or older: what is not
         {stamp: {key: count}} is left out) for the stamps in play."""
         self.grown = True
-        for stamp, keys in (saved.items() if isinstance(saved, dict) else ()):
-            counter = self.keys.get(stamp.encode('latin-1', 'replace'))
-            if counter is not None and isinstance(keys, dict):
-                counter.update(dict((key.encode('latin-1', 'replace'), count) for key, count in keys.items()
-                                    if isinstance(count, int) and not isinstance(count, bool) and count > 0))
+        saved = saved if isinstance(saved, dict) else {}
+        _resume(self.keys, dict((stamp, keys) for stamp, keys in saved.items() if stamp != OPEN))
+        _resume(self.open, saved.get(OPEN))
 
     def read_range(self, fd, start, end):
         self.grown = self.grown or end > start
@@ -169,6 +179,22 @@ class Followed(Answered):
         view = Answered((), ())
         view.stamps, view.keys = windows, self.keys
         return view
+
+
+OPEN = 'open'       # a follower state's key for the challenges not passed yet (no hour stamp is it)
+
+
+def _jsonable(counts):
+    return dict((stamp.decode('latin-1'), dict((key.decode('latin-1'), count) for key, count in keys.items() if count))
+                for stamp, keys in counts.items() if any(keys.values()))
+
+
+def _resume(counts, saved):
+    for stamp, keys in (saved.items() if isinstance(saved, dict) else ()):
+        counter = counts.get(stamp.encode('latin-1', 'replace'))
+        if counter is not None and isinstance(keys, dict):
+            counter.update(dict((key.encode('latin-1', 'replace'), count) for key, count in keys.items()
+                                if isinstance(count, int) and not isinstance(count, bool) and count > 0))
 
 
 def answered(logs, stamps, job_prefixes):

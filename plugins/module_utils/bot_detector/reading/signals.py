@@ -23,7 +23,8 @@ signal; a state file holds keys apart by spaces):
   campaigns.py: ``campaign_walk_ids``).
 
 Networks and the distinct addresses of a network are not counted here: they are sums over
-the address keys (decision/campaigns.py), so the one pass holds one key an address.
+the address keys (decision/campaigns.py), so the one pass holds one key an address. ``split``
+takes a window's counts apart again, into the address keys and each signal's.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,7 +32,9 @@ from __future__ import absolute_import, division, print_function
 import re
 from collections import Counter
 from itertools import compress, repeat
-from operator import itemgetter, methodcaller
+from operator import itemgetter, methodcaller, not_
+
+from .spill import parts
 
 __metaclass__ = type
 
@@ -189,3 +192,28 @@ def first_fields(lines):
     if keys and (b'\t' in b''.join(keys) or not min(map(len, keys))):
         return [match.group(0) if match else b'' for match in map(_FIELD.search, lines)]
     return keys
+
+
+def split(counter):
+    """(Counter of the address keys, {signal: {address: count}}) of one window's counts: by
+    C-level passes over each part's keys (tens of thousands a window), its parts disjoint."""
+    addresses, signals = Counter(), dict((signal, {}) for signal in (ASSET, REFERRED, TRAP, WALK))
+    for part in parts(counter):
+        keys = list(part)
+        # By each key's first and second bytes, integers (no new objects); by slices when a key is
+        # too short for that (b'', or the signal's byte alone: never in a real count).
+        short = b'' in part or SIGNAL in part
+        marked = list(map(bytes.startswith, keys, repeat(SIGNAL)) if short else map(_TAB, map(itemgetter(0), keys)))
+        dict.update(addresses, zip(compress(keys, map(not_, marked)), compress(part.values(), map(not_, marked))))
+        if not any(marked):
+            continue
+        keys, counts = list(compress(keys, marked)), list(compress(part.values(), marked))
+        kinds = list(map(itemgetter(slice(0, 2) if short else 1), keys))
+        for kind in set(kinds):
+            mine = list(map(kind.__eq__, kinds))
+            dict.update(signals.setdefault(kind if short else SIGNAL + bytes(bytearray([kind])), {}),
+                        zip(map(itemgetter(slice(2, None)), compress(keys, mine)), compress(counts, mine)))
+    return addresses, signals
+
+
+_TAB = SIGNAL[0].__eq__      # a key's first byte is the signal's

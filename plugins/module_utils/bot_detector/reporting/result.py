@@ -94,6 +94,15 @@ class Result:
             filed.add(entry['address'])
             found.append(entry)
 
+
+    def drop_softer(self, keys):
+        """Take ``keys`` (bytes: those the run blocked) off the softer decisions filed: a key is on
+        one list (a window's block over another window's challenge)."""
+        keys = set(map(to_text, keys))
+        for answer, entries in (self.softer or {}).items():
+            if not keys.isdisjoint(self._softer_keys.get(answer, ())):
+                self.softer[answer] = [entry for entry in entries if entry['address'] not in keys]
+                self._softer_keys[answer].difference_update(keys)
     def window(self, window, records):
         self.windows.append({
             'name': window.name,

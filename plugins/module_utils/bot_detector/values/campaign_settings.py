@@ -107,7 +107,7 @@ def check_campaigns(settings):
         raise bad_option('hosting_asns: needs an AS database (asn_database) to tell which addresses are in them')
     pages = [prefix.split(' ', 1)[-1] for prefix in settings.job_prefixes]
     for path in settings.trap_paths or ():
-        if not path.startswith('/') or any(character.isspace() or character in '"\x00' for character in path):
+        if not path.startswith('/') or any(character.isspace() or not character.isprintable() or character == '"' for character in path):
             raise bad_option('trap_paths: %r is not a request path (it starts with / and holds no blank, control '
                              'character or quote)' % path)
         covered = [page for page in pages if page.startswith(path)]
