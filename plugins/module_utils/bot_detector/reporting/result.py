@@ -94,7 +94,6 @@ class Result:
             filed.add(entry['address'])
             found.append(entry)
 
-
     def drop_softer(self, keys):
         """Take ``keys`` (bytes: those the run blocked) off the softer decisions filed: a key is on
         one list (a window's block over another window's challenge)."""
@@ -103,6 +102,7 @@ class Result:
             if not keys.isdisjoint(self._softer_keys.get(answer, ())):
                 self.softer[answer] = [entry for entry in entries if entry['address'] not in keys]
                 self._softer_keys[answer].difference_update(keys)
+
     def window(self, window, records):
         self.windows.append({
             'name': window.name,
