@@ -284,8 +284,8 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
         if softer or result.softer:
             from .answers import softer_decisions      # softer decisions only
             decisions = softer_decisions(settings, softer, result.softer, result.appended)
-        lists_due = expire_bans or getattr(result, 'answered', None) is not None     # a follower: an expiry, or a key to escalate
-        if decisions or (lists_due and (settings.throttle_list or settings.challenge_list)):
+        lists_kept_up = expire_bans or getattr(result, 'answered', None) is not None     # a follower: an expiry, or a key to escalate
+        if decisions or (lists_kept_up and (settings.throttle_list or settings.challenge_list)):
             from .answers import answer_decisions     # with softer decisions or an answer list only
             answer_decisions(result, settings, decisions, _escalation(result, writer, lists, settings.threshold))
         if after is not None:
