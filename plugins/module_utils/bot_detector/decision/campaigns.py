@@ -33,13 +33,13 @@ from itertools import compress, repeat
 from operator import add, ge, itemgetter, methodcaller
 
 from ..base.clock import window_start
-from ..reading.signals import ASSET, REFERRED, TRAP, WALK, CampaignFilter, split
+from ..reading.signals import ASSET, REFERRED, SIGNAL, TRAP, WALK, CampaignFilter, split
 from ..reading.spill import parts
 from ..reading.tally import whole
 from ..values.answer_settings import answer_for
 from .never_blocked import never_blocked
 from .ranges import BITS, network_text
-from .rules import AppendedContent, SpecRules, SubstringLists, server_test
+from .rules import AppendedContent, SpecRules, SubstringLists, entries_at_least, server_test
 
 __metaclass__ = type
 
@@ -429,6 +429,10 @@ class CampaignRules(SpecRules):
 
     def examined(self, counter, server_ips, top, at_least=None, wanted=None):
         counter = whole(counter)        # a state's Prefix ranks signals too: read in full
+        if at_least is not None and wanted is None:     # a follower's step: the keys at or over it, no split of them all
+            found = entries_at_least(counter, at_least)
+            return super(CampaignRules, self).examined(Counter(dict(
+                (key, count) for key, count in found.items() if key[:1] != SIGNAL)), server_ips, top, at_least)
         addresses = self.campaigns.split_of(counter)[0]      # judge() of the same counts, next: split once
         if wanted is not None:
             addresses = Counter(dict((key, count) for key, count in addresses.items() if wanted(key)))

@@ -184,18 +184,18 @@ def top_records(counter, server_ips, top, at_least=None):
     first ``top`` of all are among the parts' first ``top``."""
     is_server = server_test(server_ips)
     if not spilled(counter):
-        return _top_of(_at_least(counter, at_least), is_server, top)
+        return _top_of(entries_at_least(counter, at_least), is_server, top)
     found = _top_of_summary(counter, is_server, top, at_least=at_least)
     if found is not None:
         return found
     found = []
     for part in parts(counter):
-        found.extend(_top_of(_at_least(part, at_least), is_server, top))
+        found.extend(_top_of(entries_at_least(part, at_least), is_server, top))
     found.sort(reverse=True)
     return found[:top]
 
 
-def _at_least(counter, floor):
+def entries_at_least(counter, floor):
     """The entries of ``counter`` with ``floor`` or more (C-level passes), or all of it."""
     if floor is None or floor <= 1:
         return counter

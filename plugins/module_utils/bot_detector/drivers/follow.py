@@ -5,7 +5,8 @@
 and decides, at most DECIDE_EVERY seconds after new lines were read, as a run at that
 instant would: the same counting (tally.read_log at its start, chunks.count_range on),
 the same decision step and appends (run.decide_and_append). It differs from a run only in
-when it calls them (and in keeping a window's ranking until its counts change: Rankings).
+when it calls them (and in keeping a window's ranking until its counts change: Rankings; with the
+campaign profile, in judging every key at a pace, its ranked records between: Judgements).
 
 - Reading: polling, POLL_IDLE seconds asleep while nothing grows, READ_BLOCK bytes of
   whole lines per log and round while busy. A rename (logrotate's default, a symlink
@@ -46,8 +47,8 @@ from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
 from .after_change import after_run
-from .follower_state import (Clock, Rankings, claim, files_stat, jsonable, key_of, leave, load, publish, save,
-                             saved_positions_valid)
+from .follower_state import (Clock, Judgements, OnceAnHour, Rankings, claim, files_stat, jsonable, key_of, leave, load, publish,
+                             save, saved_positions_valid)
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -55,6 +56,8 @@ __metaclass__ = type
 POLL_IDLE = 0.25        # seconds asleep when no log grew
 READ_BLOCK = 32 * 1024 * 1024   # bytes of whole lines read per log before the next decision check
 DECIDE_EVERY = 0.5      # seconds between decisions while lines arrive
+# The campaign profile's judgements (Judgements): seconds apart at least; share of the time at most; for a fleet's crossing.
+JUDGE_EVERY, JUDGE_SHARE, JUDGE_SHARE_NEWS = 2.0, 0.05, 0.25
 SAVE_EVERY = 5.0        # seconds between state saves (and metrics, status)
 EXPIRE_EVERY = 30.0     # seconds between expiries (ban_time set, or an answer list's answer_time)
 DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged before it is closed
@@ -89,6 +92,8 @@ class Follower:
         self.session.summaries = True   # it ranks twice a second: from a summary of the files, read once per spill
         self.state_dropped = self.state_unsaved = False
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
+        self.judgements = Judgements(bool(settings.campaigns), JUDGE_EVERY, JUDGE_SHARE, JUDGE_SHARE_NEWS)
+        self.step_warning = OnceAnHour(warn)
         self.read = [0, 0]              # bytes and lines read since the metrics were last written
         self.fleet = None       # with fleet_store: its pushes and crossings (fleet.Fleet), from run()
         self.fleet_reported = 0     # the fleet's decisions_received at the last metrics write
@@ -329,19 +334,23 @@ class Follower:
 
     # ---- deciding
 
-    def decide(self, now, expire, first=False):
-        """A run's decision step at ``now`` on the counts held; then, with enforcement, its
+    def decide(self, now, expire, first=False, judge=False):
+        """A run's decision step at ``now`` on the counts held (with the campaign profile, its
+        judgement only at the first, with ``judge``: Judgements); then, with enforcement, its
         sync, as after a run (at the start, and after each change to the blocklist)."""
         started = time.time()
-        result = Result(emit=None, on_warning=self.warn)
+        result = Result(emit=None, on_warning=self.step_warning)
         counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
         if self.fleet is not None:      # the fleet's sums of the addresses that crossed, over this host's own
             counts = self.fleet.overlay(counts)
         if self.answered is not None:       # the escalation's counts, when a key reached answer_escalation
             result.answered = self.answered.due([w.stamp for w in counts.windows], files_stat(
                 [path for path in (self.settings.throttle_list, self.settings.challenge_list) if path]))
-        decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False)
+        judge = first or judge or not self.judgements.active
+        decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False,
+                          judge=judge)
         self.decided_at = time.time()
+        self.judgements.done(judge, started, self.decided_at)
         self.decide_seconds = self.decided_at - started
         if self.settings.enforcement != 'none' and (first or result.changed):
             after_run(self.settings, result)
@@ -391,9 +400,11 @@ class Follower:
                 expire = self.expiring and wall - last_expiry >= EXPIRE_EVERY
                 due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)     # spilled: at most half the time
                 news = self.fleet is not None and self.fleet.fresh      # crossings learnt since the last decision
-                decided = due or moved or expire or lists_now != lists_seen or news
+                self.judgements.owed = self.judgements.owed or bool(read) or news
+                judge = moved or self.judgements.due(wall, news)
+                decided = due or moved or expire or lists_now != lists_seen or news or judge
                 if decided:
-                    self.decide(now, expire)
+                    self.decide(now, expire, judge=judge)
                     last_decision, pending, lists_seen = wall, False, self._lists_stat()
                     last_expiry = wall if expire else last_expiry
                 if self.fleet is not None:      # the counts handed to the store after the decision: a local block never waits
@@ -410,8 +421,8 @@ class Follower:
                     last_save = wall
                 if not read and not self.stop:
                     time.sleep(POLL_IDLE)
-            if sum(self._poll(source) for source in self.sources) or pending:     # what SIGTERM found written
-                self.decide(self.clock(), False)
+            if sum(self._poll(source) for source in self.sources) or pending or self.judgements.owed:     # what SIGTERM found written
+                self.decide(self.clock(), False, judge=True)
             self.save(self.clock())
             self.publish(self.clock(), sum(source.behind() for source in self.sources))
             leave(pid_path, self.status_path)       # stopped: nothing left in the lock directory

@@ -7,7 +7,8 @@
   each log's positions), then per hour stamp a line '@STAMP' and a line 'COUNT KEY' per
   address (keys are a log line's first field: no blank, no newline). Written to a
   temporary file, fsync'ed and renamed: positions and counts change together or not at all.
-- Its rankings (Rankings): each window's, kept until its counts change.
+- Its rankings (Rankings): each window's, kept until its counts change; with the campaign
+  profile, when it judges (Judgements); its decision steps' warnings (OnceAnHour).
 - The pid file in the lock directory, locked while the follower runs (one per set of logs;
   --status tells a running follower by it), and its status file beside it.
 """
@@ -78,6 +79,43 @@ class Rankings:
         if kept is None or kept[0] is not counter:
             kept = self._kept[key] = (counter, self.rules.examined(counter, server_ips, top, at_least))
         return list(kept[1])
+
+
+class Judgements:
+    """When a follower with the campaign profile judges all of its windows' keys (Campaigns.judge;
+    its steps in between decide its ranked records only: decision/between.py): once lines were
+    counted since the last judgement, or the fleet learnt a crossing (``owed``); ``every`` seconds
+    after it at the earliest and no more than a ``share`` of the time (a window of more keys takes
+    longer to judge); for a fleet's crossing at once, up to ``news_share`` of the time."""
+
+    def __init__(self, active, every, share, news_share):
+        self.active, self.every, self.share, self.news_share = active, every, share, news_share
+        self.at, self.seconds, self.owed = 0.0, 0.0, False
+
+    def due(self, wall, news=False):
+        wait = self.seconds / self.news_share if news else max(self.every, self.seconds / self.share)
+        return self.active and self.owed and wall - self.at >= wait
+
+    def done(self, judged, started, ended):
+        if judged:
+            self.at, self.seconds, self.owed = started, ended - started, False
+
+
+class OnceAnHour:
+    """``warn``, for a follower's decision steps (twice a second): a warning said again only an
+    hour after it was last said, its numbers aside (a count of decisions not listed, which grows)."""
+
+    AGAIN = 3600.0
+    NUMBERS = dict.fromkeys(range(ord('0'), ord('9') + 1))     # str.translate: taken out
+
+    def __init__(self, warn):
+        self.warn, self.said = warn, {}
+
+    def __call__(self, line):
+        key, now = line.translate(self.NUMBERS), time.time()
+        if now - self.said.get(key, now - self.AGAIN) >= self.AGAIN:
+            self.said[key] = now
+            self.warn(line)
 
 
 def key_of(logs):

@@ -204,7 +204,8 @@ def _detect(result, settings, logs, now, resolver, report_floor, session):
     result.say(EXECUTION_TIME % result.duration)
 
 
-def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=True, after=None, records_under=True, now=None):
+def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=True, after=None, records_under=True, now=None,
+                      judge=True):
     """The one decision step (rules 5.3.7 to 6), a run's and a follower's (follow.py): under
     the lock, the lists read (expired bans removed first, with ``expire_bans``), each
     window's ranked records judged, each block appended; then ``after()``, still under the
@@ -212,8 +213,9 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     old one, which costs a cold start or a re-read, never a count. Without
     ``records_under`` (a follower, which shows no record), the records under the threshold
     may be left out of the ranking: they get no verdict, and leaving them out changes none.
-    With the campaign profile (rules.campaigns), each window's other keys are judged too;
-    with ``sliding_hour``, the current window's counts are the sliding hour's at ``now``."""
+    With the campaign profile (rules.campaigns), each window's other keys are judged too (not
+    ``judge``: its ranked and fleet records only, decision/between.py); with ``sliding_hour``,
+    the current window's counts are the sliding hour's at ``now``."""
     # Ranked before the lock: the ranking reads no list, and the precise rules' crawler
     # verification (DNS, up to dns_budget seconds) must not hold the lock.
     at_least = None if records_under else settings.threshold
@@ -222,8 +224,8 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     campaigns = getattr(rules, 'campaigns', None)
     if campaigns:
         campaigns.step_done()       # what a ranking outside a step kept (a follower's metrics) is of counts since grown
-    # Behaviour is judged by the windows' own counts, added up (a sliding estimate holds part of the previous hour).
-    view = campaigns.behaviour_view([whole(counter) for window, counter in windows]) if campaigns else None
+    raw = [whole(counter) for window, counter in windows] if campaigns else ()     # behaviour: by the windows' own counts, added up
+    view = campaigns.behaviour_view(raw) if campaigns and judge else None
     if getattr(settings, 'sliding_hour', False):
         from ..decision.campaigns import sliding, sliding_weight    # the sliding hour only
         # The repeated hour of a DST night is both windows' stamp, the same lines: counted once.
@@ -235,8 +237,11 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     ranked = []
     for at, (window, records) in enumerate(examined):
         fleet_records = fleet_beside(records, fleet.get(window.stamp, ()), settings.threshold)
-        judged = campaigns.judge(wholes[at], records, server_ips, fleet_records, view) if campaigns else ({}, ())
-        if campaigns and getattr(counts, 'fleet_campaigns', {}).get(window.stamp):      # the fleet's, beside the host's own
+        judged = campaigns.judge(wholes[at], records, server_ips, fleet_records, view) if campaigns and judge else ({}, ())
+        if campaigns and not judge:
+            from ..decision.between import judge_ranked     # a follower's steps between judgements only
+            judged = judge_ranked(campaigns, wholes[at], records, fleet_records, raw)
+        if campaigns and judge and getattr(counts, 'fleet_campaigns', {}).get(window.stamp):      # the fleet's, beside the host's own
             from ..decision.fleet_campaigns import fleet_decisions      # a fleet store only
             judged = (judged[0], list(judged[1]) + fleet_decisions(campaigns, wholes[at], judged[1], counts.fleet_campaigns[
                 window.stamp], server_ips, settings.threshold))
