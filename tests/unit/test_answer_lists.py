@@ -128,6 +128,15 @@ def test_status_shows_the_answer_entries_and_their_expiry(lists):
     assert b'203.0.113.7  added ' in text
 
 
+def test_status_says_an_answer_entry_written_by_hand_as_the_blocklists_is_said(lists):
+    """An address an operator wrote into the challenge list with an editor: no addition line,
+    no reason (it said 'added by hand ()')."""
+    lists.challenge.write_bytes(b'203.0.113.9\n')
+    text = run_core(options(lists) + ['--status']).stdout.decode()
+    assert '203.0.113.9  added by hand or by other software (no addition in the activity log, or none since its last removal); ' \
+        'never expires\n' in text, text
+
+
 def test_entries_expire_after_answer_time_with_their_own_line(lists):
     settings = settings_of(lists, answer_time=3600)
     answers.answer(settings, 'throttle', [('203.0.113.7', 'campaign 7'), ('203.0.113.8', None)])

@@ -200,7 +200,7 @@ ANSWERING = '%s IP address: %s (%s)'
 ANSWER_REFUSED = '%s list: %s refused: %s'
 ANSWER_NOT_LISTED = 'IP address %s is not in the %s list.'
 STATUS_ANSWER_HEADING = '%s list %s: %d %s'
-STATUS_ANSWER_ENTRY = '%s  added %s (%s); %s'
+STATUS_ANSWER_ADDED = 'added %s (%s)'      # a throttle or challenge list's entry: its date and reason, as STATUS_ENTRY's
 
 
 def unanswering(kind, address, check_mode=False):

@@ -77,8 +77,9 @@ class Status:
                                                          'entry' if len(found['entries']) == 1 else 'entries'))
             for entry in found['entries']:
                 expires = 'never expires' if entry['expires'] is None else 'expires %s' % date_default_format(entry['expires'])
-                out.append(messages.STATUS_ANSWER_ENTRY % (entry['address'], entry['added'] or 'by hand', entry['reason'] or '',
-                                                           expires))
+                added = (messages.STATUS_ANSWER_ADDED % (entry['added'], entry['reason']) if entry['added']
+                         else messages.STATUS_ADDED['hand'])      # written into the list by an editor: no line of it, no reason
+                out.append(messages.STATUS_ENTRY % (entry['address'], added, expires))
         if self.enforcement_state is not None:
             out.append(messages.status_enforcement(self.enforcement_state, date_default_format))
         if self.fleet_store is not None:
