@@ -12,9 +12,10 @@ first listing, and how it was listed. The seekers' rows are what would be refuse
 CPU and peak memory per line of the command on the whole hour, with the profile and without
 (the per-address run), each run pinned to one CPU, GNU time, median of REPS; and the time and
 memory to open an ip2asn
-file of the size iptoasn.com publishes. Last, a follower (--follow) with the profile on the
-hour's last tenth, written at the hour's own pace: its CPU, this tree's and the previous
-release's (PREVIOUS, its core from git archive), beside a follower without the profile.
+file of the size iptoasn.com publishes. The profile's run beside a blocklist of 100,000 lines,
+this tree's and the previous release's (PREVIOUS, its core from git archive). Last, a follower
+(--follow) with the profile on the hour's last tenth, written at the hour's own pace: its CPU,
+this tree's and the previous release's, beside a follower without the profile.
 """
 import json
 import os
@@ -235,6 +236,35 @@ def asn_open():
                 max(rss) - empty['rss']))
 
 
+def large_blocklist(seed, entries=100000, reps=5):
+    """The profile's run on the hour beside a blocklist of ``entries`` lines (addresses of
+    172.16.0.0/12, none of the hour's), this tree's and PREVIOUS's: CPU, median of ``reps``."""
+    from startup_bench import core_at       # the previous release's core, from git archive
+    import random
+    out = hour_files(seed)
+    scratch = tempfile.mkdtemp(prefix='bd-campaign-blocklist-')
+    try:
+        listed = os.path.join(scratch, 'bl')
+        pick = random.Random(seed)
+        with open(listed, 'w') as handle:
+            handle.write(''.join('172.%d.%d.%d\n' % (pick.randint(16, 31), pick.randint(0, 255), pick.randint(1, 254))
+                                 for dummy in range(entries)))
+        open(os.path.join(scratch, 'ex'), 'w').close()
+        rows = []
+        for name, core in (('this tree', CORE), (PREVIOUS, core_at(PREVIOUS, scratch))):
+            argv = PIN + [PYTHON, core, '--blocklist', listed, '--exclusions', os.path.join(scratch, 'ex'), '--activity-log',
+                          os.path.join(scratch, 'al'), '--server-ip', SERVER_IP, '--now', NOW, '--check', '--campaigns',
+                          '--trap-path', job_board_hour.TRAP_PATH, '--asn-database', os.path.join(out, 'ip2asn.tsv'),
+                          os.path.join(out, 'access.log')]
+            rows.append('| %s | %.2f s |\n' % (name, statistics.median(measure(argv, ENV)['cpu'] for dummy in range(reps))))
+    finally:
+        shutil.rmtree(scratch)
+    return ('The profile\'s run on the hour of seed %d (`--check`, pinned) beside a blocklist of %d lines, none of the '
+            'hour\'s addresses, CPU, median of %d: the previous release looked for each of its 2,343 trap hits as a '
+            'substring of the blocklist, this tree as a word of it (a set of them, made once a run):\n\n'
+            '| core | CPU |\n|---|---|\n%s' % (seed, entries, reps, ''.join(rows)))
+
+
 def follower_cpu(core, log, scratch, profile=True):
     """A follower's CPU (share of one core) while the hour's last FOLLOW_TAIL of lines is written
     at the hour's pace, for FOLLOW_SECONDS, its clock started at that part's first line."""
@@ -308,6 +338,7 @@ def main():
                  % (SEEDS[0], lines, REPS, text))
     parts.append(asn_open())
     print(parts[-2] + parts[-1], flush=True)
+    parts.append(large_blocklist(SEEDS[0]))
     parts.append(followers(SEEDS[0]))
     print(parts[-1], flush=True)
     load = 'Load average at the end: %.2f.' % os.getloadavg()[0]

@@ -303,11 +303,24 @@ class SubstringLists:
 
     def __init__(self, blocklist, exclusions):
         self.blocklist, self.exclusions = blocklist, exclusions
+        self.words = None       # the blocklist's words, for decided()
 
     def verdict(self, key):
         """The verdict on a record at or over the threshold."""
         if key in self.blocklist:
             return ALREADY_BLOCKED
+        return self._unlisted(key)
+
+    def decided(self, key):
+        """The verdict on a key the campaign profile decided, not a ranked record: listed when it
+        is a word of the blocklist (a line, blanks and a comment aside), not inside one. The
+        reference's substring search spared a trap hit of 192.0.2.3 while 192.0.2.34 was listed,
+        and a campaign's thousands of them searched a blocklist of 100,000 lines for 1.5 s."""
+        if self.words is None:
+            self.words = set(bytes(self.blocklist).split())
+        return ALREADY_BLOCKED if key in self.words else self._unlisted(key)
+
+    def _unlisted(self, key):
         if key in self.exclusions:
             return ALLOW_LISTED
         mapped = mapped_ipv4(key)
@@ -326,6 +339,8 @@ class SubstringLists:
             # whole content at each one.
             self.blocklist = bytearray(self.blocklist)
         self.blocklist += b'\n' + key + b'\n'
+        if self.words is not None:
+            self.words.add(key)
 
 
 class AppendedContent(bytearray):

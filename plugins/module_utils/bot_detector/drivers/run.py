@@ -277,7 +277,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
             batch = []      # a campaign's thousands of trap hits: one append and one fsync per file
             for decision in others:
                 entry = {'address': to_text(decision.key), 'count': decision.count, 'window': window.name}
-                verdict = lists.verdict(decision.key) if b'/' not in decision.key else BLOCK
+                verdict = lists.decided(decision.key) if b'/' not in decision.key else BLOCK
                 if decision.answer == BLOCK or verdict in (ALLOW_LISTED, INVALID):
                     _act(result, writer, lists, verdict, decision.key, entry, decision.reason, batch)
                 elif verdict == BLOCK:      # not to the blocklist: a list of its own
