@@ -196,6 +196,26 @@ def test_an_as_is_named_by_its_first_row_read_when_a_decision_names_it(tmp_path)
     assert database.lookup_number(4, (10 << 24) + 256 + 9) == (64500, (4, (10 << 24) + 256, (10 << 24) + 511))
 
 
+def test_a_judgements_lookups_at_once_answer_as_one_at_a_time(tmp_path):
+    """lookup_numbers (a judgement's thousands of addresses at once) against lookup_number, on
+    every range's edges, between ranges, before the first and after the last, IPv4 and IPv6."""
+    import ipaddress
+    import random
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision import asn
+    database = asn.open_database(str(write_tsv(tmp_path / 'ip2asn.tsv')))
+    rng = random.Random(45)
+    pairs = [(4, 0), (4, 2 ** 32 - 1), (6, 1), (6, 2 ** 128 - 1)]
+    for first, last, number, name in ASES:
+        version = 6 if ':' in first else 4
+        low, high = (int(ipaddress.ip_address(text)) for text in (first, last))
+        pairs += [(version, low - 1), (version, low), (version, high), (version, high + 1)]
+        pairs += [(version, rng.randint(low, high)) for dummy in range(20)]
+    pairs += [(4, rng.randrange(2 ** 32)) for dummy in range(200)] + [(6, rng.randrange(2 ** 128)) for dummy in range(50)]
+    found = database.lookup_numbers(pairs + pairs[:10])
+    assert found == dict((pair, database.lookup_number(*pair)) for pair in pairs)
+    assert sum(1 for answer in found.values() if answer is not None) > 80
+
+
 @pytest.mark.parametrize('kind', sorted(DATABASES))
 @pytest.mark.parametrize('proxies', [5, 4])
 def test_a_hosting_as_is_judged_on_its_lowered_thresholds(tmp_path, files, kind, proxies):

@@ -409,7 +409,8 @@ def test_the_blocklists_content_answers_as_a_substring_search_however_many_keys_
     """A campaign run appends thousands of trap hits and looks each new key up in the
     blocklist's content (the reference's substring rule): its faster content must answer as
     the plain bytes do, for keys inside appended keys, across the content read, short ones,
-    with a newline, and once its index of pieces is full."""
+    with a newline, once its index of pieces is full, and when several appends come between two
+    searches (their pieces are cut at the next search)."""
     import random
     from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.rules import AppendedContent
     rng = random.Random(45)
@@ -428,7 +429,7 @@ def test_the_blocklists_content_answers_as_a_substring_search_however_many_keys_
             probes = [key, key[1:], key[:-1], key[2:-2], key + b'1', b'1' + key, key[:5], b'\n' + key, read[-6:] + b'\n1']
             for probe in probes:
                 assert (probe in content) == (probe in plain), (case, probe, plain)
-            more = b'\n' + key + b'\n'
+            more = b'\n' + key + b'\n' + b''.join(b'\n' + address() + b'\n' for dummy in range(rng.randrange(3)))    # searched after several
             content += more
             plain += more
         assert bytes(content) == plain

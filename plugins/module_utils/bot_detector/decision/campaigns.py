@@ -264,8 +264,7 @@ class Campaigns:
             seekers.extend(found + (0,) for found in map(address_number, sorted(people.difference(addresses))) if found is not None)
         located = {}
         if self.database is not None:     # each address's AS and range, once
-            lookup = self.database.lookup_number
-            located = dict(((version, number), lookup(version, number)) for version, number, count in parsed + seekers)
+            located = self.database.lookup_numbers([found[:2] for found in parsed + seekers])
         hosted = set(key for key, found in located.items() if found is not None and found[0] in self.hosting)
         networks, decided = self.networks(parsed, hosted, seekers)
         others.extend(networks)

@@ -348,29 +348,33 @@ class AppendedContent(bytearray):
     appends thousands of keys (a campaign's trap hits), the same answers: a key of GRAM bytes or
     more, without a newline, can only be inside the content read or inside one key appended
     (each between newlines), so the appended part is searched only when the key's last GRAM
-    bytes (an address's most varied) are a piece of one of them (``pieces``; past MOST, always)."""
+    bytes (an address's most varied) are a piece of it (``pieces``; past MOST, always). The
+    pieces of what was appended are cut when a search comes, not at each append: a campaign's
+    decisions are looked for as words (SubstringLists.decided), a ranked record after them."""
 
     GRAM, MOST = 7, 1 << 17     # at most about 10 MiB of pieces
 
     def __init__(self, content):
         super(AppendedContent, self).__init__(content)
         self.read, self.pieces = len(content), set()
+        self.indexed = self.read        # the pieces hold what was appended up to there
 
     def __contains__(self, key):
+        if self.pieces is not None and self.indexed < len(self):
+            self._index()
         if self.pieces is None or len(key) < self.GRAM or b'\n' in key:
             return bytearray.__contains__(self, key)
         return self.find(key, 0, self.read) != -1 or (key[-self.GRAM:] in self.pieces and self.find(key, self.read) != -1)
 
-    def __iadd__(self, more):
-        bytearray.__iadd__(self, more)
-        if self.pieces is not None:
-            # Every GRAM bytes of ``more``, newlines and all, in one C-level pass: a key holds no
-            # newline, so those holding one match nothing, and no key lies across two appends.
-            ends = range(self.GRAM, len(more) + 1)
-            self.pieces.update(map(bytes(more).__getitem__, map(slice, range(len(ends)), ends)))
-            if len(self.pieces) > self.MOST:
-                self.pieces = None
-        return self
+    def _index(self):
+        """Every GRAM bytes appended since the last search, newlines and all, in one C-level pass:
+        a key holds no newline, so a piece holding one matches nothing."""
+        more = bytes(self[self.indexed:])
+        ends = range(self.GRAM, len(more) + 1)
+        self.pieces.update(map(more.__getitem__, map(slice, range(len(ends)), ends)))
+        self.indexed = len(self)
+        if len(self.pieces) > self.MOST:
+            self.pieces = None
 
 
 class SpecRules:
