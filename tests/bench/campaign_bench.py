@@ -84,6 +84,8 @@ def replay(by_minute, settings, rules):
         tally.chunk(b''.join(lines))
         counter = tally.counters[STAMP]
         at = (minute + 1) * 60
+        if campaigns is not None:
+            campaigns.step_begin()      # a decision step, as drivers/run.py's: the split of the counts made once
         records = rules.examined(counter, servers, settings.top)
         if campaigns is None:
             for count, address in records:
@@ -92,6 +94,7 @@ def replay(by_minute, settings, rules):
                     blocks.setdefault(address, at)
             continue
         ranked, others = campaigns.judge(counter, records, servers)
+        campaigns.step_done()
         for decision in list(ranked.values()) + others:
             if decision.answer is None:
                 continue

@@ -160,6 +160,23 @@ def test_a_host_that_saw_an_address_browse_in_the_other_hour_spares_the_fleets_s
                for line in result.messages), result.messages
 
 
+def test_a_judgement_outside_a_decision_step_is_of_the_counts_as_they_are():
+    """A caller that ranks and judges a window again and again as it grows (the campaign bench's
+    replay, once a minute), without a decision step around them: each time on the counts as they
+    are then (a split kept from the first call hid every later line: the bench listed nothing)."""
+    from collections import Counter
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.campaigns import CampaignRules
+    from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
+    rules = CampaignRules(Settings(campaigns=True))
+    counter = Counter({b'192.0.2.70': 10})
+    for grown, decided in ((0, {}), (1490, {b'192.0.2.70': 'block'})):
+        counter[b'192.0.2.70'] += grown
+        records = rules.examined(counter, [b'10.0.0.5'], 20)
+        assert records == [(10 + grown, b'192.0.2.70')]
+        ranked, others = rules.campaigns.judge(counter, records, [b'10.0.0.5'])
+        assert dict((key, decision.answer) for key, decision in ranked.items()) == decided
+
+
 def test_a_decision_after_a_ranking_outside_a_step_decides_the_lines_counted_since(tmp_path, files):
     """A follower's metrics rank its live counts between two decision steps; the counts grow; the
     next step decides on them as they are now (it kept nothing of that ranking)."""

@@ -117,6 +117,7 @@ class Campaigns:
         self.walk_ids = settings.campaign_walk_ids
         self.splits = []        # [(counter, split(counter))] of the windows ranked last (CampaignRules.examined)
         self.seen = None        # (view, its browsers, the step's, their walkers): once for a decision step
+        self.stepping = False   # inside a decision step (step_begin): the counts do not grow, what is worked out is kept
         self.hosting = frozenset(settings.hosting_asns or ())
         self.hosting_divisor = settings.campaign_hosting_divisor
         self.database = None
@@ -141,10 +142,13 @@ class Campaigns:
         return browser, '%d assets, %d referers' % (assets, referred)
 
     def split_of(self, counter):
-        """split(counter), once for the windows of a decision step (examined, then judged)."""
+        """split(counter), once for the windows of a decision step (examined, then judged);
+        outside a step each time (the counts may have grown since)."""
         for found in self.splits:
             if found[0] is counter:
                 return found[1]
+        if not self.stepping:
+            return split(counter)
         self.splits = self.splits[-(WINDOWS_HELD - 1):] + [(counter, split(counter))]
         return self.splits[-1][1]
 
@@ -166,9 +170,13 @@ class Campaigns:
         self.seen = (view[0], browsers, everyone, self.walkers(everyone, view[1][WALK]))
         return view
 
+    def step_begin(self):
+        """A decision step starts: its windows' counts stay as they are until step_done()."""
+        self.splits, self.seen, self.stepping = [], None, True
+
     def step_done(self):
         """Let go of what was held for a step's windows: their counts grow (a follower's) before the next."""
-        self.splits, self.seen = [], None
+        self.splits, self.seen, self.stepping = [], None, False
 
     def browsers_and_walkers(self, addresses, signals, view):
         """(browsers, walkers) of a window (``addresses``, ``signals``) judged with the behaviour ``view``:

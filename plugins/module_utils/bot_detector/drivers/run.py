@@ -223,7 +223,7 @@ def decide_and_append(result, settings, rules, counts, server_ips, expire_bans=T
     windows = list(counts)
     campaigns = getattr(rules, 'campaigns', None)
     if campaigns:
-        campaigns.step_done()       # what a ranking outside a step kept (a follower's metrics) is of counts since grown
+        campaigns.step_begin()      # what is worked out of the counts is kept until step_done(), below
     raw = [whole(counter) for window, counter in windows] if campaigns else ()     # behaviour: by the windows' own counts, added up
     view = campaigns.behaviour_view(raw) if campaigns and judge else None
     if getattr(settings, 'sliding_hour', False):
