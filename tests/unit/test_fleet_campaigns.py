@@ -9,6 +9,7 @@ import calendar
 import hashlib
 import json
 import signal
+import time
 from collections import Counter
 
 import pytest
@@ -262,6 +263,35 @@ def test_a_follower_decides_the_fleets_crossing_and_after_kill_9_and_an_emptied_
             wait_for(lambda: listed.exists() and b'203.0.113.0/24\n' in listed.read_bytes(), 15, "the fleet's crossing again")
             assert second.proc.poll() is None
         assert files.read('blocklist') is None
+    finally:
+        server.kill()
+
+
+def test_a_fleet_crossing_of_an_address_that_browses_here_is_judged_whatever_step_takes_it(tmp_path):
+    """A NAT address of people here (30 pages, browser behaviour), 100 requests fleet-wide: the
+    fleet hands the crossing to one decision step, which judges it (challenged: over the shared
+    threshold), even when the last judgement waited for the blocklist's lock (a step between two
+    judgements spared it for good)."""
+    from test_follow_campaigns import LockHeld
+    server = fleetstore.StoreServer(tmp_path).start()
+    files = Files(tmp_path / 'follower' / 'files')
+    log = tmp_path / 'follower' / 'access.log'
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(browser('192.0.2.40', 30))
+    listed = tmp_path / 'follower' / 'challenge.txt'
+    try:
+        with follower(tmp_path, server.url, files, log, '--campaign-shared-threshold', '60'):
+            time.sleep(2.5)     # its first judgement 2 s ago at least: the next step is one
+            with LockHeld(files):
+                with open(str(log), 'a') as out:
+                    out.write(scraper('192.0.2.10', 1, minute=12))
+                time.sleep(4)
+            time.sleep(0.5)
+            tag = '{fc-follow:v2:%d}' % START
+            wait_for(lambda: server.cli('get', tag + ':epoch').strip(), 15, "the follower's push")
+            server.cli('rpush', '%s:%s:crossed' % (tag, server.cli('get', tag + ':epoch').strip()), '192.0.2.40 100')
+            wait_for(lambda: listed.exists() and b'192.0.2.40\n' in listed.read_bytes(), 15, "the fleet's crossing judged")
+        assert files.read('blocklist') in (None, b'')
     finally:
         server.kill()
 

@@ -2,6 +2,8 @@
 (follower_state.Judgements), and between two judgements decides its ranked records only
 (decision/between.py): the steps in between decide no record otherwise than a judgement would,
 and leave a browser to it. Its decision steps' warnings are said once, not at every step."""
+import fcntl
+import os
 import signal
 import time
 from collections import Counter
@@ -13,9 +15,12 @@ from test_campaign_people import browsing
 from test_campaigns import TRAP, request, scraper
 from test_follow import Following, blocked, wait_for
 
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.base import messages
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.between import judge_ranked
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.drivers.follower_state import OnceAnHour
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.campaigns import CampaignRules
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.decision.rules import SpecRules
+from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.lists.writer import lock_file
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.reading.signals import ASSET, REFERRED, split
 from ansible_collections.jobboard.bot_detector.plugins.module_utils.bot_detector.values.settings import Settings
 
@@ -77,6 +82,19 @@ def test_a_step_between_judgements_decides_each_record_as_the_judgement_does_or_
             assert key in between or (full.kind == 'shared' and any(key == address for count, address in fleet_records))
 
 
+def test_a_followers_steps_say_once_an_hour_only_that_decisions_have_no_list():
+    """The one warning every judgement would say again (its count grows) is said once an hour, per
+    answer; any other, a failure of the enforcement that comes back included, each time."""
+    said = []
+    warn = OnceAnHour(said.append)
+    unlisted = [messages.ANSWERS_UNLISTED % (count, kind, kind) for count, kind in
+                ((5, 'challenge'), (10, 'challenge'), (2, 'throttle'), (21, 'challenge'), (3, 'throttle'))]
+    failed = 'enforcement nginx: nginx -t failed (exit status 1): the blocklist is not enforced'
+    for line in unlisted[:2] + [failed] + unlisted[2:] + [failed]:
+        warn(line)
+    assert said == [unlisted[0], failed, unlisted[2], failed]
+
+
 def run_follower(tmp_path, text, *extra):
     files = Files(tmp_path / 'files')
     log = tmp_path / 'access.log'
@@ -118,3 +136,64 @@ def test_a_followers_steps_say_a_warning_once_not_at_each_step(tmp_path):
         said = [line for line in follower.proc.stderr.read().decode().splitlines() if 'are not listed anywhere' in line]
     assert len(said) == 1, said
     assert blocked(files) == []
+
+
+def write(log, text):
+    with open(str(log), 'a') as out:
+        out.write(text)
+
+
+class LockHeld:
+    """The blocklist's lock, held by this process (as a cron run or an --unblock holds it)."""
+
+    def __init__(self, files):
+        self.path = lock_file(str(files.blocklist))
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
+def test_past_the_count_budget_a_follower_with_the_profile_blocks_a_scraper(tmp_path):
+    """Its counts spilled to files (count_budget 50, 400 one-request addresses between the
+    scraper's pages): its steps rank the files' counts too."""
+    files, log, following = run_follower(tmp_path, '', '--count-budget', '50')
+    with following:
+        write(log, scraper('192.0.2.66', 40, minute=15, hour=11))
+        time.sleep(1)
+        write(log, ''.join(request('203.0.%d.%d' % (i // 200, i % 200 + 1), '/job/1', 20, hour=11) for i in range(400)))
+        time.sleep(1)
+        write(log, scraper('192.0.2.66', 20, minute=16, hour=11))
+        wait_for(lambda: blocked(files) == [b'192.0.2.66'], 15, 'the scraper blocked')
+
+
+def test_an_allow_list_changed_on_a_quiet_log_is_judged(tmp_path):
+    """A trap hit from an allow-listed address, then the entry taken out, and no line more: the
+    change is judged (as a run's would block it), not left until lines come."""
+    files, log, following = run_follower(tmp_path, '')
+    files.exclusions.write_bytes(b'192.0.2.77\n')
+    with following:
+        write(log, request('192.0.2.77', TRAP + '7', 40, 1, hour=11))
+        time.sleep(3)
+        assert blocked(files) == []
+        files.exclusions.write_bytes(b'')
+        wait_for(lambda: blocked(files) == [b'192.0.2.77'], 10, 'the allow-list change judged')
+
+
+def test_a_wait_for_the_blocklists_lock_does_not_put_the_next_judgement_off(tmp_path):
+    """Another process holds the blocklist's lock for 4 s while the follower would judge: its
+    judgements are paced by their own CPU time, so a trap hit after it is judged within seconds
+    (a pace by the step's wall time put it off by 20 times the wait)."""
+    files, log, following = run_follower(tmp_path, '')
+    with following:
+        time.sleep(2.5)     # its first judgement 2 s ago at least: the next step is one
+        with LockHeld(files):
+            write(log, scraper('192.0.2.10', 1, minute=12, hour=11))
+            time.sleep(4)
+        time.sleep(1)
+        write(log, request('192.0.2.77', TRAP + '7', 40, 1, hour=11))
+        wait_for(lambda: blocked(files) == [b'192.0.2.77'], 10, 'the trap hit judged')

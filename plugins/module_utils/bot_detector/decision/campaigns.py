@@ -437,9 +437,10 @@ class CampaignRules(SpecRules):
     def examined(self, counter, server_ips, top, at_least=None, wanted=None):
         counter = whole(counter)        # a state's Prefix ranks signals too: read in full
         if at_least is not None and wanted is None:     # a follower's step: the keys at or over it, no split of them all
-            found = entries_at_least(counter, at_least)
-            return super(CampaignRules, self).examined(Counter(dict(
-                (key, count) for key, count in found.items() if key[:1] != SIGNAL)), server_ips, top, at_least)
+            found = Counter()
+            for part in parts(counter):     # past count_budget, its files' too (the parts' keys are apart)
+                dict.update(found, ((key, count) for key, count in entries_at_least(part, at_least).items() if key[:1] != SIGNAL))
+            return super(CampaignRules, self).examined(found, server_ips, top, at_least)
         addresses = self.campaigns.split_of(counter)[0]      # judge() of the same counts, next: split once
         if wanted is not None:
             addresses = Counter(dict((key, count) for key, count in addresses.items() if wanted(key)))

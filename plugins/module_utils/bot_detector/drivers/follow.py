@@ -47,8 +47,8 @@ from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
 from .after_change import after_run
-from .follower_state import (Clock, Judgements, OnceAnHour, Rankings, claim, files_stat, jsonable, key_of, leave, load, publish,
-                             save, saved_positions_valid)
+from .follower_state import (Clock, Judgements, OnceAnHour, Rankings, claim, crossings_in, files_stat, jsonable, key_of, leave, load,
+                             publish, save, saved_positions_valid)
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -56,8 +56,7 @@ __metaclass__ = type
 POLL_IDLE = 0.25        # seconds asleep when no log grew
 READ_BLOCK = 32 * 1024 * 1024   # bytes of whole lines read per log before the next decision check
 DECIDE_EVERY = 0.5      # seconds between decisions while lines arrive
-# The campaign profile's judgements (Judgements): seconds apart at least; share of the time at most; for a fleet's crossing.
-JUDGE_EVERY, JUDGE_SHARE, JUDGE_SHARE_NEWS = 2.0, 0.05, 0.25
+JUDGE_EVERY, JUDGE_SHARE = 2.0, 0.05    # the campaign profile's judgements (Judgements): seconds apart at least, share of the time at most
 SAVE_EVERY = 5.0        # seconds between state saves (and metrics, status)
 EXPIRE_EVERY = 30.0     # seconds between expiries (ban_time set, or an answer list's answer_time)
 DRAIN_QUIET = 2.0       # seconds an old file (renamed away) must stay unchanged before it is closed
@@ -92,7 +91,7 @@ class Follower:
         self.session.summaries = True   # it ranks twice a second: from a summary of the files, read once per spill
         self.state_dropped = self.state_unsaved = False
         self.decide_seconds = 0.0       # the last decision's duration: spilled counts take longer
-        self.judgements = Judgements(bool(settings.campaigns), JUDGE_EVERY, JUDGE_SHARE, JUDGE_SHARE_NEWS)
+        self.judgements = Judgements(bool(settings.campaigns), JUDGE_EVERY, JUDGE_SHARE)
         self.step_warning = OnceAnHour(warn)
         self.read = [0, 0]              # bytes and lines read since the metrics were last written
         self.fleet = None       # with fleet_store: its pushes and crossings (fleet.Fleet), from run()
@@ -338,11 +337,12 @@ class Follower:
         """A run's decision step at ``now`` on the counts held (with the campaign profile, its
         judgement only at the first, with ``judge``: Judgements); then, with enforcement, its
         sync, as after a run (at the start, and after each change to the blocklist)."""
-        started = time.time()
+        started, cpu = time.time(), time.thread_time()
         result = Result(emit=None, on_warning=self.step_warning)
         counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
         if self.fleet is not None:      # the fleet's sums of the addresses that crossed, over this host's own
             counts = self.fleet.overlay(counts)
+            judge = judge or crossings_in(counts)
         if self.answered is not None:       # the escalation's counts, when a key reached answer_escalation
             result.answered = self.answered.due([w.stamp for w in counts.windows], files_stat(
                 [path for path in (self.settings.throttle_list, self.settings.challenge_list) if path]))
@@ -350,7 +350,7 @@ class Follower:
         decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False,
                           judge=judge)
         self.decided_at = time.time()
-        self.judgements.done(judge, started, self.decided_at)
+        self.judgements.done(judge, started, time.thread_time() - cpu)
         self.decide_seconds = self.decided_at - started
         if self.settings.enforcement != 'none' and (first or result.changed):
             after_run(self.settings, result)
@@ -400,8 +400,8 @@ class Follower:
                 expire = self.expiring and wall - last_expiry >= EXPIRE_EVERY
                 due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)     # spilled: at most half the time
                 news = self.fleet is not None and self.fleet.fresh      # crossings learnt since the last decision
-                self.judgements.owed = self.judgements.owed or bool(read) or news
-                judge = moved or self.judgements.due(wall, news)
+                self.judgements.owed = self.judgements.owed or bool(read) or news or expire or lists_now != lists_seen
+                judge = moved or news or self.judgements.due(wall)
                 decided = due or moved or expire or lists_now != lists_seen or news or judge
                 if decided:
                     self.decide(now, expire, judge=judge)

@@ -28,6 +28,7 @@ from ..base.clock import hour_windows
 from ..base.errors import BotDetectorError
 from ..base.text import to_bytes, write_all
 from ..reading import state
+from ..values.answer_settings import ANSWERS
 from ..reading.spill import spilled
 
 __metaclass__ = type
@@ -83,39 +84,51 @@ class Rankings:
 
 class Judgements:
     """When a follower with the campaign profile judges all of its windows' keys (Campaigns.judge;
-    its steps in between decide its ranked records only: decision/between.py): once lines were
-    counted since the last judgement, or the fleet learnt a crossing (``owed``); ``every`` seconds
-    after it at the earliest and no more than a ``share`` of the time (a window of more keys takes
-    longer to judge); for a fleet's crossing at once, up to ``news_share`` of the time."""
+    its steps in between decide its ranked records only: decision/between.py): once something
+    since the last judgement may change one (``owed``: lines counted, a list changed, an expiry,
+    the fleet's news), ``every`` seconds after it at the earliest and no more than a ``share`` of
+    the time, by its own CPU time (a wait for the blocklist's lock is none; a window of more keys
+    takes longer to judge). A step the fleet hands crossings to is a judgement (follow.py)."""
 
-    def __init__(self, active, every, share, news_share):
-        self.active, self.every, self.share, self.news_share = active, every, share, news_share
+    def __init__(self, active, every, share):
+        self.active, self.every, self.share = active, every, share
         self.at, self.seconds, self.owed = 0.0, 0.0, False
 
-    def due(self, wall, news=False):
-        wait = self.seconds / self.news_share if news else max(self.every, self.seconds / self.share)
-        return self.active and self.owed and wall - self.at >= wait
+    def due(self, wall):
+        return self.active and self.owed and wall - self.at >= max(self.every, self.seconds / self.share)
 
-    def done(self, judged, started, ended):
+    def done(self, judged, started, seconds):
+        """A step that started at ``started`` (wall clock) took ``seconds`` of its thread's CPU."""
         if judged:
-            self.at, self.seconds, self.owed = started, ended - started, False
+            self.at, self.seconds, self.owed = started, seconds, False
 
 
 class OnceAnHour:
-    """``warn``, for a follower's decision steps (twice a second): a warning said again only an
-    hour after it was last said, its numbers aside (a count of decisions not listed, which grows)."""
+    """``warn``, for a follower's decision steps (twice a second): the warning that decisions have
+    no list (ANSWERS_UNLISTED, a setting's, which every judgement would say again with a count that
+    grows: its numbers aside) said again only an hour after it was last; any other as it comes (a
+    failure that comes back is said again)."""
 
     AGAIN = 3600.0
     NUMBERS = dict.fromkeys(range(ord('0'), ord('9') + 1))     # str.translate: taken out
 
     def __init__(self, warn):
         self.warn, self.said = warn, {}
+        self.keys = set((messages.ANSWERS_UNLISTED % (0, kind, kind)).translate(self.NUMBERS) for kind in ANSWERS)
 
     def __call__(self, line):
         key, now = line.translate(self.NUMBERS), time.time()
-        if now - self.said.get(key, now - self.AGAIN) >= self.AGAIN:
+        if key not in self.keys:
+            self.warn(line)
+        elif now - self.said.get(key, now - self.AGAIN) >= self.AGAIN:
             self.said[key] = now
             self.warn(line)
+
+
+def crossings_in(counts):
+    """Whether ``counts`` (a fleet's overlay, fleet.Fleet.overlay) bring crossings: it hands each to
+    one decision step, which must then be a judgement (a step between would spare a browser's for good)."""
+    return any(getattr(counts, 'fleet_records', {}).values()) or any((getattr(counts, 'fleet_campaigns', None) or {}).values())
 
 
 def key_of(logs):
