@@ -197,3 +197,19 @@ def test_a_wait_for_the_blocklists_lock_does_not_put_the_next_judgement_off(tmp_
         time.sleep(1)
         write(log, request('192.0.2.77', TRAP + '7', 40, 1, hour=11))
         wait_for(lambda: blocked(files) == [b'192.0.2.77'], 10, 'the trap hit judged')
+
+
+def test_a_followers_sliding_hour_is_weighed_by_its_own_clock(tmp_path):
+    """--sliding-hour in a follower whose clock starts at 11:55 (--now): the previous hour's 48
+    requests (under the threshold of 50 there) weigh 5/60 or a little less (4 or 3), beside 45 of
+    this hour: under the threshold; beside 47, at it: blocked. By the wall clock at any minute
+    before :53 they weighed more, and 45 were blocked too."""
+    for current, expected in ((45, []), (47, [b'192.0.2.9'])):
+        (tmp_path / str(current)).mkdir()
+        files, log, following = run_follower(tmp_path / str(current), scraper('192.0.2.9', 48, minute=20, hour=10)
+                                             + scraper('192.0.2.9', current, minute=20, hour=11), '--sliding-hour')
+        following.now = NOW + 5 * 60
+        with following as follower:
+            time.sleep(1)
+            assert follower.stop(signal.SIGTERM) == 0
+        assert blocked(files) == expected

@@ -348,7 +348,7 @@ class Follower:
                 [path for path in (self.settings.throttle_list, self.settings.challenge_list) if path]))
         judge = first or judge or not self.judgements.active
         decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False,
-                          judge=judge)
+                          now=now, judge=judge)
         self.decided_at = time.time()
         self.judgements.done(judge, started, time.thread_time() - cpu)
         self.decide_seconds = self.decided_at - started
