@@ -262,10 +262,10 @@ def large_blocklist(seed, entries=100000, reps=5):
             rows.append('| %s | %.2f s |\n' % (name, statistics.median(measure(argv, ENV)['cpu'] for dummy in range(reps))))
     finally:
         shutil.rmtree(scratch)
-    return ('The profile\'s run on the hour of seed %d (`--check`, pinned) beside a blocklist of %d lines, none of the '
+    return ('The profile\'s run on the hour of seed %d (`--check`, pinned) beside a blocklist of %s lines, none of the '
             'hour\'s addresses, CPU, median of %d: the previous release looked for each of its 2,343 trap hits as a '
             'substring of the blocklist, this tree as a word of it (a set of them, made once a run):\n\n'
-            '| core | CPU |\n|---|---|\n%s' % (seed, entries, reps, ''.join(rows)))
+            '| core | CPU |\n|---|---|\n%s' % (seed, '{:,}'.format(entries), reps, ''.join(rows)))
 
 
 def follower_cpu(core, log, scratch, profile=True):

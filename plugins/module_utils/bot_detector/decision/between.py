@@ -8,7 +8,7 @@ the one a judgement gives, from the few addresses it ranks.
 A judgement (campaigns.Campaigns.judge) walks every key of the windows: each address, its
 signals, its network and AS. On the replayed hour of docs/benchmarks.md that is about 70 ms,
 and more as the hour fills; a follower that judged at each step (twice a second while lines
-come) spent about 14 % of a core on it. Between judgements, a step decides only the records
+come) spent about 13 % of a core on it. Between judgements, a step decides only the records
 over the threshold and the fleet's records, by their own addresses' signals, looked up: one
 without browser behaviour gets the judgement's decision (its block), one with it is left to
 the next judgement (nothing now), which also decides its walks of job ids, the trap hits, the
