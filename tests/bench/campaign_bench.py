@@ -264,7 +264,7 @@ def large_blocklist(seed, entries=100000, reps=5):
         shutil.rmtree(scratch)
     return ('The profile\'s run on the hour of seed %d (`--check`, pinned) beside a blocklist of %s lines, none of the '
             'hour\'s addresses, CPU, median of %d: the previous release looked for each of its 2,343 trap hits as a '
-            'substring of the blocklist, this tree as a word of it (a set of them, made once a run):\n\n'
+            'substring of the blocklist, this tree as a line of it (a set of its lines, made once a run):\n\n'
             '| core | CPU |\n|---|---|\n%s' % (seed, '{:,}'.format(entries), reps, ''.join(rows)))
 
 

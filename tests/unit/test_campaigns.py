@@ -126,15 +126,17 @@ def test_a_trap_hit_blocks_its_address_and_from_a_browser_is_a_challenge(tmp_pat
 
 def test_a_profile_decision_is_already_listed_only_as_a_line_of_the_blocklist_not_inside_another(tmp_path, files):
     """The reference's rule looks for a ranked record as a substring of the blocklist (kept); a
-    decision of the profile is listed when it is a line (a word of one) of it: 192.0.2.3's trap
-    hit is blocked though 192.0.2.34 and 10.192.0.2.3 are listed, 192.0.2.5's is not (listed, a
-    comment after it)."""
-    files.blocklist.write_bytes(b'192.0.2.34\n10.192.0.2.3\n192.0.2.5  # by hand\n')
-    text = request('192.0.2.3', TRAP + '7') + request('192.0.2.5', TRAP + '7')
+    decision of the profile is listed as the enforcement reads an entry: a line that is it, blanks
+    around it aside, or its network of one address. 192.0.2.3's trap hit is blocked though
+    192.0.2.34 and 10.192.0.2.3 are listed and a comment names it, and so is 192.0.2.6's (its line
+    holds a comment after it: no entry); 192.0.2.5's and 192.0.2.7's are not (listed)."""
+    listed = b'192.0.2.34\n10.192.0.2.3\n# 192.0.2.3 by hand\n 192.0.2.5 \r\n192.0.2.6  # by hand\n192.0.2.7/32\n'
+    files.blocklist.write_bytes(listed)
+    text = ''.join(request('192.0.2.%d' % last, TRAP + '7') for last in (3, 5, 6, 7))
     result = detect(tmp_path, files, text, '--trap-path', TRAP)
-    assert blocked(result) == [('192.0.2.3', 1)]
-    assert [entry['address'] for entry in result['already_blocked']] == ['192.0.2.5']
-    assert files.read('blocklist') == b'192.0.2.34\n10.192.0.2.3\n192.0.2.5  # by hand\n192.0.2.3\n'
+    assert blocked(result) == [('192.0.2.3', 1), ('192.0.2.6', 1)]
+    assert [entry['address'] for entry in result['already_blocked']] == ['192.0.2.5', '192.0.2.7']
+    assert files.read('blocklist') == listed + b'192.0.2.3\n192.0.2.6\n'
 
 
 def test_a_bots_trap_hit_is_not_counted(tmp_path, files):

@@ -171,6 +171,26 @@ def test_past_the_count_budget_a_follower_with_the_profile_blocks_a_scraper(tmp_
         wait_for(lambda: blocked(files) == [b'192.0.2.66'], 15, 'the scraper blocked')
 
 
+def test_past_the_count_budget_a_follower_never_blocks_a_browser_whose_assets_spilled(tmp_path):
+    """A NAT address's people load their pages' assets, 400 one-request addresses spill the counts
+    to files (count_budget 50), then 10 pages more with their assets cached: 55 pages, 90 assets,
+    55 referers, a browser. Past the budget every step is a judgement: one between, looking its
+    signals up in memory only, saw '0 assets' and blocked it."""
+    files, log, following = run_follower(tmp_path, '', '--count-budget', '50', '--campaign-shared-threshold', '1000')
+    with following as follower:
+        write(log, browsing('192.0.2.40', 45, 11, minute=10))
+        time.sleep(1)
+        write(log, ''.join(request('203.0.%d.%d' % (i // 200, i % 200 + 1), '/job/1', 20, hour=11) for i in range(400)))
+        time.sleep(3)
+        write(log, request('198.51.100.1', '/job/1', 30, hour=11))
+        time.sleep(0.6)
+        write(log, ''.join(request('192.0.2.40', '/job/%d' % (500 + i), 25 + i, 0, 'https://jobs.example/jobs/?q=cook', hour=11)
+                           for i in range(10)))
+        time.sleep(3)
+        assert follower.stop(signal.SIGTERM) == 0
+    assert blocked(files) == []
+
+
 def test_an_allow_list_changed_on_a_quiet_log_is_judged(tmp_path):
     """A trap hit from an allow-listed address, then the entry taken out, and no line more: the
     change is judged (as a run's would block it), not left until lines come."""

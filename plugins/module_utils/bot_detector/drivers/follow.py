@@ -47,8 +47,8 @@ from ..reading.spill import Session, SpillCounter
 from ..reading.tally import Tally, WindowCounts, read_log
 from ..reporting.result import Result
 from .after_change import after_run
-from .follower_state import (Clock, Judgements, OnceAnHour, Rankings, claim, crossings_in, files_stat, jsonable, key_of, leave, load,
-                             publish, save, saved_positions_valid)
+from .follower_state import (Clock, Judgements, OnceAnHour, Rankings, claim, expired_in, files_stat, jsonable, key_of, leave, load,
+                             must_judge, publish, save, saved_positions_valid)
 from .run import decide_and_append, server_ips_of
 
 __metaclass__ = type
@@ -337,12 +337,12 @@ class Follower:
         """A run's decision step at ``now`` on the counts held (with the campaign profile, its
         judgement only at the first, with ``judge``: Judgements); then, with enforcement, its
         sync, as after a run (at the start, and after each change to the blocklist)."""
-        started, cpu = time.time(), time.thread_time()
+        started = self.judgements.start()
         result = Result(emit=None, on_warning=self.step_warning)
         counts = WindowCounts(hour_windows(now), [self.tally.counters[w.stamp] for w in hour_windows(now)])
         if self.fleet is not None:      # the fleet's sums of the addresses that crossed, over this host's own
             counts = self.fleet.overlay(counts)
-            judge = judge or crossings_in(counts)
+        judge = judge or must_judge(counts)
         if self.answered is not None:       # the escalation's counts, when a key reached answer_escalation
             result.answered = self.answered.due([w.stamp for w in counts.windows], files_stat(
                 [path for path in (self.settings.throttle_list, self.settings.challenge_list) if path]))
@@ -350,7 +350,7 @@ class Follower:
         decide_and_append(result, self.settings, self.rules, counts, self.server_ips, expire_bans=expire, records_under=False,
                           now=now, judge=judge)
         self.decided_at = time.time()
-        self.judgements.done(judge, started, time.thread_time() - cpu)
+        self.judgements.done(judge, expired_in(result))
         self.decide_seconds = self.decided_at - started
         if self.settings.enforcement != 'none' and (first or result.changed):
             after_run(self.settings, result)
@@ -400,8 +400,8 @@ class Follower:
                 expire = self.expiring and wall - last_expiry >= EXPIRE_EVERY
                 due = pending and wall - last_decision >= max(DECIDE_EVERY, self.decide_seconds)     # spilled: at most half the time
                 news = self.fleet is not None and self.fleet.fresh      # crossings learnt since the last decision
-                self.judgements.owed = self.judgements.owed or bool(read) or news or expire or lists_now != lists_seen
-                judge = moved or news or self.judgements.due(wall)
+                self.judgements.owed = self.judgements.owed or bool(read) or news or lists_now != lists_seen
+                judge = moved or news or self.judgements.due()
                 decided = due or moved or expire or lists_now != lists_seen or news or judge
                 if decided:
                     self.decide(now, expire, judge=judge)

@@ -85,22 +85,44 @@ class Rankings:
 class Judgements:
     """When a follower with the campaign profile judges all of its windows' keys (Campaigns.judge;
     its steps in between decide its ranked records only: decision/between.py): once something
-    since the last judgement may change one (``owed``: lines counted, a list changed, an expiry,
-    the fleet's news), ``every`` seconds after it at the earliest and no more than a ``share`` of
-    the time, by its own CPU time (a wait for the blocklist's lock is none; a window of more keys
-    takes longer to judge). A step the fleet hands crossings to is a judgement (follow.py)."""
+    since the last judgement may change one (``owed``: lines counted, a list changed, an entry
+    expired, the fleet's news), ``every`` seconds after it at the earliest and no more than a
+    ``share`` of the time, by its own CPU time (a wait for the blocklist's lock is none; a window
+    of more keys takes longer to judge), on the monotonic clock (a step back of the wall clock
+    puts nothing off). A step must_judge() names is a judgement whatever the pace."""
 
     def __init__(self, active, every, share):
         self.active, self.every, self.share = active, every, share
         self.at, self.seconds, self.owed = 0.0, 0.0, False
+        self.started = (0.0, 0.0)
 
-    def due(self, wall):
-        return self.active and self.owed and wall - self.at >= max(self.every, self.seconds / self.share)
+    def due(self):
+        return self.active and self.owed and time.monotonic() - self.at >= max(self.every, self.seconds / self.share)
 
-    def done(self, judged, started, seconds):
-        """A step that started at ``started`` (wall clock) took ``seconds`` of its thread's CPU."""
+    def start(self):
+        """A decision step starts; returns the wall clock's time."""
+        self.started = (time.monotonic(), time.thread_time())
+        return time.time()
+
+    def done(self, judged, expired=False):
+        """The step started last is done: a judgement, or one that took entries off a list (``expired``)."""
         if judged:
-            self.at, self.seconds, self.owed = started, seconds, False
+            self.at, self.seconds, self.owed = self.started[0], time.thread_time() - self.started[1], False
+        elif expired:
+            self.owed = True
+
+
+def must_judge(counts):
+    """Whether a step on ``counts`` must be a judgement: the fleet hands it crossings of addresses
+    (each to one step only: a step between would spare a browser's for good; its campaign
+    crossings stay, and bring news), or a window's counts spilled past count_budget (a step
+    between would look its records' signals up in memory only)."""
+    return any(getattr(counts, 'fleet_records', {}).values()) or any(spilled(counter) for window, counter in counts)
+
+
+def expired_in(result):
+    """Whether a decision step's ``result`` took entries off the blocklist or an answer list."""
+    return bool(result.expired) or any(done['expired'] for done in (getattr(result, 'answers', None) or {}).values())
 
 
 class OnceAnHour:
@@ -123,12 +145,6 @@ class OnceAnHour:
         elif now - self.said.get(key, now - self.AGAIN) >= self.AGAIN:
             self.said[key] = now
             self.warn(line)
-
-
-def crossings_in(counts):
-    """Whether ``counts`` (a fleet's overlay, fleet.Fleet.overlay) bring crossings: it hands each to
-    one decision step, which must then be a judgement (a step between would spare a browser's for good)."""
-    return any(getattr(counts, 'fleet_records', {}).values()) or any((getattr(counts, 'fleet_campaigns', None) or {}).values())
 
 
 def key_of(logs):
