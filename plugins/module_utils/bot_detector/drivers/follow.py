@@ -405,7 +405,7 @@ class Follower:
                 decided = due or moved or expire or lists_now != lists_seen or news or judge
                 if decided:
                     self.decide(now, expire, judge=judge)
-                    last_decision, pending, lists_seen = wall, False, self._lists_stat()
+                    last_decision, pending, lists_seen = time.time(), False, self._lists_stat()     # from its end: a slow one is not due at once
                     last_expiry = wall if expire else last_expiry
                 if self.fleet is not None:      # the counts handed to the store after the decision: a local block never waits
                     self.fleet.tick(self.tally.counters, hour_windows(now), read)
