@@ -133,10 +133,18 @@ class Following:
         return self.start()
 
     def __exit__(self, *exc):
+        killed = self.proc is not None and self.proc.poll() is None
         self.stop(signal.SIGKILL)
         if self.proc is not None:
             self.proc.stdout.close()
             self.proc.stderr.close()
+        if killed:      # a follower killed leaves its status and pid files (kill -9): this test made them, it removes them
+            key = follower_state.key_of([str(self.log)])
+            for name in (key + '.json', key + '.pid'):
+                try:
+                    os.unlink(os.path.join(lock_dir(), name))
+                except OSError:
+                    pass
 
 
 def reference_blocks(base, history, now):
